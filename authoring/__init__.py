@@ -1,0 +1,1 @@
+"""Instructors' tools: build exercises from solutions, apply the glossary, export the site."""
