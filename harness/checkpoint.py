@@ -1,0 +1,83 @@
+"""Lição 2: gravar e ler a cena de execução (checkpoint.json) sem nunca deixar um arquivo rasgado."""
+from __future__ import annotations
+
+import json
+import os
+
+CHECKPOINT_VERSION = 1
+
+# Campo -> tipo(s) aceitos. O checkpoint é validado antes de qualquer uso.
+CHECKPOINT_FIELDS = {
+    "version": int,
+    "task": str,
+    "turns": int,
+    "tokens_used": int,
+    "messages": list,
+    "pending_tool_use": (list, type(None)),
+}
+
+
+class CheckpointError(Exception):
+    """O checkpoint existe, mas não dá para confiar nele: a mensagem diz por quê."""
+
+
+def write_json_atomic(path, data):
+    """Grava JSON de forma atômica: ou o arquivo antigo inteiro, ou o novo inteiro.
+
+    1. escreve tudo num arquivo temporário na MESMA pasta (os.replace só é
+       atômico dentro de um mesmo sistema de arquivos);
+    2. flush + fsync: os bytes saem do buffer do Python e do cache do sistema;
+    3. os.replace troca o nome de uma vez;
+    4. fsync da pasta: a própria troca de nome sobrevive a uma queda de energia.
+    """
+    path = os.fspath(path)
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump(data, file, ensure_ascii=False, indent=1)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def save_checkpoint(state, path):
+    """Grava o estado de execução inteiro em ``path`` (JSON, nunca pickle)."""
+    write_json_atomic(path, state)
+
+
+def load_checkpoint(path):
+    """Lê o checkpoint; None só quando ele não existe. Qualquer outro problema é um erro claro."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except FileNotFoundError:
+        return None
+    if not text.strip():
+        raise CheckpointError(f"{path}: arquivo vazio (gravação interrompida?)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CheckpointError(
+            f"{path}: JSON inválido ou truncado na linha {error.lineno}, coluna {error.colno}: {error.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: esperava um objeto JSON, encontrei {type(data).__name__}")
+    if "version" in data and data["version"] != CHECKPOINT_VERSION:
+        raise CheckpointError(
+            f"{path}: versão de checkpoint incompatível: o arquivo é v{data['version']}, "
+            f"este código lê v{CHECKPOINT_VERSION}"
+        )
+    for field, expected in CHECKPOINT_FIELDS.items():
+        if field not in data:
+            raise CheckpointError(f"{path}: campo obrigatório ausente: {field}")
+        value = data[field]
+        # bool é subclasse de int em Python; um turns=True não é um número de turnos.
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise CheckpointError(
+                f"{path}: campo '{field}' com tipo errado: {type(value).__name__}"
+            )
+    return data

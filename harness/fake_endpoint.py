@@ -1,0 +1,171 @@
+"""O endpoint offline: o cliente real do SDK ``anthropic`` falando com uma fila de respostas.
+
+Nada aqui imita o cliente. O código das lições chama ``client.messages.create(...)``
+no ``anthropic.Anthropic`` de verdade; só o transporte HTTP é trocado por um
+``httpx2.MockTransport`` que responde como a API responderia: valida a conversa
+(e devolve o mesmo HTTP 400 da API quando ela está quebrada) e, se estiver tudo
+certo, serve a próxima resposta roteirizada.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Iterable
+
+import anthropic
+import httpx2
+from anthropic.types import Message
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+
+
+class ResponseQueueExhausted(RuntimeError):
+    """A conversa pediu mais respostas do que o roteiro tem."""
+
+
+# --- Validação da conversa, com os textos de erro da própria API -------------------
+
+def _blocks(message: dict) -> list[dict]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content or [])
+
+
+def _tool_use_ids(message: dict) -> list[str]:
+    return [b["id"] for b in _blocks(message) if b.get("type") == "tool_use"]
+
+
+def validate_messages(messages: list[dict]) -> str | None:
+    """Devolve o texto do erro 400 que a API daria para esta conversa, ou None se ela é válida.
+
+    Regras do protocolo de ferramentas (Handle tool calls — Claude API —
+    https://platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls):
+    cada ``tool_use`` precisa de um ``tool_result`` na mensagem seguinte, cada
+    ``tool_result`` precisa de um ``tool_use`` na mensagem anterior, os resultados
+    vêm primeiro no conteúdo da mensagem e não se repetem.
+    """
+    if not messages:
+        return "messages: at least one message is required"
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            return f"messages.{index}.role: Input should be 'user' or 'assistant'"
+        blocks = _blocks(message)
+        previous_ids = _tool_use_ids(messages[index - 1]) if index > 0 else []
+
+        if role == "assistant":
+            ids = _tool_use_ids(message)
+            if not ids:
+                continue
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            answered = set()
+            if following is not None and following.get("role") == "user":
+                answered = {b.get("tool_use_id") for b in _blocks(following) if b.get("type") == "tool_result"}
+            missing = [i for i in ids if i not in answered]
+            if missing:
+                return (
+                    f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                    f"corresponding `tool_result` block in the next message."
+                )
+            continue
+
+        # Mensagem do usuário: confira cada tool_result contra o tool_use anterior.
+        seen: set[str] = set()
+        result_positions = []
+        for position, block in enumerate(blocks):
+            if block.get("type") != "tool_result":
+                continue
+            result_positions.append(position)
+            tool_use_id = block.get("tool_use_id")
+            if tool_use_id not in previous_ids:
+                return (
+                    f"messages.{index}.content.{position}: unexpected `tool_use_id` found in "
+                    f"`tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a "
+                    f"corresponding `tool_use` block in the previous message."
+                )
+            if tool_use_id in seen:
+                return (
+                    f"messages.{index}.content.{position}: each tool_use must have a single result. "
+                    f"Found multiple `tool_result` blocks with id: {tool_use_id}"
+                )
+            seen.add(tool_use_id)
+        if previous_ids and result_positions != list(range(len(result_positions))):
+            return (
+                f"messages.{index}: Did not find {len(previous_ids)} `tool_result` block(s) at the "
+                f"beginning of this message. Messages following `tool_use` blocks must begin with a "
+                f"matching number of `tool_result` blocks."
+            )
+    return None
+
+
+# --- Respostas roteirizadas --------------------------------------------------------
+
+def expand_response(compact: dict, index: int, model: str = DEFAULT_MODEL) -> dict:
+    """Completa uma resposta escrita na forma curta e a valida com o modelo de dados do SDK.
+
+    O SDK não valida respostas por padrão (``{}`` viraria uma Message cheia de None),
+    então o roteiro é conferido aqui, ao ser carregado, e não no meio de uma execução.
+    """
+    full = {
+        "id": f"msg_roteiro_{index:03d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+    full.update(copy.deepcopy(compact))
+    try:
+        Message.model_validate(full)
+    except Exception as error:  # pydantic.ValidationError, com a lista de campos ruins
+        raise ValueError(f"resposta roteirizada nº {index} é inválida: {error}") from error
+    return full
+
+
+class ScriptedEndpoint:
+    """Serve as respostas de um roteiro, validando cada pedido como a API faria.
+
+    A resposta servida é a de índice igual ao número de mensagens ``assistant`` já
+    presentes na conversa. Assim um processo que retoma de um checkpoint, com um
+    endpoint novo e o mesmo roteiro, continua exatamente do ponto em que o outro caiu.
+    """
+
+    def __init__(self, responses: Iterable[dict], model: str = DEFAULT_MODEL):
+        self.responses = [expand_response(r, i, model) for i, r in enumerate(responses)]
+        self.requests: list[dict] = []
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST" or not request.url.path.endswith("/v1/messages"):
+            return _error(404, "not_found_error", f"rota desconhecida no endpoint offline: {request.url.path}")
+        body = json.loads(request.content)
+        self.requests.append(body)
+        problem = validate_messages(body.get("messages", []))
+        if problem:
+            return _error(400, "invalid_request_error", problem)
+        index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        if index >= len(self.responses):
+            return _error(
+                500,
+                "response_queue_exhausted",
+                f"fila de respostas esgotada: o roteiro tem {len(self.responses)} resposta(s) e a "
+                f"conversa pediu a de número {index + 1}",
+            )
+        return httpx2.Response(200, json=self.responses[index])
+
+    def client(self) -> anthropic.Anthropic:
+        """O cliente de verdade do SDK, ligado a este endpoint."""
+        http_client = httpx2.Client(transport=httpx2.MockTransport(self.handle))
+        client = anthropic.Anthropic(api_key="offline", max_retries=0, http_client=http_client)
+        client.stub_endpoint = self
+        return client
+
+
+def _error(status: int, kind: str, message: str) -> httpx2.Response:
+    return httpx2.Response(status, json={"type": "error", "error": {"type": kind, "message": message}})
+
+
+def make_stub_client(responses: Iterable[dict]) -> anthropic.Anthropic:
+    """Um ``anthropic.Anthropic`` real que responde a partir de uma fila de respostas."""
+    return ScriptedEndpoint(responses).client()

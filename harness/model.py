@@ -1,0 +1,26 @@
+"""Qual modelo o aparato usa e como obter um cliente: offline (padrão) ou ao vivo."""
+from __future__ import annotations
+
+import os
+
+import anthropic
+
+from harness.fake_endpoint import DEFAULT_MODEL, make_stub_client
+
+MODEL = DEFAULT_MODEL
+MAX_TOKENS = 1024
+
+
+def make_client(responses: list[dict] | None = None, live: bool = False) -> anthropic.Anthropic:
+    """Cliente offline sobre uma fila de respostas, ou o da API real quando pedido.
+
+    O modo ao vivo só é usado quando o chamador pede E há ``ANTHROPIC_API_KEY``:
+    sem chave, o construtor do SDK falharia, então avisamos antes e em português.
+    """
+    if live:
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise RuntimeError("modo ao vivo pedido, mas ANTHROPIC_API_KEY não está definida")
+        return anthropic.Anthropic()
+    if responses is None:
+        raise ValueError("no modo offline é preciso uma fila de respostas (responses)")
+    return make_stub_client(responses)
