@@ -1,0 +1,404 @@
+"""`course build`: generate exercises/exercise-N.ipynb from solutions/exercise-N.ipynb.
+
+The solution notebook is the single source. Its answers sit between markers:
+
+* code cells: ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines. The block becomes
+  ``raise NotImplementedError("Ainda não implementado: ...")`` at the marker's
+  indentation, so a function keeps its ``def`` line and docstring. A
+  ``### HINT: ...`` line inside the block supplies the hint text. A block made only
+  of ``NAME = <literal>`` assignments is a structured answer and becomes
+  ``NAME = None  # escolha uma letra`` (or a comment fitting the literal's type).
+* markdown cells: ``<!-- BEGIN SOLUTION -->`` / ``<!-- END SOLUTION -->`` lines,
+  replaced by a "Sua resposta aqui" placeholder.
+
+Outputs and execution counts are cleared and the bytes are deterministic, so
+`course check` can compare a fresh build with what is committed.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+CODE_BEGIN = "### BEGIN SOLUTION"
+CODE_END = "### END SOLUTION"
+HINT_PREFIX = "### HINT:"
+MARKDOWN_BEGIN = "<!-- BEGIN SOLUTION -->"
+MARKDOWN_END = "<!-- END SOLUTION -->"
+MARKDOWN_PLACEHOLDER = "_Sua resposta aqui._"
+NOT_IMPLEMENTED_PREFIX = "Ainda não implementado: "
+
+SOLUTIONS_DIR = "solutions"
+EXERCISES_DIR = "exercises"
+NOTEBOOK_NAME = re.compile(r"^exercise-\d+\.ipynb$")
+
+# Anything that looks like a marker but is not exactly one would leak an answer
+# into the students' copy, so it is an error rather than plain text.
+_MARKER_LIKE = re.compile(r"(BEGIN|END)\s+SOLUTION", re.IGNORECASE)
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)")
+# Notebook metadata that belongs to the author's session, not to the exercise.
+_SESSION_NOTEBOOK_METADATA = ("widgets",)
+_SESSION_CELL_METADATA = ("execution",)
+
+
+class SolutionMarkerError(ValueError):
+    """A solution notebook whose markers cannot be turned into an exercise."""
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    name: str
+    target: Path
+    changed: bool
+    blocks: int
+
+
+# ---------------------------------------------------------------- code cells
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _enclosing_function(lines_before: list[str], indent: int) -> str | None:
+    """Name of the `def` whose body holds a line indented by `indent`, if any."""
+    current = indent
+    for line in reversed(lines_before):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        width = len(_indent_of(line))
+        if width < current:
+            match = _DEF_LINE.match(line)
+            if match:
+                return match.group(1)
+            current = width
+            if width == 0:
+                return None
+    return None
+
+
+def _python_literal(text: str) -> str:
+    # A JSON string literal is also a valid Python string literal.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _structured_comment(value: object) -> str:
+    if isinstance(value, bool):
+        return "True ou False"
+    if isinstance(value, str) and len(value) == 1 and value.isalpha():
+        return "escolha uma letra"
+    if isinstance(value, str):
+        return "escreva sua resposta entre aspas"
+    if isinstance(value, (int, float)):
+        return "escreva um número"
+    if isinstance(value, (set, frozenset)):
+        return "um conjunto (set) com as opções escolhidas"
+    if isinstance(value, (list, tuple)):
+        return "uma lista com sua resposta"
+    if isinstance(value, dict):
+        return "um dicionário com sua resposta"
+    return "sua resposta aqui"
+
+
+def _structured_answers(body: list[str]) -> list[tuple[str, object]] | None:
+    """[(name, literal)] when the block only assigns literals to plain names."""
+    source = "\n".join(line.strip() for line in body)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    answers: list[tuple[str, object]] = []
+    for statement in tree.body:
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            return None
+        try:
+            value = ast.literal_eval(statement.value)
+        except ValueError:
+            return None
+        answers.append((statement.targets[0].id, value))
+    return answers or None
+
+
+def _stub_lines(body: list[str], indent: str, hint: str | None, function: str | None) -> list[str]:
+    # Structured answers are module-level variables; inside a function a block
+    # of assignments is ordinary code and gets the raising stub.
+    answers = None if function else _structured_answers(body)
+    if answers is not None:
+        return [
+            f"{indent}{name} = None  # {hint or _structured_comment(value)}"
+            for name, value in answers
+        ]
+    if hint is None:
+        hint = (
+            f"escreva o corpo de {function}() seguindo o enunciado."
+            if function
+            else "escreva sua solução nesta célula."
+        )
+    message = _python_literal(NOT_IMPLEMENTED_PREFIX + hint)
+    return [f"{indent}raise NotImplementedError({message})"]
+
+
+def _marker_error(where: str, line_number: int, problem: str) -> SolutionMarkerError:
+    return SolutionMarkerError(f"{where}, linha {line_number}: {problem}")
+
+
+def replace_code_solutions(source: str, where: str = "célula") -> tuple[str, int]:
+    """Replace every marked block of a code cell by its stub; return (code, blocks)."""
+    lines = source.split("\n")
+    output: list[str] = []
+    block: list[str] | None = None
+    hint_parts: list[str] = []
+    begin_line = 0
+    begin_indent = ""
+    blocks = 0
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped == CODE_BEGIN:
+            if block is not None:
+                raise _marker_error(where, number, f"{CODE_BEGIN} dentro de outro bloco aberto na linha {begin_line} (falta {CODE_END}).")
+            block, hint_parts = [], []
+            begin_line, begin_indent = number, _indent_of(line)
+        elif stripped == CODE_END:
+            if block is None:
+                raise _marker_error(where, number, f"{CODE_END} sem {CODE_BEGIN} antes.")
+            function = _enclosing_function(output, len(begin_indent))
+            hint = " ".join(hint_parts) or None
+            output.extend(_stub_lines(block, begin_indent, hint, function))
+            block = None
+            blocks += 1
+        elif stripped in (MARKDOWN_BEGIN, MARKDOWN_END):
+            raise _marker_error(where, number, f"marcador de markdown numa célula de código; aqui use {CODE_BEGIN} / {CODE_END}.")
+        elif _MARKER_LIKE.search(line):
+            raise _marker_error(where, number, f"marcador malformado {stripped!r}; os marcadores aceitos são exatamente {CODE_BEGIN!r} e {CODE_END!r}, sozinhos na linha.")
+        elif block is not None:
+            if stripped.startswith(HINT_PREFIX):
+                hint_parts.append(stripped[len(HINT_PREFIX):].strip())
+            else:
+                block.append(line)
+        else:
+            output.append(line)
+    if block is not None:
+        raise _marker_error(where, begin_line, f"{CODE_BEGIN} sem {CODE_END} correspondente.")
+    return "\n".join(output), blocks
+
+
+# ------------------------------------------------------------ markdown cells
+
+
+def replace_markdown_solutions(source: str, where: str = "célula") -> tuple[str, int]:
+    """Replace every marked block of a markdown cell by the placeholder."""
+    output: list[str] = []
+    inside_since = 0
+    blocks = 0
+    for number, line in enumerate(source.split("\n"), start=1):
+        stripped = line.strip()
+        if stripped == MARKDOWN_BEGIN:
+            if inside_since:
+                raise _marker_error(where, number, f"{MARKDOWN_BEGIN} dentro de outro bloco aberto na linha {inside_since}.")
+            inside_since = number
+        elif stripped == MARKDOWN_END:
+            if not inside_since:
+                raise _marker_error(where, number, f"{MARKDOWN_END} sem {MARKDOWN_BEGIN} antes.")
+            output.append(MARKDOWN_PLACEHOLDER)
+            inside_since = 0
+            blocks += 1
+        elif stripped in (CODE_BEGIN, CODE_END):
+            raise _marker_error(where, number, f"marcador de código numa célula markdown; aqui use {MARKDOWN_BEGIN} / {MARKDOWN_END}.")
+        elif _MARKER_LIKE.search(line):
+            raise _marker_error(where, number, f"marcador malformado {stripped!r}; os marcadores aceitos são exatamente {MARKDOWN_BEGIN!r} e {MARKDOWN_END!r}, sozinhos na linha.")
+        elif not inside_since:
+            output.append(line)
+    if inside_since:
+        raise _marker_error(where, inside_since, f"{MARKDOWN_BEGIN} sem {MARKDOWN_END} correspondente.")
+    return "\n".join(output), blocks
+
+
+# ------------------------------------------------------------------ notebooks
+
+
+def _parses(code: str) -> SyntaxError | None:
+    # IPython magics and shell escapes are not Python; blank them before parsing.
+    plain = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
+    try:
+        ast.parse(plain)
+    except SyntaxError as error:
+        return error
+    return None
+
+
+def _stable_cell_id(notebook_name: str, index: int) -> str:
+    return hashlib.sha1(f"{notebook_name}:{index}".encode()).hexdigest()[:8]
+
+
+def build_exercise_notebook(solution: nbformat.NotebookNode, name: str) -> tuple[nbformat.NotebookNode, int]:
+    """The students' notebook for one solution notebook, and how many blocks were replaced."""
+    exercise = nbformat.from_dict(json.loads(json.dumps(solution)))
+    exercise.nbformat_minor = max(int(exercise.get("nbformat_minor", 0)), 5)
+    for key in _SESSION_NOTEBOOK_METADATA:
+        exercise.metadata.pop(key, None)
+    total = 0
+    for index, cell in enumerate(exercise.cells):
+        where = f"{SOLUTIONS_DIR}/{name}: célula {index + 1}"
+        if not cell.get("id"):
+            cell["id"] = _stable_cell_id(name, index)
+        for key in _SESSION_CELL_METADATA:
+            cell.metadata.pop(key, None)
+        if cell.cell_type == "code":
+            new_source, blocks = replace_code_solutions(cell.source, where)
+            if blocks and _parses(cell.source) is None:
+                error = _parses(new_source)
+                if error is not None:
+                    raise SolutionMarkerError(
+                        f"{where}: o código do exercício gerado não é Python válido depois de "
+                        f"trocar a solução pelo esboço (linha {error.lineno}: {error.msg}); "
+                        "confira a indentação dos marcadores."
+                    )
+            cell.source = new_source
+            cell.outputs = []
+            cell.execution_count = None
+        elif cell.cell_type == "markdown":
+            cell.source, blocks = replace_markdown_solutions(cell.source, where)
+        else:
+            if _MARKER_LIKE.search(cell.source):
+                raise SolutionMarkerError(f"{where}: marcador de solução numa célula raw; use uma célula de código ou markdown.")
+            blocks = 0
+        total += blocks
+    if total == 0:
+        raise SolutionMarkerError(
+            f"{SOLUTIONS_DIR}/{name}: nenhum marcador de solução ({CODE_BEGIN} ou {MARKDOWN_BEGIN}); "
+            "o exercício gerado seria a própria solução."
+        )
+    return exercise, total
+
+
+def notebook_bytes(notebook: nbformat.NotebookNode) -> bytes:
+    """Deterministic serialization: nbformat's indent=1 JSON, UTF-8, trailing newline."""
+    text = nbformat.writes(notebook, version=4)
+    if not text.endswith("\n"):
+        text += "\n"
+    return text.encode("utf-8")
+
+
+def read_solution(path: Path) -> nbformat.NotebookNode:
+    try:
+        return nbformat.read(str(path), as_version=4)
+    except (OSError, ValueError) as error:  # NotJSONError is a ValueError
+        raise SolutionMarkerError(f"{SOLUTIONS_DIR}/{path.name}: não é um notebook válido ({error}).") from None
+
+
+def exercise_bytes_for(solution_path: Path) -> tuple[bytes, int]:
+    solution = read_solution(solution_path)
+    exercise, blocks = build_exercise_notebook(solution, solution_path.name)
+    return notebook_bytes(exercise), blocks
+
+
+def solution_paths(root: Path) -> list[Path]:
+    folder = Path(root) / SOLUTIONS_DIR
+    if not folder.is_dir():
+        return []
+    paths = [path for path in folder.iterdir() if NOTEBOOK_NAME.match(path.name)]
+    return sorted(paths, key=lambda path: int(path.stem.split("-")[1]))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_one(root: Path, solution_path: Path) -> BuildOutcome:
+    data, blocks = exercise_bytes_for(solution_path)
+    target = Path(root) / EXERCISES_DIR / solution_path.name
+    changed = not target.exists() or target.read_bytes() != data
+    if changed:
+        _write_atomic(target, data)
+    return BuildOutcome(solution_path.stem, target, changed, blocks)
+
+
+# ------------------------------------------------------------------ commands
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "exercises",
+        nargs="*",
+        metavar="exercise-N",
+        help="exercícios a gerar (padrão: todos os que têm solução)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    available = {path.stem: path for path in solution_paths(root)}
+    wanted = list(getattr(args, "exercises", None) or available)
+    if not available and not wanted:
+        print(f"course build: nenhuma solução em {SOLUTIONS_DIR}/ (esperado: {SOLUTIONS_DIR}/exercise-N.ipynb).")
+        return 0
+    failures = 0
+    for name in wanted:
+        path = available.get(name)
+        if path is None:
+            print(f"course build: {SOLUTIONS_DIR}/{name}.ipynb não existe.")
+            failures += 1
+            continue
+        try:
+            outcome = build_one(root, path)
+        except SolutionMarkerError as error:
+            print(f"course build: erro em {error}")
+            failures += 1
+            continue
+        relative = f"{EXERCISES_DIR}/{outcome.target.name}"
+        if outcome.changed:
+            print(f"{relative}: gerado a partir de {SOLUTIONS_DIR}/{path.name} ({outcome.blocks} resposta(s) trocada(s) por esboço).")
+        else:
+            print(f"{relative}: já estava em dia.")
+    return 1 if failures else 0
+
+
+def check_problems(root: Path) -> list[str]:
+    """Every way in which exercises/ disagrees with solutions/."""
+    root = Path(root)
+    problems: list[str] = []
+    solutions = solution_paths(root)
+    for path in solutions:
+        try:
+            data, _ = exercise_bytes_for(path)
+        except SolutionMarkerError as error:
+            problems.append(str(error))
+            continue
+        target = root / EXERCISES_DIR / path.name
+        if not target.exists():
+            problems.append(f"{EXERCISES_DIR}/{path.name} não existe; rode `course build`.")
+        elif target.read_bytes() != data:
+            problems.append(
+                f"{EXERCISES_DIR}/{path.name} está desatualizado em relação a "
+                f"{SOLUTIONS_DIR}/{path.name}; rode `course build`."
+            )
+    sources = {path.name for path in solutions}
+    exercises_dir = root / EXERCISES_DIR
+    if exercises_dir.is_dir():
+        for path in sorted(exercises_dir.iterdir()):
+            if NOTEBOOK_NAME.match(path.name) and path.name not in sources:
+                problems.append(f"{EXERCISES_DIR}/{path.name} não tem fonte em {SOLUTIONS_DIR}/{path.name}.")
+    return problems
