@@ -1,0 +1,285 @@
+"""Lição 5: a sequência de checkpoints por turno, a rebobinagem e a bifurcação.
+
+Um único ``checkpoint.json`` guarda só a cena mais recente: cada gravação apaga a
+anterior. Para voltar a um turno antigo (rebobinar) ou abrir uma rota alternativa a
+partir dele (bifurcar), o harness guarda UMA cena por ponto de gravação:
+
+    RUN_DIR/
+      checkpoint.json          a cena mais recente (o que a retomada lê)
+      checkpoints/
+        turn-001-A.json        turno 1, ponto A: o modelo decidiu, chamadas pendentes
+        turn-001-B.json        turno 1, ponto B: os resultados foram registrados
+        turn-002-A.json        ...
+      effects.json             o livro-razão de efeitos (lição 4)
+      timeline.json            a identidade desta linha do tempo e a sua origem
+
+O que a sequência rebobina é a cena da decisão (messages, turns, tokens_used,
+pending_tool_use). Ela não desfaz nada do mundo externo: um e-mail enviado continua
+enviado depois de qualquer rebobinagem.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.checkpoint import load_checkpoint, save_checkpoint, write_json_atomic
+from harness.loop import MAX_TURNS, call_model, tool_uses_in
+
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_FILE = "checkpoint.json"
+TIMELINE_FILE = "timeline.json"
+LEDGER_FILE = "effects.json"  # o mesmo nome que harness.effects.EFFECTS_FILE
+SAVE_POINTS = ("A", "B")  # A = antes das ferramentas, B = depois dos resultados
+MAIN_TIMELINE_ID = "principal"  # a linha do tempo de uma execução que nunca foi bifurcada
+
+# turn-014-A.json: o número do turno com zeros à esquerda e a letra do ponto.
+POINT_NAME = re.compile(r"turn-(\d{3,})-([AB])\.json")
+
+
+class TimelineError(Exception):
+    """Pedido impossível sobre a sequência (turno inexistente, destino ocupado...): a mensagem diz qual."""
+
+
+# --- A sequência de checkpoints -------------------------------------------------------
+
+def point_filename(turn, point):
+    """``(14, "A") -> "turn-014-A.json"``: o nome já diz o turno e o momento do turno."""
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
+        raise TimelineError(f"turno inválido: {turn!r} (use um inteiro >= 0)")
+    if point not in SAVE_POINTS:
+        raise TimelineError(f"ponto de gravação inválido: {point!r} (use 'A' ou 'B')")
+    return f"turn-{turn:03d}-{point}.json"
+
+
+def parse_point_name(name):
+    """``"turn-014-A.json" -> (14, "A")``; None para qualquer outro nome (.tmp, notas...)."""
+    match = POINT_NAME.fullmatch(name)
+    if match is None:
+        return None
+    return int(match.group(1)), match.group(2)
+
+
+def checkpoints_dir(run_dir):
+    return Path(run_dir) / CHECKPOINTS_DIR
+
+
+def save_point(run_dir, state, point):
+    """Grava a cena atual como ``turn-NNN-P.json`` (atômico, como o checkpoint.json)."""
+    folder = checkpoints_dir(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / point_filename(state["turns"], point)
+    write_json_atomic(path, state)
+    return path
+
+
+def list_points(run_dir):
+    """Os pontos gravados, do mais antigo ao mais recente; ignora .tmp e qualquer outro arquivo."""
+    folder = checkpoints_dir(run_dir)
+    if not folder.is_dir():
+        return []
+    points = [path for path in folder.iterdir() if path.is_file() and parse_point_name(path.name)]
+    # (turno, letra): o número compara como número e "A" < "B" põe a decisão antes do resultado.
+    return sorted(points, key=lambda path: parse_point_name(path.name))
+
+
+def pick_latest_point(run_dir, turn=None):
+    """O último ponto gravado de um turno (ou da execução inteira, se turn for None); None se não há."""
+    points = list_points(run_dir)
+    if turn is not None:
+        points = [path for path in points if parse_point_name(path.name)[0] == turn]
+    return points[-1] if points else None
+
+
+def read_point(path):
+    """Lê um ponto da sequência com a mesma validação do checkpoint.json."""
+    state = load_checkpoint(path)
+    if state is None:
+        raise TimelineError(f"o ponto {Path(path).name} não existe")
+    return state
+
+
+def turns_available(run_dir):
+    return sorted({parse_point_name(path.name)[0] for path in list_points(run_dir)})
+
+
+def _point_or_error(run_dir, turn):
+    path = pick_latest_point(run_dir, turn)
+    if path is None:
+        available = ", ".join(str(t) for t in turns_available(run_dir)) or "nenhum"
+        raise TimelineError(f"não há ponto gravado para o turno {turn} em {Path(run_dir).name}; "
+                            f"turnos disponíveis: {available}")
+    return path
+
+
+# --- A identidade da linha do tempo ---------------------------------------------------
+
+def new_timeline_id():
+    return "tl-" + uuid.uuid4().hex[:12]
+
+
+def load_timeline(run_dir):
+    """O conteúdo de timeline.json; uma execução sem ele é a linha principal, sem dry-run."""
+    path = Path(run_dir) / TIMELINE_FILE
+    if not path.exists():
+        return {"timeline_id": MAIN_TIMELINE_ID, "parent": None, "dry_run": False}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise TimelineError(f"{TIMELINE_FILE} ilegível: {error.msg} (linha {error.lineno})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("timeline_id"), str) \
+            or not isinstance(data.get("dry_run"), bool):
+        raise TimelineError(f"{TIMELINE_FILE} com formato inesperado: esperava timeline_id (texto) e dry_run (bool)")
+    return data
+
+
+def start_timeline(run_dir, state):
+    """Cria uma linha do tempo principal em ``run_dir`` com a cena inicial ``state``."""
+    run_dir = Path(run_dir)
+    if list_points(run_dir) or (run_dir / CHECKPOINT_FILE).exists():
+        raise TimelineError(f"{run_dir.name} já tem uma execução gravada; escolha outra pasta")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    info = {"timeline_id": new_timeline_id(), "parent": None, "dry_run": False, "created_at": _now()}
+    write_json_atomic(run_dir / TIMELINE_FILE, info)
+    save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+    return info
+
+
+def _now():
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- Fechar chamadas abertas ------------------------------------------------------------
+
+def close_pending_with_ledger(state, effects_path):
+    """Fecha as chamadas pendentes pelo reconcile com livro-razão (lição 4): nenhum tool_use órfão."""
+    from harness.effects import reconcile as reconcile_with_ledger  # lição 4
+
+    return reconcile_with_ledger(state, effects_path)
+
+
+def close_pending_dry_run(state, effects_path):
+    """Fecha as chamadas pendentes em modo de dry-run: alto impacto simulado, mundo intocado."""
+    from harness.tool_runner import ToolContext, run_tool_uses  # lição 4
+
+    results = run_tool_uses(state["pending_tool_use"], ToolContext(effects_path=effects_path, dry_run=True))
+    state["messages"].append({"role": "user", "content": results})
+    state["pending_tool_use"] = None
+    return state
+
+
+# --- Rebobinar ----------------------------------------------------------------------------
+
+def set_aside_points_after(run_dir, turn):
+    """Tira da sequência ativa os pontos depois de ``turn`` (guardados em ``rewound-NNN/``, nunca apagados)."""
+    later = [path for path in list_points(run_dir) if parse_point_name(path.name)[0] > turn]
+    if not later:
+        return None
+    folder = checkpoints_dir(run_dir)
+    number = 1
+    while (folder / f"rewound-{number:03d}").exists():
+        number += 1
+    target = folder / f"rewound-{number:03d}"
+    target.mkdir()
+    for path in later:
+        shutil.move(path, target / path.name)
+    return target
+
+
+def rewind_to(run_dir, turn):
+    """Volta a linha do tempo à cena da decisão do turno ``turn`` e devolve essa cena.
+
+    Usa o último ponto gravado do turno. Se a cena tem chamadas sem resultado
+    (só o ponto A foi gravado), elas são fechadas pelo livro-razão antes de qualquer
+    outra coisa: a rebobinagem nunca devolve um tool_use sem o seu tool_result.
+    Os pontos posteriores saem da sequência ativa e a cena vira o checkpoint.json.
+    O mundo externo não volta: o que foi enviado continua enviado.
+    """
+    run_dir = Path(run_dir)
+    path = _point_or_error(run_dir, turn)
+    state = read_point(path)
+    if state["pending_tool_use"]:
+        state = close_pending_with_ledger(state, run_dir / LEDGER_FILE)
+        save_point(run_dir, state, "B")
+    set_aside_points_after(run_dir, turn)
+    save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+    return state
+
+
+# --- Bifurcar -----------------------------------------------------------------------------
+
+def fork_from(run_dir, turn, new_run_dir):
+    """Abre uma nova linha do tempo em ``new_run_dir`` a partir da cena do turno ``turn``.
+
+    A nova linha tem identidade própria, registra a origem (parent), começa a própria
+    sequência pelo ponto copiado, ganha um livro-razão em branco e nasce em modo de
+    dry-run, para que as duas linhas nunca dobrem um efeito no mundo. A pasta
+    original só é lida: continua idêntica, byte a byte.
+    """
+    run_dir, new_run_dir = Path(run_dir), Path(new_run_dir)
+    if new_run_dir.resolve() == run_dir.resolve():
+        raise TimelineError("a bifurcação precisa de uma pasta nova, diferente da original")
+    if new_run_dir.exists() and any(new_run_dir.iterdir()):
+        raise TimelineError(f"{new_run_dir.name} já existe e não está vazia; escolha uma pasta nova")
+    path = _point_or_error(run_dir, turn)
+    source_point = parse_point_name(path.name)[1]
+    parent = load_timeline(run_dir)
+    state = read_point(path)
+
+    new_run_dir.mkdir(parents=True, exist_ok=True)
+    ledger = new_run_dir / LEDGER_FILE
+    write_json_atomic(ledger, {})  # livro-razão em branco: nada aconteceu nesta linha ainda
+    point = source_point
+    if state["pending_tool_use"]:
+        state = close_pending_dry_run(state, ledger)
+        point = "B"
+    info = {
+        "timeline_id": new_timeline_id(),
+        "parent": {"timeline_id": parent["timeline_id"], "turn": turn, "point": source_point},
+        "dry_run": True,
+        "created_at": _now(),
+    }
+    write_json_atomic(new_run_dir / TIMELINE_FILE, info)
+    save_point(new_run_dir, state, point)
+    save_checkpoint(state, new_run_dir / CHECKPOINT_FILE)
+    return info
+
+
+# --- Continuar uma linha do tempo ---------------------------------------------------------
+
+def run_timeline(client, run_dir, max_turns=MAX_TURNS):
+    """Continua a linha do tempo de ``run_dir`` gravando os pontos A e B de cada turno.
+
+    As ferramentas passam por run_tool_uses (livro-razão, aprovação, execução,
+    registro); numa linha em modo de dry-run as de alto impacto não tocam o mundo.
+    """
+    from harness.tool_runner import ToolContext, run_tool_uses  # lição 4
+
+    run_dir = Path(run_dir)
+    state = load_checkpoint(run_dir / CHECKPOINT_FILE)
+    if state is None:
+        raise TimelineError(f"{run_dir.name} não tem {CHECKPOINT_FILE}: comece com start_timeline ou fork_from")
+    if state["pending_tool_use"]:
+        raise TimelineError("a cena tem chamadas sem resultado; feche-as antes (rewind_to ou a retomada da lição 3)")
+    context = ToolContext(effects_path=run_dir / LEDGER_FILE, dry_run=load_timeline(run_dir)["dry_run"])
+    while state["turns"] < max_turns:
+        state["turns"] += 1
+        response = call_model(client, state["messages"])
+        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens
+        content = [block.model_dump(exclude_none=True) for block in response.content]
+        state["messages"].append({"role": "assistant", "content": content})
+        tool_uses = tool_uses_in(content)
+        state["pending_tool_use"] = tool_uses or None
+        save_point(run_dir, state, "A")
+        save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+        if response.stop_reason != "tool_use":
+            break
+        results = run_tool_uses(tool_uses, context)
+        state["messages"].append({"role": "user", "content": results})
+        state["pending_tool_use"] = None
+        save_point(run_dir, state, "B")
+        save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+    return state

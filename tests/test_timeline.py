@@ -1,0 +1,251 @@
+"""The per-turn checkpoint sequence, rewind and fork (harness/timeline.py)."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.checkpoint import CheckpointError, load_checkpoint
+from harness.fake_endpoint import validate_messages
+from harness.timeline import (
+    CHECKPOINT_FILE,
+    LEDGER_FILE,
+    MAIN_TIMELINE_ID,
+    TIMELINE_FILE,
+    TimelineError,
+    fork_from,
+    list_points,
+    load_timeline,
+    parse_point_name,
+    pick_latest_point,
+    point_filename,
+    read_point,
+    rewind_to,
+    save_point,
+    set_aside_points_after,
+)
+
+TASK = "Mande um e-mail para o time avisando das conclusões desta semana."
+
+
+def state_at(turns, messages, pending=None, tokens=0):
+    return {"version": 1, "task": TASK, "turns": turns, "tokens_used": tokens,
+            "messages": copy.deepcopy(messages), "pending_tool_use": copy.deepcopy(pending)}
+
+
+READ = {"type": "tool_use", "id": "toolu_R1", "name": "read_file", "input": {"path": "notes/conclusoes.md"}}
+SEND = {"type": "tool_use", "id": "toolu_S1", "name": "send_email",
+        "input": {"to": "team@example.com", "subject": "Conclusões"}}
+
+
+def record_team_email_sequence(run_dir):
+    """The points the loop writes for read -> send -> end_turn (3 turns)."""
+    m = [{"role": "user", "content": TASK}]
+    m.append({"role": "assistant", "content": [READ]})
+    save_point(run_dir, state_at(1, m, [dict((k, READ[k]) for k in ("id", "name", "input"))], 100), "A")
+    m.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_R1", "content": "1. fila"}]})
+    save_point(run_dir, state_at(1, m, None, 100), "B")
+    m.append({"role": "assistant", "content": [SEND]})
+    save_point(run_dir, state_at(2, m, [dict((k, SEND[k]) for k in ("id", "name", "input"))], 250), "A")
+    m.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_S1", "content": "enviado"}]})
+    save_point(run_dir, state_at(2, m, None, 250), "B")
+    m.append({"role": "assistant", "content": [{"type": "text", "text": "Pronto."}]})
+    save_point(run_dir, state_at(3, m, None, 300), "A")
+    return m
+
+
+def tree_digest(root):
+    """sha256 of every file's relative path and bytes under root."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(root).rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# --- names and ordering -------------------------------------------------------------
+
+def test_point_filename_is_zero_padded_and_names_the_point():
+    assert point_filename(14, "A") == "turn-014-A.json"
+    assert point_filename(3, "B") == "turn-003-B.json"
+    assert parse_point_name("turn-014-A.json") == (14, "A")
+    assert parse_point_name("turn-014-A.json.tmp") is None
+    assert parse_point_name("checkpoint.json") is None
+
+
+@pytest.mark.parametrize("turn, point", [(-1, "A"), ("3", "A"), (True, "A"), (2, "C"), (2, "a")])
+def test_point_filename_refuses_bad_input_clearly(turn, point):
+    with pytest.raises(TimelineError, match="inválido"):
+        point_filename(turn, point)
+
+
+def test_zero_padding_makes_name_order_match_turn_order():
+    names = [point_filename(t, p) for t in (1, 2, 9, 10, 11, 40) for p in "AB"]
+    assert sorted(names) == names
+    unpadded = [f"turn-{t}-{p}.json" for t in (2, 10) for p in "AB"]
+    assert sorted(unpadded) != unpadded  # the bug padding avoids: turn-10 before turn-2
+
+
+def test_save_point_writes_the_state_under_checkpoints(tmp_path):
+    state = state_at(14, [{"role": "user", "content": TASK}])
+    path = save_point(tmp_path, state, "A")
+    assert path == tmp_path / "checkpoints" / "turn-014-A.json"
+    assert load_checkpoint(path) == state
+    assert not list((tmp_path / "checkpoints").glob("*.tmp"))
+
+
+def test_list_points_orders_by_turn_then_a_before_b_and_ignores_other_files(tmp_path):
+    for turn, point in [(10, "B"), (2, "B"), (10, "A"), (2, "A"), (1000, "A")]:
+        save_point(tmp_path, state_at(turn, [{"role": "user", "content": TASK}]), point)
+    folder = tmp_path / "checkpoints"
+    (folder / "turn-010-B.json.tmp").write_text('{"trunc')  # a crash in the middle of a write
+    (folder / "notes.txt").write_text("x")
+    (folder / "rewound-001").mkdir()
+    (folder / "rewound-001" / "turn-999-B.json").write_text("{}")
+    names = [p.name for p in list_points(tmp_path)]
+    assert names == ["turn-002-A.json", "turn-002-B.json", "turn-010-A.json", "turn-010-B.json", "turn-1000-A.json"]
+
+
+def test_list_points_of_a_run_without_sequence_is_empty(tmp_path):
+    assert list_points(tmp_path) == []
+    assert pick_latest_point(tmp_path) is None
+
+
+def test_pick_latest_point_of_run_and_of_turn(tmp_path):
+    record_team_email_sequence(tmp_path)
+    assert pick_latest_point(tmp_path).name == "turn-003-A.json"
+    assert pick_latest_point(tmp_path, 2).name == "turn-002-B.json"
+    assert pick_latest_point(tmp_path, 3).name == "turn-003-A.json"
+    assert pick_latest_point(tmp_path, 7) is None
+
+
+def test_pick_latest_point_does_not_trust_modification_times(tmp_path):
+    record_team_email_sequence(tmp_path)
+    older = tmp_path / "checkpoints" / "turn-001-A.json"
+    os.utime(older, (4_000_000_000, 4_000_000_000))  # e.g. restored from a backup later
+    assert pick_latest_point(tmp_path).name == "turn-003-A.json"
+    assert pick_latest_point(tmp_path, 1).name == "turn-001-B.json"
+
+
+def test_read_point_is_as_loud_as_load_checkpoint(tmp_path):
+    path = tmp_path / "checkpoints" / "turn-001-A.json"
+    path.parent.mkdir()
+    path.write_text('{"version": 1, "task"')
+    with pytest.raises(CheckpointError, match="truncado"):
+        read_point(path)
+    with pytest.raises(TimelineError, match="não existe"):
+        read_point(tmp_path / "checkpoints" / "turn-002-A.json")
+
+
+# --- rewind ---------------------------------------------------------------------------
+
+def test_rewind_to_returns_the_decision_scene_of_that_turn(tmp_path):
+    record_team_email_sequence(tmp_path)
+    state = rewind_to(tmp_path, 1)
+    assert state["turns"] == 1 and state["tokens_used"] == 100
+    assert state["pending_tool_use"] is None
+    assert len(state["messages"]) == 3 and state["messages"][-1]["role"] == "user"
+    assert validate_messages(state["messages"]) is None
+    assert load_checkpoint(tmp_path / CHECKPOINT_FILE) == state
+
+
+def test_rewind_sets_later_points_aside_without_deleting_them(tmp_path):
+    record_team_email_sequence(tmp_path)
+    before = {p.name: p.read_bytes() for p in list_points(tmp_path)}
+    rewind_to(tmp_path, 1)
+    assert [p.name for p in list_points(tmp_path)] == ["turn-001-A.json", "turn-001-B.json"]
+    aside = tmp_path / "checkpoints" / "rewound-001"
+    assert {p.name: p.read_bytes() for p in aside.iterdir()} == {
+        name: data for name, data in before.items() if not name.startswith("turn-001")}
+    assert pick_latest_point(tmp_path).name == "turn-001-B.json"
+
+
+def test_a_second_rewind_uses_a_new_folder(tmp_path):
+    record_team_email_sequence(tmp_path)
+    rewind_to(tmp_path, 2)
+    save_point(tmp_path, state_at(3, [{"role": "user", "content": TASK}]), "A")
+    rewind_to(tmp_path, 1)
+    folders = sorted(p.name for p in (tmp_path / "checkpoints").iterdir() if p.is_dir())
+    assert folders == ["rewound-001", "rewound-002"]
+
+
+def test_set_aside_with_nothing_later_changes_nothing(tmp_path):
+    record_team_email_sequence(tmp_path)
+    assert set_aside_points_after(tmp_path, 3) is None
+    assert len(list_points(tmp_path)) == 5
+
+
+def test_rewind_to_an_unknown_turn_names_the_turns_available(tmp_path):
+    record_team_email_sequence(tmp_path)
+    digest = tree_digest(tmp_path)
+    with pytest.raises(TimelineError, match="turno 9.*disponíveis: 1, 2, 3"):
+        rewind_to(tmp_path, 9)
+    assert tree_digest(tmp_path) == digest  # nothing lost, nothing moved
+
+
+def test_the_naive_rewind_to_point_a_is_what_the_api_refuses(tmp_path):
+    record_team_email_sequence(tmp_path)
+    naive = read_point(tmp_path / "checkpoints" / "turn-002-A.json")
+    assert "tool_use` ids were found without `tool_result`" in validate_messages(naive["messages"])
+
+
+# --- fork -----------------------------------------------------------------------------
+
+def test_fork_records_a_new_identity_its_parent_and_a_blank_ledger(tmp_path):
+    original, fork = tmp_path / "run", tmp_path / "fork"
+    record_team_email_sequence(original)
+    info = fork_from(original, 1, fork)
+    assert info["timeline_id"].startswith("tl-") and info["timeline_id"] != MAIN_TIMELINE_ID
+    assert info["parent"] == {"timeline_id": MAIN_TIMELINE_ID, "turn": 1, "point": "B"}
+    assert info["dry_run"] is True
+    assert load_timeline(fork) == info
+    assert json.loads((fork / LEDGER_FILE).read_text()) == {}
+    assert [p.name for p in list_points(fork)] == ["turn-001-B.json"]
+    assert read_point(pick_latest_point(fork)) == read_point(original / "checkpoints" / "turn-001-B.json")
+    assert load_checkpoint(fork / CHECKPOINT_FILE) == read_point(pick_latest_point(fork))
+
+
+def test_fork_leaves_the_original_timeline_byte_for_byte_unchanged(tmp_path):
+    original = tmp_path / "run"
+    record_team_email_sequence(original)
+    (original / LEDGER_FILE).write_text('{"toolu_S1": {"status": "committed"}}')
+    digest = tree_digest(original)
+    fork_from(original, 2, tmp_path / "fork")
+    assert tree_digest(original) == digest
+
+
+def test_a_fork_of_a_fork_names_the_fork_as_parent(tmp_path):
+    record_team_email_sequence(tmp_path / "run")
+    first = fork_from(tmp_path / "run", 2, tmp_path / "fork1")
+    second = fork_from(tmp_path / "fork1", 2, tmp_path / "fork2")
+    assert second["parent"]["timeline_id"] == first["timeline_id"]
+    assert second["timeline_id"] != first["timeline_id"]
+
+
+def test_fork_refuses_an_occupied_or_identical_folder(tmp_path):
+    record_team_email_sequence(tmp_path / "run")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "keep.txt").write_text("mine")
+    with pytest.raises(TimelineError, match="não está vazia"):
+        fork_from(tmp_path / "run", 1, tmp_path / "busy")
+    assert (tmp_path / "busy" / "keep.txt").read_text() == "mine"
+    with pytest.raises(TimelineError, match="pasta nova"):
+        fork_from(tmp_path / "run", 1, tmp_path / "run")
+    with pytest.raises(TimelineError, match="turno 8"):
+        fork_from(tmp_path / "run", 8, tmp_path / "fork")
+    assert not (tmp_path / "fork").exists()
+
+
+def test_load_timeline_of_a_plain_run_is_the_main_line(tmp_path):
+    assert load_timeline(tmp_path) == {"timeline_id": MAIN_TIMELINE_ID, "parent": None, "dry_run": False}
+    (tmp_path / TIMELINE_FILE).write_text('{"timeline_id": 3}')
+    with pytest.raises(TimelineError, match="formato"):
+        load_timeline(tmp_path)
+    (tmp_path / TIMELINE_FILE).write_text('{"timeline_')
+    with pytest.raises(TimelineError, match="ilegível"):
+        load_timeline(tmp_path)
