@@ -1,0 +1,500 @@
+"""`grade batch SUBMISSIONS_DIR exercise-N`: grade a whole class into a CSV gradebook.
+
+Each submission (an ``*.ipynb`` file, or a folder per student holding the
+notebook) is graded by its own worker process, which runs the same engine as
+`grade exercise-N` with a fresh kernel under time and memory limits. `-j` runs
+that many workers at once. Whatever happens to one submission (timeout, dead
+kernel, invalid file, a worker that dies) ends up as a row saying so; the batch
+always goes on. Progress is drawn on stderr as plain text.
+
+This isolates submissions from each other and from the batch; it is NOT a
+security sandbox. Untrusted code belongs inside a container (see
+docs/instrutores.md).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MEMORY_MB = 1024
+# Extra time the worker gets beyond the grading timeout (kernel start, checks,
+# shutdown) before the batch kills it as a last resort.
+WORKER_GRACE_SECONDS = 60.0
+
+# Row statuses, stable words an instructor can filter on in a spreadsheet.
+PASSED = "aprovado"
+INCOMPLETE = "incompleto"
+TIMED_OUT = "tempo_esgotado"
+KERNEL_DIED = "kernel_morreu"
+INVALID_NOTEBOOK = "notebook_invalido"
+NO_NOTEBOOK = "sem_notebook"
+NOTEBOOK_ERROR = "erro_no_notebook"
+WORKER_FAILED = "erro_na_correcao"
+NOT_GRADED = "nao_corrigido"
+
+
+@dataclass(frozen=True)
+class Submission:
+    name: str
+    notebook: Path | None
+    problem: str | None = None
+    label: str = ""  # the notebook's path relative to the submissions folder
+
+
+@dataclass
+class Row:
+    submission: str
+    notebook: str
+    status: str
+    level_scores: dict[int, float | None] = field(default_factory=dict)
+    total: float = 0.0
+    passed_checks: int = 0
+    total_checks: int = 0
+    message: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    exercise: str
+    timeout: float = DEFAULT_TIMEOUT
+    memory_mb: int | None = DEFAULT_MEMORY_MB
+    fixture_dirs: tuple[Path, ...] = ()
+
+
+# ------------------------------------------------------------- submissions
+
+
+def _visible(path: Path) -> bool:
+    return not path.name.startswith(".") and path.name not in {"__MACOSX", "__pycache__"}
+
+
+def _notebooks_in(folder: Path) -> list[Path]:
+    found = []
+    for path in folder.rglob("*.ipynb"):
+        relative = path.relative_to(folder)
+        if all(_visible(Path(part)) for part in relative.parts) and ".ipynb_checkpoints" not in relative.parts:
+            found.append(path)
+    return sorted(found, key=lambda p: (len(p.relative_to(folder).parts), str(p)))
+
+
+def find_submissions(folder: Path, exercise: str) -> tuple[list[Submission], list[str]]:
+    """(submissions, ignored entry names). Files are `*.ipynb`; folders hold one notebook."""
+    submissions: list[Submission] = []
+    ignored: list[str] = []
+    folder = Path(folder)
+    entries = sorted((entry for entry in folder.iterdir() if _visible(entry)), key=lambda p: p.name)
+    stems = [entry.stem for entry in entries if entry.is_file() and entry.suffix == ".ipynb"]
+    names = [entry.name for entry in entries if entry.is_dir()]
+    taken = stems + names
+    def found(name: str, notebook: Path) -> Submission:
+        return Submission(name, notebook, None, notebook.relative_to(folder).as_posix())
+
+    for entry in entries:
+        if entry.is_file() and entry.suffix == ".ipynb":
+            name = entry.stem if taken.count(entry.stem) == 1 else entry.name
+            submissions.append(found(name, entry))
+        elif entry.is_dir():
+            notebooks = _notebooks_in(entry)
+            preferred = [path for path in notebooks if path.name == f"{exercise}.ipynb"]
+            if preferred:
+                submissions.append(found(entry.name, preferred[0]))
+            elif len(notebooks) == 1:
+                submissions.append(found(entry.name, notebooks[0]))
+            elif not notebooks:
+                submissions.append(Submission(entry.name, None, "nenhum notebook .ipynb na pasta", entry.name + "/"))
+            else:
+                submissions.append(Submission(
+                    entry.name, None,
+                    f"{len(notebooks)} notebooks na pasta e nenhum se chama {exercise}.ipynb",
+                    entry.name + "/",
+                ))
+        else:
+            ignored.append(entry.name)
+    return submissions, ignored
+
+
+# ------------------------------------------------------------------ rows
+
+
+def classify_notebook_error(message: str) -> str:
+    """The row status for a report whose notebook did not run to the end."""
+    text = message.lower()
+    if "tempo" in text or "timeout" in text or "demorou" in text:
+        return TIMED_OUT
+    if "kernel" in text and ("morreu" in text or "caiu" in text or "encerr" in text or "died" in text):
+        return KERNEL_DIED
+    if any(word in text for word in ("notebook válido", "não é um notebook", "corrompido", "está vazio", "json")):
+        return INVALID_NOTEBOOK
+    return NOTEBOOK_ERROR
+
+
+def _percent(value: float) -> float:
+    return round(100.0 * value, 1)
+
+
+def row_from_report(submission: Submission, report: Any, levels: list[int], seconds: float = 0.0) -> Row:
+    grouped: dict[int, list[Any]] = {}
+    for check in report.checks:
+        grouped.setdefault(int(check.level), []).append(check)
+    level_scores = {
+        level: (_percent(sum(c.passed for c in grouped[level]) / len(grouped[level])) if grouped.get(level) else None)
+        for level in levels
+    }
+    passed = sum(check.passed for check in report.checks)
+    total = len(report.checks)
+    failed = [check for check in report.checks if not check.passed]
+    if report.notebook_error:
+        status = classify_notebook_error(str(report.notebook_error))
+        message = str(report.notebook_error)
+    elif total and not failed:
+        status, message = PASSED, f"todas as {total} verificações passaram"
+    else:
+        status = INCOMPLETE
+        names = [f"N{check.level} {check.fixture + ': ' if check.fixture else ''}{check.title}" for check in failed[:3]]
+        more = f" (e mais {len(failed) - 3})" if len(failed) > 3 else ""
+        message = ("falhou: " + "; ".join(names) + more) if total else "nenhuma verificação rodou"
+    return Row(
+        submission=submission.name,
+        notebook=submission.label,
+        status=status,
+        level_scores=level_scores,
+        total=_percent(passed / total) if total else 0.0,
+        passed_checks=passed,
+        total_checks=total,
+        message=" ".join(message.split()),
+        seconds=seconds,
+    )
+
+
+def failure_row(submission: Submission, status: str, message: str, levels: list[int], seconds: float = 0.0) -> Row:
+    return Row(
+        submission=submission.name,
+        notebook=submission.label,
+        status=status,
+        level_scores={level: None for level in levels},
+        message=" ".join(message.split()),
+        seconds=seconds,
+    )
+
+
+# ----------------------------------------------------------------- worker
+
+
+def _worker_command(submission: Submission, options: BatchOptions, result_path: Path) -> list[str]:
+    command = [
+        sys.executable, "-m", "grader.batch", "--worker",
+        str(submission.notebook), options.exercise, str(result_path),
+        "--timeout", str(options.timeout),
+    ]
+    if options.memory_mb:
+        command += ["--memory-mb", str(options.memory_mb)]
+    for folder in options.fixture_dirs:
+        command += ["--fixtures", str(folder)]
+    return command
+
+
+class WorkerPool:
+    """Runs worker processes and can kill every one still alive (Ctrl-C)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._alive: set[subprocess.Popen] = set()
+        self.cancelled = False
+
+    def run(self, command: list[str], timeout: float) -> tuple[int | None, str]:
+        """(return code or None on timeout, stderr tail)."""
+        with self._lock:
+            if self.cancelled:
+                return None, "cancelado"
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # Ctrl-C in the terminal reaches the batch only
+            )
+            self._alive.add(process)
+        try:
+            _, stderr = process.communicate(timeout=timeout)
+            return process.returncode, stderr.decode("utf-8", "replace")[-2000:]
+        except subprocess.TimeoutExpired:
+            self._kill(process)
+            process.communicate()
+            return None, ""
+        finally:
+            with self._lock:
+                self._alive.discard(process)
+
+    @staticmethod
+    def _kill(process: subprocess.Popen) -> None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            process.kill()
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            for process in list(self._alive):
+                self._kill(process)
+
+
+def grade_submission(submission: Submission, options: BatchOptions, levels: list[int], pool: WorkerPool) -> Row:
+    if submission.notebook is None:
+        return failure_row(submission, NO_NOTEBOOK, submission.problem or "notebook não encontrado", levels)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="grade-batch-") as scratch:
+        result_path = Path(scratch) / "result.json"
+        code, stderr = pool.run(_worker_command(submission, options, result_path), options.timeout + WORKER_GRACE_SECONDS)
+        seconds = time.monotonic() - started
+        if pool.cancelled and not result_path.exists():
+            return failure_row(submission, NOT_GRADED, "lote interrompido antes desta correção terminar", levels, seconds)
+        if code is None:
+            return failure_row(
+                submission, TIMED_OUT,
+                f"a correção passou de {options.timeout + WORKER_GRACE_SECONDS:g} s e foi interrompida à força",
+                levels, seconds,
+            )
+        try:
+            payload = json.loads(result_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            last_line = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
+            how = f"terminou com o sinal {-code}" if code < 0 else f"terminou com o código {code}"
+            detail = f": {last_line}" if last_line else ""
+            return failure_row(submission, WORKER_FAILED, f"o processo de correção {how} sem resultado{detail}", levels, seconds)
+    if "error" in payload:
+        return failure_row(submission, WORKER_FAILED, payload["error"], levels, seconds)
+    from grader.results import GradeReport
+
+    return row_from_report(submission, GradeReport.from_dict(payload["report"]), levels, seconds)
+
+
+def worker_main(argv: list[str]) -> int:
+    """Grade one notebook and write the report as JSON to the result path."""
+    parser = argparse.ArgumentParser(prog="grader.batch --worker")
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("exercise")
+    parser.add_argument("result", type=Path)
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--memory-mb", type=int, default=None)
+    parser.add_argument("--fixtures", type=Path, action="append", default=[])
+    args = parser.parse_args(argv)
+    try:
+        from grader.engine import grade
+
+        report = grade(
+            args.exercise,
+            args.notebook,
+            fixture_dirs=tuple(args.fixtures),
+            total_timeout=args.timeout,
+            memory_limit_mb=args.memory_mb,
+        )
+        payload: dict[str, Any] = {"report": report.to_dict()}
+    except Exception as error:  # noqa: BLE001 - reported as this submission's row
+        payload = {"error": f"erro do corretor: {type(error).__name__}: {error}"}
+    tmp = args.result.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, args.result)
+    return 0
+
+
+# -------------------------------------------------------------- progress
+
+
+class ProgressBar:
+    """A plain-text progress bar: redrawn in place on a terminal, one line per item otherwise."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr, width: int = 24):
+        self.total = total
+        self.stream = stream
+        self.width = width
+        self.done = 0
+        self.started = time.monotonic()
+        self.interactive = hasattr(stream, "isatty") and stream.isatty()
+
+    def _elapsed(self) -> str:
+        seconds = int(time.monotonic() - self.started)
+        return f"{seconds // 60}:{seconds % 60:02d}"
+
+    def advance(self, row: Row) -> None:
+        self.done += 1
+        filled = self.width * self.done // max(self.total, 1)
+        bar = "#" * filled + "." * (self.width - filled)
+        text = f"[{bar}] {self.done}/{self.total} {self._elapsed()}  {row.submission}: {row.status}"
+        if self.interactive:
+            self.stream.write("\r\x1b[2K" + text)
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# ------------------------------------------------------------------ batch
+
+
+def grade_all(
+    submissions: list[Submission],
+    options: BatchOptions,
+    levels: list[int],
+    jobs: int = 1,
+    on_row: Callable[[Row], None] = lambda row: None,
+    pool: WorkerPool | None = None,
+) -> list[Row]:
+    """Grade every submission with up to `jobs` workers at once; rows in submission order."""
+    pool = pool or WorkerPool()
+    rows: dict[int, Row] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as executor:
+        futures = {
+            executor.submit(grade_submission, submission, options, levels, pool): index
+            for index, submission in enumerate(submissions)
+        }
+        try:
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    row = future.result()
+                except Exception as error:  # noqa: BLE001 - one row, never the batch
+                    row = failure_row(submissions[index], WORKER_FAILED, f"erro do corretor: {error}", levels)
+                rows[index] = row
+                on_row(row)
+        except KeyboardInterrupt:
+            pool.cancel_all()
+            for future in futures:
+                future.cancel()
+            for index, submission in enumerate(submissions):
+                rows.setdefault(index, failure_row(submission, NOT_GRADED, "lote interrompido (Ctrl-C)", levels))
+            raise BatchInterrupted([rows[index] for index in range(len(submissions))]) from None
+    return [rows[index] for index in range(len(submissions))]
+
+
+class BatchInterrupted(Exception):
+    def __init__(self, rows: list[Row]):
+        super().__init__("lote interrompido")
+        self.rows = rows
+
+
+def csv_columns(levels: list[int]) -> list[str]:
+    return ["submissao", "notebook", "situacao", *[f"nivel_{level}" for level in levels], "total", "verificacoes", "mensagem", "segundos"]
+
+
+def gradebook_text(rows: list[Row], levels: list[int]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(csv_columns(levels))
+    for row in rows:
+        writer.writerow([
+            row.submission,
+            row.notebook,
+            row.status,
+            *["" if row.level_scores.get(level) is None else f"{row.level_scores[level]:g}" for level in levels],
+            f"{row.total:g}",
+            f"{row.passed_checks}/{row.total_checks}",
+            row.message,
+            f"{row.seconds:.1f}",
+        ])
+    return buffer.getvalue()
+
+
+def write_gradebook(path: Path, rows: list[Row], levels: list[int]) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(gradebook_text(rows, levels), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def summary(rows: list[Row]) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    parts = ", ".join(f"{count} {status}" for status, count in sorted(counts.items(), key=lambda item: -item[1]))
+    return f"{len(rows)} submissão(ões): {parts}."
+
+
+# ---------------------------------------------------------------- command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR", help="pasta com um .ipynb por aluno, ou uma pasta por aluno")
+    parser.add_argument("exercise", metavar="exercise-N", help="o exercício a corrigir, por exemplo exercise-3")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="quantas submissões corrigir ao mesmo tempo (padrão: 1)")
+    parser.add_argument("--csv", type=Path, default=Path("gradebook.csv"), metavar="ARQUIVO", help="onde gravar o gradebook (padrão: gradebook.csv)")
+    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="DIR", help="pasta extra de fixtures do instrutor (pode repetir)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
+
+
+def _levels_of(exercise: str) -> list[int]:
+    from grader.manifest import get_exercise
+
+    return [level.number for level in get_exercise(exercise).levels]
+
+
+def run(args: argparse.Namespace) -> int:
+    from grader.manifest import UnknownExerciseError
+
+    if args.jobs < 1:
+        print("grade batch: -j precisa ser pelo menos 1.", file=sys.stderr)
+        return 2
+    if args.timeout <= 0:
+        print("grade batch: --timeout precisa ser maior que zero.", file=sys.stderr)
+        return 2
+    if not args.submissions.is_dir():
+        print(f"grade batch: {args.submissions} não é uma pasta de submissões.", file=sys.stderr)
+        return 2
+    try:
+        levels = _levels_of(args.exercise)
+    except UnknownExerciseError as error:
+        print(f"grade batch: {error}", file=sys.stderr)
+        return 2
+    for folder in args.fixtures:
+        if not folder.is_dir():
+            print(f"grade batch: a pasta de fixtures {folder} não existe.", file=sys.stderr)
+            return 2
+    submissions, ignored = find_submissions(args.submissions, args.exercise)
+    if not submissions:
+        print(f"grade batch: nenhuma submissão em {args.submissions} (esperado: arquivos .ipynb ou uma pasta por aluno).", file=sys.stderr)
+        return 2
+    options = BatchOptions(
+        exercise=args.exercise,
+        timeout=args.timeout,
+        memory_mb=args.memory_mb or None,
+        fixture_dirs=tuple(folder.resolve() for folder in args.fixtures),
+    )
+    if ignored:
+        print(f"ignorados (não são .ipynb nem pastas): {', '.join(ignored)}", file=sys.stderr)
+    print(f"Corrigindo {len(submissions)} submissão(ões) do {args.exercise} com -j {args.jobs}...", file=sys.stderr)
+    bar = ProgressBar(len(submissions))
+    try:
+        rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
+    except BatchInterrupted as interrupted:
+        write_gradebook(args.csv, interrupted.rows, levels)
+        print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
+        return 130
+    write_gradebook(args.csv, rows, levels)
+    print(summary(rows))
+    print(f"Gradebook: {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        sys.exit(worker_main(sys.argv[2:]))
+    print("Use `grade batch ...`; este módulo só roda sozinho como processo de correção.", file=sys.stderr)
+    sys.exit(2)

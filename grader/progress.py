@@ -1,0 +1,248 @@
+"""Students' progress: the local state file and `grade list`.
+
+After every `grade exercise-N` run, the CLI calls `record(exercise, report)`, which
+keeps per-level check counts in `.grade-state.json` at the project root (gitignored).
+`grade list` reads it back: every exercise in manifest order, its status from the
+last run, and the next one to do. `grade hint` keeps its tier counters in the same
+file. Writes are atomic (temporary file + os.replace), and a damaged state file
+is moved aside with a warning instead of stopping the student.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from grader.manifest import Exercise, Manifest, load_manifest
+
+STATE_FILE_NAME = ".grade-state.json"
+STATE_VERSION = 1
+STATE_PATH_ENV = "GRADE_STATE_FILE"
+
+PASSED_STATUSES = {"passed", "pass", "ok"}
+
+
+# ------------------------------------------------------------------ location
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    """The nearest folder, upward from `start` (cwd), holding exercises/ or pyproject.toml."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "exercises").is_dir() or (folder / "pyproject.toml").is_file():
+            return folder
+    return here
+
+
+def default_state_path() -> Path:
+    override = os.environ.get(STATE_PATH_ENV)
+    if override:
+        return Path(override)
+    return find_project_root() / STATE_FILE_NAME
+
+
+# ---------------------------------------------------------------- the file
+
+
+def empty_state() -> dict[str, Any]:
+    return {"version": STATE_VERSION, "exercises": {}, "hints": {}}
+
+
+def warn(message: str) -> None:
+    print(f"aviso: {message}", file=sys.stderr)
+
+
+def load_state(path: Path | None = None) -> dict[str, Any]:
+    """The saved state, or an empty one. A damaged file is set aside, never lost."""
+    path = Path(path) if path is not None else default_state_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return empty_state()
+    except OSError as error:
+        warn(f"não consegui ler {path.name} ({error.strerror}); seguindo sem o progresso salvo.")
+        return empty_state()
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise ValueError("formato inesperado")
+        if not isinstance(data.get("exercises"), dict) or not isinstance(data.get("hints"), dict):
+            raise ValueError("formato inesperado")
+    except ValueError:
+        backup = path.with_name(path.name + ".danificado")
+        try:
+            os.replace(path, backup)
+            warn(f"{path.name} estava danificado; guardei uma cópia em {backup.name} e comecei um progresso novo.")
+        except OSError:
+            warn(f"{path.name} está danificado; seguindo sem o progresso salvo.")
+        return empty_state()
+    return data
+
+
+def save_state(state: dict[str, Any], path: Path | None = None) -> None:
+    """Write the state atomically: a temporary file in the same folder, then os.replace."""
+    path = Path(path) if path is not None else default_state_path()
+    text = json.dumps(state, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ------------------------------------------------------------------ recording
+
+
+def check_passed(check: Any) -> bool:
+    status = getattr(check, "status", None)
+    if isinstance(status, str):
+        return status.lower() in PASSED_STATUSES
+    return bool(getattr(check, "passed", False))
+
+
+def _level_key(level: Any) -> str:
+    text = str(level).strip().upper().lstrip("N")
+    return str(int(text)) if text.isdigit() else str(level)
+
+
+def level_counts(report: Any) -> dict[str, dict[str, int]]:
+    """{"1": {"passed": 3, "total": 4}, ...} from a GradeReport's checks."""
+    counts: dict[str, dict[str, int]] = {}
+    for check in getattr(report, "checks", None) or []:
+        entry = counts.setdefault(_level_key(getattr(check, "level", "?")), {"passed": 0, "total": 0})
+        entry["total"] += 1
+        entry["passed"] += int(check_passed(check))
+    return counts
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def record(exercise: str, report: Any, *, path: Path | None = None) -> None:
+    """Remember the result of one grading run. Never raises: progress is a convenience."""
+    try:
+        state = load_state(path)
+        entry = state["exercises"].setdefault(exercise, {"levels": {}})
+        # A run limited to one level (`--level K`) updates that level and keeps the others.
+        entry.setdefault("levels", {}).update(level_counts(report))
+        error = getattr(report, "notebook_error", None)
+        entry["notebook_error"] = None if error in (None, "") else str(error)
+        entry["score"] = float(getattr(report, "score", 0.0) or 0.0)
+        entry["last_run"] = _now()
+        save_state(state, path)
+    except Exception as error:  # noqa: BLE001 - must never break a grading run
+        warn(f"não consegui salvar o progresso ({error}).")
+
+
+# ------------------------------------------------------------------ status
+
+
+@dataclass(frozen=True)
+class ExerciseStatus:
+    name: str
+    title: str
+    run: bool
+    passed: bool
+    passed_checks: int
+    total_checks: int
+    ungraded_levels: tuple[int, ...]
+    notebook_error: str | None
+
+    def describe(self) -> str:
+        if not self.run:
+            return "nunca rodado"
+        if self.passed:
+            return "passou"
+        text = f"{self.passed_checks} de {self.total_checks} verificações"
+        if self.notebook_error:
+            text += " (o notebook não rodou até o fim)"
+        if self.ungraded_levels:
+            levels = ", ".join(str(level) for level in self.ungraded_levels)
+            text += f"; nível {levels} ainda não corrigido" if len(self.ungraded_levels) == 1 else f"; níveis {levels} ainda não corrigidos"
+        return text
+
+
+def exercise_status(state: dict[str, Any], exercise: Exercise) -> ExerciseStatus:
+    entry = state.get("exercises", {}).get(exercise.name)
+    if not isinstance(entry, dict):
+        return ExerciseStatus(exercise.name, exercise.title, False, False, 0, 0, (), None)
+    levels = entry.get("levels") or {}
+    passed_checks = sum(int(counts.get("passed", 0)) for counts in levels.values())
+    total_checks = sum(int(counts.get("total", 0)) for counts in levels.values())
+    ungraded = tuple(level.number for level in exercise.levels if str(level.number) not in levels)
+    all_passed = (
+        not ungraded
+        and total_checks > 0
+        and passed_checks == total_checks
+        and not entry.get("notebook_error")
+    )
+    return ExerciseStatus(
+        exercise.name, exercise.title, True, all_passed, passed_checks, total_checks, ungraded,
+        entry.get("notebook_error"),
+    )
+
+
+def first_unpassed_level(state: dict[str, Any], exercise: Exercise) -> int | None:
+    """The first level of `exercise` whose last result was not a full pass (None: all passed)."""
+    levels = (state.get("exercises", {}).get(exercise.name) or {}).get("levels") or {}
+    for level in exercise.levels:
+        counts = levels.get(str(level.number))
+        if not counts or counts.get("total", 0) == 0 or counts.get("passed") != counts.get("total"):
+            return level.number
+    return None
+
+
+def next_exercise(state: dict[str, Any], manifest: Manifest) -> Exercise | None:
+    for exercise in manifest.exercises:
+        if not exercise_status(state, exercise).passed:
+            return exercise
+    return None
+
+
+def render_list(state: dict[str, Any], manifest: Manifest) -> str:
+    statuses = [exercise_status(state, exercise) for exercise in manifest.exercises]
+    upcoming = next_exercise(state, manifest)
+    done = sum(status.passed for status in statuses)
+    lines = [f"Progresso: {done} de {len(statuses)} exercícios concluídos", ""]
+    title_width = max(len(status.title) for status in statuses)
+    for status in statuses:
+        if status.passed:
+            mark = "✓"
+        elif upcoming is not None and status.name == upcoming.name:
+            mark = "→"
+        elif status.run:
+            mark = "◐"
+        else:
+            mark = "·"
+        lines.append(f"  {mark} {status.name:<11} {status.title:<{title_width}}  {status.describe()}")
+    lines.append("")
+    if upcoming is None:
+        lines.append("Parabéns: todos os exercícios passaram na última correção.")
+    else:
+        lines.append(f"Próximo: {upcoming.name} — {upcoming.title}")
+        lines.append(f"  corrigir: grade {upcoming.name}    dica: grade hint {upcoming.name}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`grade list` takes no arguments of its own."""
+
+
+def run(args: argparse.Namespace) -> int:
+    print(render_list(load_state(), load_manifest()))
+    return 0

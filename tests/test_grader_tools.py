@@ -1,0 +1,354 @@
+"""Students' and instructors' tools around the engine: manifest, list, hint, watch, batch."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import batch, hints, progress
+from grader.manifest import ManifestError, UnknownExerciseError, load_manifest, parse_manifest
+from grader.results import PASS, FAIL, CheckResult, GradeReport
+from grader.watch import file_signature, watch
+
+
+def check(level: int, status: str, name: str = "c", fixture: str | None = None) -> CheckResult:
+    return CheckResult(id=f"{name}-{level}", level=level, fixture=fixture, title=f"verificação {name}", criterion="critério", status=status)
+
+
+def report(exercise: str, *checks: CheckResult, notebook_error: str | None = None) -> GradeReport:
+    return GradeReport(exercise=exercise, checks=list(checks), notebook_error=notebook_error)
+
+
+@pytest.fixture
+def state_file(tmp_path, monkeypatch):
+    path = tmp_path / ".grade-state.json"
+    monkeypatch.setenv(progress.STATE_PATH_ENV, str(path))
+    return path
+
+
+# ------------------------------------------------------------------ manifest
+
+
+def test_manifest_lists_six_exercises_in_order_with_levels():
+    manifest = load_manifest()
+    assert manifest.names == [f"exercise-{n}" for n in range(1, 7)]
+    assert [len(e.levels) for e in manifest.exercises] == [2, 3, 2, 4, 3, 3]
+    assert manifest.exercise("exercise-3").title == "Retomando de um checkpoint: reiniciando o loop"
+    for name in ("exercise-1", "exercise-2", "exercise-3"):
+        for level in manifest.exercise(name).levels:
+            assert 2 <= len(level.hints) <= 3, (name, level.number)
+
+
+def test_unknown_exercise_and_level_have_portuguese_messages():
+    manifest = load_manifest()
+    with pytest.raises(UnknownExerciseError, match="Exercício desconhecido: 'exercise-42'.*exercise-1, exercise-2"):
+        manifest.exercise("exercise-42")
+    with pytest.raises(UnknownExerciseError, match="não tem nível 7; os níveis dele são: 1, 2"):
+        manifest.exercise("exercise-3").level(7)
+
+
+GOOD = """
+version: 1
+exercises:
+  - name: exercise-1
+    title: Um
+    levels:
+      - {level: 1, title: Primeiro, hints: [a, b]}
+"""
+
+
+@pytest.mark.parametrize(
+    "broken, problem",
+    [
+        (GOOD.replace("version: 1", "version: 2"), "version: versão 2 não suportada"),
+        (GOOD.replace("hints: [a, b]", "hint: [a, b]"), "exercise-1.levels\\[0\\]: chave desconhecida 'hint'"),
+        (GOOD.replace("{level: 1, ", "{level: 2, "), "levels\\[0\\].level: deveria ser 1"),
+        (GOOD.replace("name: exercise-1", "name: exercicio-1"), "deveria ter a forma exercise-N"),
+        (GOOD.replace("title: Um", "title: ''"), "exercise-1.title: deveria ser um texto não vazio"),
+        (GOOD.replace("[a, b]", "a"), "hints: deveria ser uma lista de textos"),
+        (GOOD.replace("[a, b]", "[a, 3]"), "hints\\[1\\]: deveria ser um texto não vazio"),
+        (GOOD.replace("    title: Um\n", ""), "falta a chave 'title'"),
+        ("exercises: [", "YAML inválido"),
+    ],
+)
+def test_manifest_shape_errors_name_the_spot(broken, problem):
+    parse_manifest(GOOD)  # the unbroken text is fine
+    with pytest.raises(ManifestError, match=problem):
+        parse_manifest(broken)
+
+
+# ------------------------------------------------------------------ progress
+
+
+def test_record_then_list_shows_status_and_next(state_file):
+    progress.record("exercise-1", report("exercise-1", check(1, PASS), check(2, PASS, "x"), check(2, PASS, "y")))
+    progress.record("exercise-2", report("exercise-2", check(1, PASS), check(2, FAIL), check(3, FAIL), check(3, PASS, "z")))
+    text = progress.render_list(progress.load_state(), load_manifest())
+    lines = {line.split()[1]: line for line in text.splitlines() if line.strip().startswith(("✓", "→", "◐", "·"))}
+    assert lines["exercise-1"].strip().startswith("✓") and lines["exercise-1"].endswith("passou")
+    assert lines["exercise-2"].strip().startswith("→") and lines["exercise-2"].endswith("2 de 4 verificações")
+    assert lines["exercise-3"].endswith("nunca rodado")
+    assert "Próximo: exercise-2 — Checkpoint: gravando a cena de execução" in text
+    assert "Progresso: 1 de 6 exercícios concluídos" in text
+
+
+def test_level_run_updates_that_level_and_keeps_the_others(state_file):
+    progress.record("exercise-3", report("exercise-3", check(1, PASS), check(2, FAIL)))
+    progress.record("exercise-3", report("exercise-3", check(2, PASS), check(2, PASS, "b")))
+    entry = progress.load_state()["exercises"]["exercise-3"]
+    assert entry["levels"] == {"1": {"passed": 1, "total": 1}, "2": {"passed": 2, "total": 2}}
+    status = progress.exercise_status(progress.load_state(), load_manifest().exercise("exercise-3"))
+    assert status.passed
+
+
+def test_a_level_never_graded_keeps_the_exercise_open(state_file):
+    progress.record("exercise-3", report("exercise-3", check(1, PASS)))
+    status = progress.exercise_status(progress.load_state(), load_manifest().exercise("exercise-3"))
+    assert not status.passed
+    assert status.describe() == "1 de 1 verificações; nível 2 ainda não corrigido"
+
+
+def test_notebook_error_is_shown_and_blocks_a_pass(state_file):
+    progress.record("exercise-3", report("exercise-3", check(1, PASS), check(2, PASS), notebook_error="O kernel morreu."))
+    status = progress.exercise_status(progress.load_state(), load_manifest().exercise("exercise-3"))
+    assert not status.passed and "não rodou até o fim" in status.describe()
+
+
+def test_state_is_written_atomically_as_json(state_file):
+    progress.record("exercise-1", report("exercise-1", check(1, PASS)))
+    data = json.loads(state_file.read_text(encoding="utf-8"))
+    assert data["version"] == 1 and "exercise-1" in data["exercises"]
+    assert [p.name for p in state_file.parent.iterdir()] == [state_file.name]  # no temp file left
+
+
+def test_damaged_state_file_is_kept_aside_not_lost(state_file, capsys):
+    state_file.write_text("{ isto não é json", encoding="utf-8")
+    progress.record("exercise-1", report("exercise-1", check(1, PASS)))
+    backup = state_file.with_name(state_file.name + ".danificado")
+    assert backup.read_text(encoding="utf-8") == "{ isto não é json"
+    assert "danificado" in capsys.readouterr().err
+    assert "exercise-1" in progress.load_state()["exercises"]
+
+
+def test_record_never_raises_when_the_state_cannot_be_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(progress.STATE_PATH_ENV, str(tmp_path / "missing-folder" / ".grade-state.json"))
+    progress.record("exercise-1", report("exercise-1", check(1, PASS)))
+    assert "não consegui salvar o progresso" in capsys.readouterr().err
+
+
+def test_all_passed_congratulates(state_file):
+    for exercise in load_manifest().exercises:
+        progress.record(exercise.name, report(exercise.name, *[check(level.number, PASS) for level in exercise.levels]))
+    text = progress.render_list(progress.load_state(), load_manifest())
+    assert "Parabéns: todos os exercícios passaram" in text and "Próximo" not in text
+
+
+def test_project_root_is_found_upward(tmp_path):
+    (tmp_path / "exercises").mkdir()
+    deep = tmp_path / "lessons" / "sub"
+    deep.mkdir(parents=True)
+    assert progress.find_project_root(deep) == tmp_path.resolve()
+
+
+# --------------------------------------------------------------------- hints
+
+
+def test_hint_reveals_one_more_tier_each_time(state_file):
+    level = load_manifest().exercise("exercise-3").level(1)
+    seen = []
+    for _ in range(4):
+        code, text = hints.show_hint("exercise-3")
+        assert code == 0
+        seen.append(text)
+    assert "Dica 1 de 3" in seen[0] and " ".join(level.hints[0].split()[:5]) in " ".join(seen[0].split())
+    assert "Dica 2 de 3" in seen[1] and "grade hint exercise-3 --level 1" in seen[1]
+    assert "Dica 3 de 3" in seen[2] and "última dica" in seen[2]
+    assert "Dica 3 de 3" in seen[3] and "já viu todas as dicas" in seen[3]
+    assert progress.load_state()["hints"]["exercise-3"]["1"] == 3
+
+
+def test_hint_default_level_is_the_first_not_passed(state_file):
+    progress.record("exercise-3", report("exercise-3", check(1, PASS), check(2, FAIL)))
+    _, text = hints.show_hint("exercise-3")
+    assert text.startswith("exercise-3 — nível 2: O incidente do e-mail duplicado")
+    _, text = hints.show_hint("exercise-3", level=1)
+    assert "nível 1" in text.splitlines()[0] and "Dica 1 de 3" in text
+
+
+def test_hint_all_shows_every_tier(state_file):
+    _, text = hints.show_hint("exercise-2", level=2, show_all=True)
+    assert [f"Dica {n} de 3" in text for n in (1, 2, 3)] == [True, True, True]
+
+
+def test_hint_for_a_level_without_hints_says_so(state_file):
+    code, text = hints.show_hint("exercise-5", level=2)
+    assert code == 0 and "ainda não há dicas para este nível" in text.lower()
+    assert "hints" not in progress.load_state() or not progress.load_state()["hints"]
+
+
+def test_hint_errors_for_unknown_exercise_and_level(state_file):
+    assert hints.show_hint("exercise-99")[0] == 2
+    assert "Exercício desconhecido" in hints.show_hint("exercise-99")[1]
+    code, text = hints.show_hint("exercise-1", level=3)
+    assert code == 2 and "não tem nível 3" in text
+
+
+def test_hint_when_everything_passed(state_file):
+    progress.record("exercise-1", report("exercise-1", check(1, PASS), check(2, PASS)))
+    code, text = hints.show_hint("exercise-1")
+    assert code == 0 and "Todos os níveis do exercise-1 passaram" in text
+
+
+# --------------------------------------------------------------------- watch
+
+
+class FakeClock:
+    """A sleep() that runs scripted file edits instead of waiting."""
+
+    def __init__(self, actions: dict[int, callable]):
+        self.calls = 0
+        self.actions = actions
+
+    def __call__(self, seconds: float) -> None:
+        self.calls += 1
+        action = self.actions.get(self.calls)
+        if action:
+            action()
+
+
+def test_watch_grades_again_after_the_file_changes(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    graded: list[str] = []
+
+    def edit() -> None:
+        notebook.write_text('{"cells": []}', encoding="utf-8")  # size changes too
+
+    clock = FakeClock({2: edit})
+    count = watch(notebook, lambda: graded.append(notebook.read_text()), interval=0.5, max_polls=5, sleep=clock, out=io.StringIO())
+    assert count == 2
+    assert graded == ["{}", '{"cells": []}']
+
+
+def test_watch_does_not_regrade_an_unchanged_file(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    graded = []
+    assert watch(notebook, lambda: graded.append(1), max_polls=4, sleep=lambda s: None, out=io.StringIO()) == 1
+
+
+def test_watch_survives_a_file_that_disappears_and_comes_back(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    out = io.StringIO()
+    graded = []
+    clock = FakeClock({1: notebook.unlink, 4: lambda: notebook.write_text("[1]", encoding="utf-8")})
+    count = watch(notebook, lambda: graded.append(1), max_polls=6, sleep=clock, out=out)
+    assert count == 2
+    assert "sumiu" in out.getvalue()
+
+
+def test_watch_stop_hook_ends_the_loop(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    polls = []
+    watch(notebook, lambda: None, should_stop=lambda: len(polls) >= 3, sleep=lambda s: polls.append(s), out=io.StringIO())
+    assert len(polls) == 3
+
+
+def test_file_signature_tracks_mtime_and_size(tmp_path):
+    path = tmp_path / "a.ipynb"
+    assert file_signature(path) is None
+    path.write_text("ab", encoding="utf-8")
+    first = file_signature(path)
+    assert first[1] == 2
+
+
+# --------------------------------------------------------------------- batch
+
+
+def test_find_submissions_files_and_folders(tmp_path):
+    (tmp_path / "ana.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "bruno").mkdir()
+    (tmp_path / "bruno" / "exercise-3.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "bruno" / "rascunho.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "carla" / "exercises").mkdir(parents=True)
+    (tmp_path / "carla" / "exercises" / "meu.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "carla" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "carla" / ".ipynb_checkpoints" / "meu-checkpoint.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "davi").mkdir()
+    (tmp_path / "eva").mkdir()
+    (tmp_path / "eva" / "a.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "eva" / "b.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "notas.txt").write_text("x", encoding="utf-8")
+    (tmp_path / ".DS_Store").write_text("x", encoding="utf-8")
+    submissions, ignored = batch.find_submissions(tmp_path, "exercise-3")
+    assert [(s.name, s.label, s.problem) for s in submissions] == [
+        ("ana", "ana.ipynb", None),
+        ("bruno", "bruno/exercise-3.ipynb", None),
+        ("carla", "carla/exercises/meu.ipynb", None),
+        ("davi", "davi/", "nenhum notebook .ipynb na pasta"),
+        ("eva", "eva/", "2 notebooks na pasta e nenhum se chama exercise-3.ipynb"),
+    ]
+    assert ignored == ["notas.txt"]
+
+
+def test_rows_from_reports_and_the_gradebook_csv():
+    sub = batch.Submission("ana", Path("ana.ipynb"), label="ana.ipynb")
+    full = batch.row_from_report(sub, report("exercise-3", check(1, PASS), check(2, PASS), check(2, PASS, "b")), [1, 2])
+    assert (full.status, full.total, full.level_scores) == (batch.PASSED, 100.0, {1: 100.0, 2: 100.0})
+    partial = batch.row_from_report(
+        sub, report("exercise-3", check(1, PASS), check(2, FAIL, "dup", "incident-duplicate-email"), check(2, PASS, "b")), [1, 2]
+    )
+    assert partial.status == batch.INCOMPLETE
+    assert partial.level_scores == {1: 100.0, 2: 50.0} and partial.total == 66.7
+    assert "N2 incident-duplicate-email: verificação dup" in partial.message
+    timed_out = batch.row_from_report(sub, report("exercise-3", check(1, FAIL), notebook_error="Tempo esgotado: a célula 4 passou de 30 s."), [1, 2])
+    assert timed_out.status == batch.TIMED_OUT and timed_out.level_scores == {1: 0.0, 2: None}
+    missing = batch.failure_row(batch.Submission("davi", None, "nenhum notebook .ipynb na pasta", "davi/"), batch.NO_NOTEBOOK, "nenhum notebook .ipynb na pasta", [1, 2])
+    text = batch.gradebook_text([full, partial, timed_out, missing], [1, 2])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["submissao", "notebook", "situacao", "nivel_1", "nivel_2", "total", "verificacoes", "mensagem", "segundos"]
+    assert rows[1]["nivel_2"] == "50" and rows[1]["verificacoes"] == "2/3"
+    assert rows[2]["situacao"] == "tempo_esgotado" and rows[2]["nivel_2"] == ""
+    assert rows[3]["situacao"] == "sem_notebook" and rows[3]["notebook"] == "davi/"
+
+
+@pytest.mark.parametrize(
+    "message, status",
+    [
+        ("Tempo esgotado: a célula 3 rodou por mais de 10 s.", batch.TIMED_OUT),
+        ("O kernel morreu durante a célula 2 (memória?).", batch.KERNEL_DIED),
+        ("x.ipynb não é um notebook válido: o conteúdo não é JSON (linha 1, coluna 1).", batch.INVALID_NOTEBOOK),
+        ("x.ipynb é um notebook corrompido: bad.", batch.INVALID_NOTEBOOK),
+        ("Algo inesperado.", batch.NOTEBOOK_ERROR),
+    ],
+)
+def test_notebook_errors_are_classified(message, status):
+    assert batch.classify_notebook_error(message) == status
+
+
+def test_progress_bar_plain_lines_when_not_a_terminal():
+    stream = io.StringIO()
+    bar = batch.ProgressBar(2, stream=stream, width=4)
+    bar.advance(batch.Row("ana", "ana.ipynb", batch.PASSED))
+    bar.advance(batch.Row("bruno", "bruno.ipynb", batch.TIMED_OUT))
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[##..] 1/2") and lines[0].endswith("ana: aprovado")
+    assert lines[1].startswith("[####] 2/2") and lines[1].endswith("bruno: tempo_esgotado")
+
+
+def test_worker_pool_kills_a_worker_past_its_deadline():
+    pool = batch.WorkerPool()
+    code, _ = pool.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert code is None
+
+
+def test_worker_pool_reports_a_worker_that_dies():
+    pool = batch.WorkerPool()
+    code, stderr = pool.run([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], timeout=30)
+    assert code == 3 and "boom" in stderr
