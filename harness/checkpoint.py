@@ -66,7 +66,8 @@ def load_checkpoint(path):
         ) from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}: esperava um objeto JSON, encontrei {type(data).__name__}")
-    if "version" in data and data["version"] != CHECKPOINT_VERSION:
+    # Só um número inteiro é "outra versão"; um "1" em texto cai no erro de tipo logo abaixo.
+    if type(data.get("version")) is int and data["version"] != CHECKPOINT_VERSION:
         raise CheckpointError(
             f"{path}: versão de checkpoint incompatível: o arquivo é v{data['version']}, "
             f"este código lê v{CHECKPOINT_VERSION}"
