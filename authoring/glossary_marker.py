@@ -1,0 +1,144 @@
+"""Mark the first occurrence of each glossary term in a lesson's markdown cells.
+
+A mark is `<abbr class="glossario" title="definition">text as written</abbr>`. The
+class tells our own marks apart from any <abbr> an author typed, so marking always
+starts by stripping the old marks: running twice changes nothing and a changed
+definition updates every mark.
+
+Matching rules:
+- longest form first: all occurrences of longer forms claim their text before
+  shorter ones look ("ponto de gravação A" wins over "ponto");
+- word boundaries, with "." and "-" glued to a neighbouring word counted as part of
+  it (so "checkpoint" is not found inside "checkpoint.json");
+- prose terms ignore case; code names (with "_", ".", "()", "-", digits or inner
+  capitals) must match exactly; accents must match, in composed or decomposed form;
+- never inside code, headings, links or existing HTML (see markdown_regions); an
+  inline code span whose whole content is a term is wrapped as a unit.
+"""
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from authoring.glossary_schema import Term
+from authoring.markdown_regions import find_regions
+
+MARK_CLASS = "glossario"
+MARK = re.compile(r'<abbr class="%s" title="[^"]*">(.*?)</abbr>' % MARK_CLASS, re.S)
+LEFT_BOUNDARY = r"(?<![\w-])(?<!\w\.)"
+RIGHT_BOUNDARY = r"(?![\w-])(?!\.\w)"
+BETWEEN_WORDS = r"(?:[ \t]*\r?\n[ \t]*|[ \t]+)"
+# Characters that markdown renderers could still read inside an attribute value:
+# "$" starts math in Jupyter, "|" splits table cells, "`" opens code spans.
+_EXTRA_ESCAPES = {"`": "&#96;", "$": "&#36;", "|": "&#124;", "\\": "&#92;"}
+
+
+def strip_marks(text: str) -> str:
+    """Remove our marks, keeping the marked text exactly as it was written."""
+    return MARK.sub(lambda match: match.group(1), text)
+
+
+def title_attribute(definition: str) -> str:
+    escaped = html.escape(" ".join(definition.split()), quote=True)
+    return "".join(_EXTRA_ESCAPES.get(ch, ch) for ch in escaped)
+
+
+def mark_for(term: Term, text: str) -> str:
+    return f'<abbr class="{MARK_CLASS}" title="{title_attribute(term.definition)}">{text}</abbr>'
+
+
+def is_code_name(form: str) -> bool:
+    """Identifiers and file names match case-sensitively; prose terms do not."""
+    if re.search(r"[_.()\-\d]", form):
+        return True
+    return any(re.search(r"[A-Z]", word[1:]) for word in form.split())
+
+
+def _char_pattern(ch: str) -> str:
+    decomposed = unicodedata.normalize("NFD", ch)
+    if decomposed == ch:
+        return re.escape(ch)
+    return f"(?:{re.escape(ch)}|{re.escape(decomposed)})"
+
+
+def form_pattern(form: str) -> re.Pattern[str]:
+    words = unicodedata.normalize("NFC", form).split()
+    body = BETWEEN_WORDS.join("".join(_char_pattern(ch) for ch in word) for word in words)
+    flags = 0 if is_code_name(form) else re.IGNORECASE
+    return re.compile(LEFT_BOUNDARY + body + RIGHT_BOUNDARY, flags)
+
+
+def _same_code(content: str, form: str) -> bool:
+    content = unicodedata.normalize("NFC", content.strip())
+    form = unicodedata.normalize("NFC", form)
+    return content == form if is_code_name(form) else content.casefold() == form.casefold()
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    cell: int
+    start: int
+    end: int
+    term: Term
+
+
+@dataclass
+class MarkingResult:
+    sources: list[str]
+    marked: dict[str, int]  # term -> index (in the given list) of the cell holding its mark
+
+
+class Marker:
+    """Compiled matchers for one glossary; reusable across lessons."""
+
+    def __init__(self, terms: Sequence[Term]):
+        self.terms = list(terms)
+        forms = [(form, term) for term in self.terms for form in term.forms]
+        forms.sort(key=lambda pair: -len(pair[0]))
+        self._forms = [(form, term, form_pattern(form)) for form, term in forms]
+
+    def occurrences(self, cell: int, text: str) -> list[Occurrence]:
+        """Every place in one (unmarked) cell where a term may be marked."""
+        regions = find_regions(text)
+        blocked = regions.blocked(len(text))
+        found: list[Occurrence] = []
+        for form, term, pattern in self._forms:
+            for match in pattern.finditer(text):
+                if not any(blocked[match.start():match.end()]):
+                    found.append(Occurrence(cell, match.start(), match.end(), term))
+            for span in regions.code_spans:
+                if _same_code(span.content, form):
+                    found.append(Occurrence(cell, span.start, span.end, term))
+        return found
+
+    def mark_cells(self, sources: Iterable[str]) -> MarkingResult:
+        """Strip old marks from the markdown sources, then mark each term's first use."""
+        clean = [strip_marks(source) for source in sources]
+        candidates = [occ for index, text in enumerate(clean) for occ in self.occurrences(index, text)]
+        # Longest first: a longer form claims its characters before a shorter one looks.
+        candidates.sort(key=lambda occ: (-(occ.end - occ.start), occ.cell, occ.start))
+        taken = [bytearray(len(text)) for text in clean]
+        first: dict[str, Occurrence] = {}
+        for occ in candidates:
+            claimed = taken[occ.cell]
+            if any(claimed[occ.start:occ.end]):
+                continue
+            claimed[occ.start:occ.end] = b"\x01" * (occ.end - occ.start)
+            current = first.get(occ.term.term)
+            if current is None or (occ.cell, occ.start) < (current.cell, current.start):
+                first[occ.term.term] = occ
+        return MarkingResult(
+            sources=_apply(clean, first.values()),
+            marked={name: occ.cell for name, occ in first.items()},
+        )
+
+
+def _apply(clean: list[str], chosen: Iterable[Occurrence]) -> list[str]:
+    result = list(clean)
+    for occ in sorted(chosen, key=lambda o: (o.cell, o.start), reverse=True):
+        text = result[occ.cell]
+        result[occ.cell] = text[:occ.start] + mark_for(occ.term, text[occ.start:occ.end]) + text[occ.end:]
+    return result

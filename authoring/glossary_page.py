@@ -1,0 +1,86 @@
+"""Build the glossary page (lessons/glossario.ipynb) from the yaml and the lessons.
+
+Tooltips do not exist on touch screens, so every definition is also listed here,
+grouped by the lesson that introduces it, with its source and the lessons that use
+it. The notebook is fully derived (fixed cell ids, no outputs), so regenerating it
+from the same inputs gives the same bytes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import nbformat
+
+from authoring.glossary_marker import is_code_name
+from authoring.glossary_schema import Term
+
+PAGE_NAME = "glossario.ipynb"
+COURSE_TITLE = "Gerenciamento e persistência de estado: fazendo tarefas longas sobreviverem à interrupção"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*$<>|\[\]])")
+
+
+@dataclass(frozen=True)
+class LessonInfo:
+    number: int
+    file_name: str  # e.g. "03-retomando.ipynb"
+    title: str  # e.g. "Lição 3: Retomando de um checkpoint"
+
+
+def escape_markdown(text: str) -> str:
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
+
+
+def heading_text(term: Term) -> str:
+    return f"`{term.term}`" if is_code_name(term.term) else escape_markdown(term.term)
+
+
+def lesson_label(number: int, lessons: dict[int, LessonInfo]) -> str:
+    info = lessons.get(number)
+    if info is None:
+        return f"Lição {number}"
+    if re.match(rf"lição\s+{number}\b", info.title, re.IGNORECASE):
+        return info.title
+    return f"Lição {number} — {info.title}"
+
+
+def _term_block(term: Term, used_in: Sequence[int], lessons: dict[int, LessonInfo]) -> str:
+    lines = [f"### {heading_text(term)}", ""]
+    if term.aliases:
+        lines += ["Também: " + ", ".join(f"*{escape_markdown(alias)}*" for alias in term.aliases), ""]
+    lines += [escape_markdown(term.definition), ""]
+    source = f"Fonte: [{escape_markdown(term.source_title)}]({term.source_url})"
+    if used_in:
+        links = ", ".join(f"[Lição {n}]({lessons[n].file_name})" for n in used_in if n in lessons)
+        usage = f"Usado em: {links}"
+    else:
+        usage = "Usado em: ainda em nenhuma lição"
+    lines.append(f"{source} · {usage}")
+    return "\n".join(lines)
+
+
+def build_page(terms: Sequence[Term], usage: dict[str, list[int]], lessons: dict[int, LessonInfo]) -> nbformat.NotebookNode:
+    """The glossary notebook: an introduction, then one cell per lesson."""
+    intro = "\n".join([
+        "# Glossário do curso",
+        "",
+        f"Todos os termos de *{COURSE_TITLE}*, agrupados pela lição que os apresenta. "
+        "Nas lições, a primeira ocorrência de cada termo mostra a definição quando você passa "
+        "o mouse sobre ela (o termo aparece com sublinhado pontilhado); esta página reúne as "
+        "mesmas definições para quem lê numa tela de toque ou quer revisar.",
+        "",
+        "Cada termo traz a definição escrita para este curso, a fonte pública de onde vêm os "
+        "fatos e as lições que o usam.",
+    ])
+    cells = [nbformat.v4.new_markdown_cell(intro, id="glossario-intro")]
+    for number in sorted({term.lesson for term in terms}):
+        blocks = [f"## {escape_markdown(lesson_label(number, lessons))}"]
+        for term in terms:
+            if term.lesson == number:
+                blocks.append(_term_block(term, usage.get(term.term, []), lessons))
+        cells.append(nbformat.v4.new_markdown_cell("\n\n".join(blocks), id=f"glossario-licao-{number}"))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    return notebook
