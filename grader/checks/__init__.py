@@ -1,0 +1,1 @@
+"""Exercise checks: one ``exercise_N.py`` module per exercise (see README.md)."""

@@ -1,0 +1,427 @@
+"""The check-authoring API: declare an exercise, its checks, and what a check may do.
+
+Read ``README.md`` beside this file for the walkthrough. In short, an exercise module
+``grader/checks/exercise_N.py`` creates ``EXERCISE = Exercise(...)`` and decorates
+plain functions with ``@EXERCISE.check(...)``. A check passes by returning and fails
+by raising ``CheckFailed``; everything it learns about the student's code goes through
+the ``Context`` it receives, which never lets a student's mistake become a grader crash.
+
+This module is imported both by the grading process (to plan checks and validate
+fixtures) and inside the student's kernel (to run them), so it stays light: no
+nbclient, no harness import at module level.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+NOT_IMPLEMENTED_PREFIX = "Ainda não implementado"
+OUTPUT_LIMIT = 4000
+
+
+# ----------------------------------------------------------------- outcomes
+
+
+class CheckFailed(Exception):
+    """The student's answer is wrong. ``message`` names the mistake in Portuguese."""
+
+    def __init__(self, message: str, *, expected: Any = "", observed: Any = ""):
+        super().__init__(message)
+        self.message = message
+        self.expected = expected if isinstance(expected, str) else show(expected)
+        self.observed = observed if isinstance(observed, str) else show(observed)
+
+
+class StudentProblem(Exception):
+    """The student's code could not be used: missing, not implemented, raised, looped, exited."""
+
+    def __init__(self, message: str, observed: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.observed = observed or message
+
+
+class CheckTimeout(BaseException):
+    """Raised by the per-check alarm. A BaseException so `except Exception` in student code
+    does not swallow it."""
+
+
+class _StudentExit(BaseException):
+    """Stands in for os._exit while student code runs, so the kernel survives."""
+
+    def __init__(self, code: object):
+        super().__init__(code)
+        self.code = code
+
+
+def show(value: Any, limit: int = 600) -> str:
+    """A compact, readable rendering of a value for 'esperado' / 'obtido'."""
+    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = repr(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ----------------------------------------------------------------- fixtures
+
+
+@dataclass
+class Fixture:
+    """One fixture file, as the checks see it. ``data`` is the parsed file."""
+
+    name: str
+    data: dict
+    source: str = ""
+
+    @property
+    def description(self) -> str:
+        return str(self.data.get("description", ""))
+
+    @property
+    def expect(self) -> dict:
+        return self.data.get("expect") or {}
+
+    @property
+    def workspace(self) -> dict:
+        return self.data.get("workspace") or {}
+
+    def checkpoint(self) -> dict:
+        """A fresh deep copy of the fixture's checkpoint: student code may mutate it freely."""
+        return copy.deepcopy(self.data["checkpoint"])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "data": self.data, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Fixture":
+        return cls(name=data["name"], data=data["data"], source=data.get("source", ""))
+
+
+# ----------------------------------------------------------------- declarations
+
+
+@dataclass
+class CheckSpec:
+    name: str
+    level: int
+    title: str
+    criterion: str
+    function: Callable[..., None]
+    per_fixture: bool = False
+    applies: Callable[[Fixture], bool] | None = None
+
+
+@dataclass
+class PlannedCheck:
+    """One check to run: a CheckSpec, bound to a fixture when it is per-fixture."""
+
+    id: str
+    name: str
+    level: int
+    fixture: str | None
+    title: str
+    criterion: str
+    hint_ref: str
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Exercise:
+    """An exercise's checks. Create one per module as ``EXERCISE``."""
+
+    def __init__(self, name: str, title: str, levels: dict[int, str]):
+        self.name = name
+        self.title = title
+        self.levels = dict(levels)
+        self.checks: list[CheckSpec] = []
+        self._fixture_validator: Callable[[dict], list[str]] | None = None
+
+    # --- declaring
+
+    def check(
+        self,
+        *,
+        level: int,
+        title: str,
+        criterion: str,
+        per_fixture: bool = False,
+        applies: Callable[[Fixture], bool] | None = None,
+    ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+        """Register a check. Per-fixture checks run once for every fixture they apply to."""
+        if level not in self.levels:
+            raise ValueError(f"{self.name}: level {level} is not declared in Exercise(levels=...)")
+
+        def register(function: Callable[..., None]) -> Callable[..., None]:
+            if any(spec.name == function.__name__ for spec in self.checks):
+                raise ValueError(f"{self.name}: two checks named {function.__name__}")
+            self.checks.append(
+                CheckSpec(function.__name__, level, title, criterion, function, per_fixture, applies)
+            )
+            return function
+
+        return register
+
+    def fixture_validator(self, function: Callable[[dict], list[str]]) -> Callable[[dict], list[str]]:
+        """Register the function that lists a fixture's shape problems (field by field)."""
+        self._fixture_validator = function
+        return function
+
+    # --- using
+
+    def validate_fixture(self, data: dict) -> list[str]:
+        return list(self._fixture_validator(data)) if self._fixture_validator else []
+
+    def spec(self, name: str) -> CheckSpec:
+        for spec in self.checks:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def plan(self, fixtures: list[Fixture], level: int | None = None) -> list[PlannedCheck]:
+        """Every check to run, in level order then declaration order then fixture order."""
+        planned: list[PlannedCheck] = []
+        for spec in sorted(self.checks, key=lambda s: s.level):  # stable: keeps declaration order
+            if level is not None and spec.level != level:
+                continue
+            targets: list[Fixture | None]
+            if spec.per_fixture:
+                targets = [f for f in fixtures if spec.applies is None or spec.applies(f)]
+            else:
+                targets = [None]
+            for fixture in targets:
+                suffix = f"[{fixture.name}]" if fixture else ""
+                planned.append(
+                    PlannedCheck(
+                        id=f"n{spec.level}.{spec.name}{suffix}",
+                        name=spec.name,
+                        level=spec.level,
+                        fixture=fixture.name if fixture else None,
+                        title=spec.title,
+                        criterion=spec.criterion,
+                        hint_ref=f"grade hint {self.name} --level {spec.level}",
+                    )
+                )
+        return planned
+
+
+# ----------------------------------------------------------------- running
+
+
+@dataclass
+class CellProblemInfo:
+    """What the kernel side knows about a notebook cell that ended in an error."""
+
+    cell: int
+    first_line: str
+    ename: str
+    evalue: str
+    names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    """State shared by every check of one grading run (lives in the kernel)."""
+
+    namespace: dict
+    workdir: Path
+    check_timeout: float
+    cell_problems: list[CellProblemInfo] = field(default_factory=list)
+    memo: dict = field(default_factory=dict)
+    counter: int = 0
+
+    def fresh_dir(self, label: str) -> Path:
+        self.counter += 1
+        path = self.workdir / f"{self.counter:03d}-{label}"
+        path.mkdir(parents=True)
+        return path
+
+
+class Context:
+    """What a check uses to reach the student's code. One per check run."""
+
+    def __init__(self, session: Session):
+        self._session = session
+        self.output = ""
+
+    # --- the student's names
+
+    def student_function(self, name: str) -> Callable[..., Any]:
+        """The student's function ``name``, as defined in the notebook."""
+        value = self._lookup(name)
+        if not callable(value):
+            raise StudentProblem(
+                f"`{name}` existe no notebook, mas não é uma função (é {type(value).__name__}).",
+            )
+        module = getattr(value, "__module__", None) or ""
+        if module.startswith("harness"):
+            raise StudentProblem(
+                f"`{name}` foi importada de `{module}`: o exercício pede que você a escreva "
+                "no notebook, com suas palavras."
+            )
+        return value
+
+    def student_answer(self, name: str) -> Any:
+        """A structured answer such as ``ROOT_CAUSE = "B"``; None means not answered yet."""
+        value = self._lookup(name)
+        if value is None:
+            raise StudentProblem(
+                f"{NOT_IMPLEMENTED_PREFIX}: `{name}` ainda vale None. Troque o None pela sua resposta."
+            )
+        return value
+
+    def _lookup(self, name: str) -> Any:
+        namespace = self._session.namespace
+        if name in namespace:
+            return namespace[name]
+        raise StudentProblem(missing_name_message(name, self._session.cell_problems))
+
+    # --- calling student code
+
+    def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call student code with its output captured; every way it can go wrong becomes a
+        StudentProblem with a Portuguese message (never a grader crash)."""
+        label = getattr(function, "__name__", "função")
+        buffer = io.StringIO()
+        real_exit = os._exit
+
+        def trapped_exit(code: object = 0) -> None:
+            raise _StudentExit(code)
+
+        os._exit = trapped_exit
+        try:
+            with redirect_stdout(buffer), redirect_stderr(buffer):
+                return function(*args, **kwargs)
+        except CheckTimeout:
+            raise StudentProblem(
+                f"`{label}` não terminou em {self._session.check_timeout:g} s e foi interrompida: "
+                "há um laço infinito ou uma espera que nunca acaba?"
+            ) from None
+        except _StudentExit as exit_:
+            raise StudentProblem(
+                f"`{label}` chamou os._exit({exit_.code!r}), o que encerraria o processo do Python. "
+                "Uma função do harness nunca deve encerrar o processo: devolva um valor."
+            ) from None
+        except SystemExit as exit_:
+            raise StudentProblem(
+                f"`{label}` chamou sys.exit({exit_.code!r}) (ou exit/quit), o que encerraria o "
+                "processo. Uma função do harness nunca deve encerrar o processo: devolva um valor."
+            ) from None
+        except NotImplementedError as error:
+            raise StudentProblem(not_implemented_message(label, error)) from None
+        except MemoryError:
+            raise StudentProblem(f"`{label}` ficou sem memória (MemoryError).") from None
+        except RecursionError:
+            raise StudentProblem(
+                f"`{label}` entrou em recursão sem fim (RecursionError)."
+            ) from None
+        except BaseException as error:  # noqa: BLE001 - any student exception is a finding
+            where = _student_line(error, self._session.namespace)
+            raise StudentProblem(
+                f"`{label}` levantou {type(error).__name__}: {error}{where}."
+            ) from None
+        finally:
+            os._exit = real_exit
+            self.output = (self.output + buffer.getvalue())[-OUTPUT_LIMIT:]
+
+    # --- instrumented tools
+
+    @contextmanager
+    def tools(self, fixture: Fixture, label: str = "workspace") -> Iterator[Any]:
+        """A fresh harness Workspace built from the fixture, made current, with
+        ``execute_tool`` replaced by a spy everywhere the student's code can reach it."""
+        from grader.checks.instrumented import instrumented_tools
+
+        root = self._session.fresh_dir(f"{fixture.name}-{label}")
+        with instrumented_tools(root, fixture.workspace, self._session.namespace) as spy:
+            yield spy
+
+    def reference_tool_result(self, fixture: Fixture, name: str, input: dict) -> dict:
+        """What the real tool returns on a fresh copy of the fixture's world."""
+        from grader.checks.instrumented import run_real_tool
+
+        root = self._session.fresh_dir(f"{fixture.name}-reference")
+        return run_real_tool(root, fixture.workspace, name, input)
+
+    # --- sharing one run of student code between checks
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """Compute once per grading run; a StudentProblem is remembered and re-raised too,
+        so a function that loops forever costs one timeout, not one per check."""
+        memo = self._session.memo
+        if key not in memo:
+            try:
+                memo[key] = ("value", compute())
+            except StudentProblem as problem:
+                memo[key] = ("problem", problem)
+        kind, value = memo[key]
+        if kind == "problem":
+            raise StudentProblem(value.message, value.observed)
+        return value
+
+
+# ----------------------------------------------------------------- messages
+
+
+def not_implemented_message(label: str, error: BaseException) -> str:
+    detail = str(error).strip()
+    if detail.startswith(NOT_IMPLEMENTED_PREFIX):
+        detail = detail[len(NOT_IMPLEMENTED_PREFIX):].lstrip(" :")
+    message = f"{NOT_IMPLEMENTED_PREFIX}: `{label}` ainda levanta NotImplementedError."
+    return f"{message} Dica: {detail}" if detail else message
+
+
+def missing_name_message(name: str, problems: list[CellProblemInfo]) -> str:
+    for problem in problems:
+        if name in problem.names:
+            if problem.ename == "NotImplementedError":
+                return (
+                    f"{NOT_IMPLEMENTED_PREFIX}: a célula {problem.cell}, onde `{name}` é definida, "
+                    f"ainda levanta NotImplementedError ({problem.evalue})."
+                )
+            return (
+                f"`{name}` não foi definida: a célula {problem.cell} (`{problem.first_line}`), "
+                f"onde ela deveria ser definida, falhou com {problem.ename}: {problem.evalue}."
+            )
+    message = (
+        f"`{name}` não foi definida no notebook. Confira se a célula que a define existe "
+        "e se o nome está escrito exatamente assim."
+    )
+    if problems:
+        first = problems[0]
+        message += f" Atenção: a célula {first.cell} falhou com {first.ename}: {first.evalue}."
+    return message
+
+
+def _student_line(error: BaseException, namespace: dict) -> str:
+    """' (linha N de `f`)' for the deepest traceback frame that runs student code."""
+    traceback = error.__traceback__
+    found = ""
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_globals is namespace:
+            found = f" (linha {traceback.tb_lineno} da célula, em `{frame.f_code.co_name}`)"
+        traceback = traceback.tb_next
+    return found
+
+
+__all__ = [
+    "CheckFailed",
+    "CheckTimeout",
+    "Context",
+    "Exercise",
+    "Fixture",
+    "PlannedCheck",
+    "StudentProblem",
+    "show",
+]

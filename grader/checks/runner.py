@@ -1,0 +1,132 @@
+"""Run planned checks against a student's namespace.
+
+Inside the grading kernel the engine executes one line,
+``run_from_file(spec_path)``, after the student's notebook has run. The checks
+live in their own modules (``grader.checks.exercise_N``); only the values they
+fetch through ``Context`` come from the student's namespace, so a student global
+that happens to share a name with grader code changes nothing.
+
+Each result is appended to a JSON-lines file as soon as it exists (with a
+``started`` line before each check), so if the kernel dies mid-check the engine
+still knows which checks finished and which one was running.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import signal
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from grader.checks.framework import (
+    CellProblemInfo,
+    CheckFailed,
+    CheckTimeout,
+    Context,
+    Fixture,
+    PlannedCheck,
+    Session,
+    StudentProblem,
+)
+
+PASS, FAIL = "pass", "fail"
+
+
+def exercise_module(name: str):
+    return importlib.import_module("grader.checks." + name.replace("-", "_"))
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise CheckTimeout in this thread after ``seconds`` (and again every 0.2 s, in case
+    student code swallows the first one). Only possible in the main thread."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise CheckTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.2)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_check(exercise, planned: PlannedCheck, fixtures: dict[str, Fixture], session: Session) -> dict:
+    spec = exercise.spec(planned.name)
+    context = Context(session)
+    outcome = {"status": PASS, "expected": "", "observed": "", "message": ""}
+    try:
+        with time_limit(session.check_timeout):
+            if planned.fixture is None:
+                spec.function(context)
+            else:
+                spec.function(context, fixtures[planned.fixture])
+    except CheckFailed as failure:
+        outcome.update(status=FAIL, message=failure.message, expected=failure.expected, observed=failure.observed)
+    except StudentProblem as problem:
+        outcome.update(status=FAIL, message=problem.message, observed=problem.observed)
+    except CheckTimeout:
+        outcome.update(
+            status=FAIL,
+            message=f"A verificação não terminou em {session.check_timeout:g} s e foi interrompida.",
+        )
+    except BaseException as error:  # noqa: BLE001 - a check must never take the run down
+        outcome.update(
+            status=FAIL,
+            message=(
+                f"A verificação falhou de um jeito inesperado ({type(error).__name__}: {error}). "
+                "Se o seu código parece certo, avise o instrutor."
+            ),
+        )
+    result = planned.to_dict()
+    result.pop("name")
+    result.update(outcome, output=context.output)
+    return result
+
+
+def run_plan(
+    exercise_name: str,
+    plan: list[PlannedCheck],
+    fixtures: list[Fixture],
+    session: Session,
+    emit: Callable[[dict], None] = lambda record: None,
+) -> list[dict]:
+    """Run every planned check in order; ``emit`` receives progress records."""
+    exercise = exercise_module(exercise_name).EXERCISE
+    by_name = {fixture.name: fixture for fixture in fixtures}
+    results = []
+    for planned in plan:
+        emit({"started": planned.id})
+        result = run_check(exercise, planned, by_name, session)
+        emit({"result": result})
+        results.append(result)
+    return results
+
+
+def run_from_file(spec_path: str) -> None:
+    """Entry point inside the grading kernel."""
+    from IPython import get_ipython
+
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    session = Session(
+        namespace=get_ipython().user_ns,
+        workdir=Path(spec["workdir"]),
+        check_timeout=float(spec["check_timeout"]),
+        cell_problems=[CellProblemInfo(**item) for item in spec["cell_problems"]],
+    )
+    plan = [PlannedCheck(**item) for item in spec["plan"]]
+    fixtures = [Fixture.from_dict(item) for item in spec["fixtures"]]
+    with open(spec["results_path"], "a", encoding="utf-8") as sink:
+
+        def emit(record: dict) -> None:
+            sink.write(json.dumps(record, ensure_ascii=False, default=repr) + "\n")
+            sink.flush()
+
+        run_plan(spec["exercise"], plan, fixtures, session, emit)

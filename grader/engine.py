@@ -1,0 +1,153 @@
+"""The grading engine: one function, ``grade``, behind every entry point.
+
+``grade`` raises only for the grader's own inputs (an unknown exercise, a bad
+fixture, a level that does not exist). Anything wrong with the student's notebook
+becomes a report whose checks fail with a Portuguese message.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from grader import registry
+from grader.checks.framework import Exercise, PlannedCheck
+from grader.errors import GraderError
+from grader.execution import execute_and_grade
+from grader.fixture_loader import load_fixtures
+from grader.notebook_file import read_notebook
+from grader.results import FAIL, CheckResult, GradeReport
+
+DEFAULT_CELL_TIMEOUT = 60.0
+DEFAULT_TOTAL_TIMEOUT = 300.0
+DEFAULT_CHECK_TIMEOUT = 10.0
+
+__all__ = ["grade", "GradeReport", "CheckResult"]
+
+
+def level_titles(exercise: Exercise) -> dict[int, str]:
+    """Level titles from the course manifest when it lists the exercise, else the module's."""
+    titles = dict(exercise.levels)
+    try:
+        from grader import manifest
+
+        entry = manifest.get_exercise(exercise.name)
+        titles.update({level.number: level.title for level in entry.levels})
+    except Exception:  # noqa: BLE001 - the manifest is optional for grading
+        pass
+    return titles
+
+
+def exercise_title(exercise: Exercise) -> str:
+    try:
+        from grader import manifest
+
+        return manifest.exercise_title(exercise.name)
+    except Exception:  # noqa: BLE001
+        return exercise.title
+
+
+def plan_for(exercise_name: str, fixture_dirs: Sequence[Path] = (), level: int | None = None):
+    """(exercise, fixtures, plan) for an exercise; raises GraderError subclasses."""
+    module = registry.load_exercise(exercise_name)
+    exercise: Exercise = module.EXERCISE
+    if level is not None and level not in exercise.levels:
+        known = ", ".join(str(n) for n in sorted(exercise.levels))
+        raise GraderError(f"O {exercise_name} não tem nível {level}; os níveis dele são: {known}.")
+    fixtures = load_fixtures(exercise_name, fixture_dirs, exercise.validate_fixture)
+    return exercise, fixtures, exercise.plan(fixtures, level)
+
+
+def _failed(planned: PlannedCheck, message: str) -> CheckResult:
+    return CheckResult(
+        id=planned.id,
+        level=planned.level,
+        fixture=planned.fixture,
+        title=planned.title,
+        criterion=planned.criterion,
+        status=FAIL,
+        observed=message,
+        message=message,
+        hint_ref=planned.hint_ref,
+    )
+
+
+def _missing_result_message(planned: PlannedCheck, grading_error: str | None, culprit: str | None) -> str:
+    if grading_error == "KERNEL_DIED":
+        if planned.id == culprit:
+            return (
+                "O kernel do Python morreu durante esta verificação: o seu código encerrou o "
+                "processo (um sinal, um travamento) ou estourou a memória."
+            )
+        return f"Não executada: o kernel do Python morreu antes, durante a verificação {culprit}."
+    return grading_error or "Não executada: a correção parou antes desta verificação."
+
+
+def grade(
+    exercise: str,
+    notebook: Path,
+    *,
+    level: int | None = None,
+    fixture_dirs: Sequence[Path] = (),
+    cell_timeout: float = DEFAULT_CELL_TIMEOUT,
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
+    memory_limit_mb: int | None = None,
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+) -> GradeReport:
+    """Grade ``notebook`` (never written) against ``exercise``'s checks, in one fresh kernel.
+
+    ``total_timeout`` bounds the notebook's own cells; each check then has
+    ``check_timeout`` seconds inside the same kernel.
+    """
+    spec_exercise, fixtures, plan = plan_for(exercise, fixture_dirs, level)
+    report = GradeReport(
+        exercise=exercise,
+        checks=[],
+        notebook=str(notebook),
+        title=exercise_title(spec_exercise),
+        level=level,
+        level_titles={n: t for n, t in level_titles(spec_exercise).items() if level in (None, n)},
+    )
+    nb, problem = read_notebook(Path(notebook))
+    if problem is not None:
+        report.notebook_error = problem
+        report.checks = [_failed(planned, problem) for planned in plan]
+        return report
+
+    with tempfile.TemporaryDirectory(prefix="grade-") as temporary:
+        workdir = Path(temporary)
+        spec = {
+            "exercise": exercise,
+            "plan": [planned.to_dict() for planned in plan],
+            "fixtures": [fixture.to_dict() for fixture in fixtures],
+            "workdir": str(workdir / "checks"),
+            "check_timeout": check_timeout,
+            "results_path": str(workdir / "results.jsonl"),
+        }
+        (workdir / "checks").mkdir()
+        execution = execute_and_grade(
+            nb,
+            workdir=workdir,
+            spec=spec,
+            cell_timeout=cell_timeout,
+            total_timeout=total_timeout,
+            grading_timeout=check_timeout * max(1, len(plan)) + 30.0,
+            memory_limit_mb=memory_limit_mb,
+        )
+
+    report.cell_problems = execution.cell_problems
+    if execution.notebook_error is not None:
+        report.notebook_error = execution.notebook_error
+        report.checks = [_failed(planned, execution.notebook_error) for planned in plan]
+        return report
+
+    results = {r["result"]["id"]: r["result"] for r in execution.records if "result" in r}
+    started = [r["started"] for r in execution.records if "started" in r]
+    culprit = next((id_ for id_ in reversed(started) if id_ not in results), None)
+    for planned in plan:
+        if planned.id in results:
+            report.checks.append(CheckResult.from_dict(results[planned.id]))
+        else:
+            message = _missing_result_message(planned, execution.grading_error, culprit)
+            report.checks.append(_failed(planned, message))
+    return report

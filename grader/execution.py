@@ -1,0 +1,291 @@
+"""Execute a student's notebook in a fresh kernel, then run the checks in that same kernel.
+
+One kernel per grading: nbclient runs the notebook's code cells (errors recorded,
+execution goes on, per-cell and total time limits), then one extra request runs
+``grader.checks.runner.run_from_file`` inside the kernel. A watchdog thread kills
+the kernel if a deadline passes and an interrupt did not help, so nothing hangs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import monotonic
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from grader.results import CellProblem
+
+GRADER_ENV = "COURSE_GRADER_ACTIVE"
+KILL_GRACE = 10.0  # seconds after a deadline before the watchdog kills an unresponsive kernel
+_NAME_DEFINED = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
+
+
+@dataclass
+class Execution:
+    cell_problems: list[CellProblem] = field(default_factory=list)
+    notebook_error: str | None = None  # the notebook could not be run to the end
+    grading_error: str | None = None  # the checks could not all run
+    records: list[dict] = field(default_factory=list)
+
+
+class _Client(NotebookClient):
+    """NotebookClient that remembers which cells it interrupted for taking too long."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.timed_out_cells: set[int] = set()
+
+    async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
+        if cell is not None:
+            self.timed_out_cells.add(id(cell))
+        return await super()._async_handle_timeout(timeout, cell)
+
+
+class _Watchdog:
+    """Kills the kernel process when the armed deadline passes."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.pgid: int | None = None
+        self.fired = False
+        self._deadline: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="grader-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, deadline: float) -> None:
+        self._deadline = deadline
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            if self._deadline is not None and self.pid and monotonic() > self._deadline:
+                self.fired = True
+                self._deadline = None
+                try:
+                    if self.pgid and self.pgid != os.getpgid(0):
+                        os.killpg(self.pgid, signal.SIGKILL)  # the kernel and anything it spawned
+                    else:
+                        os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+def first_line(source: str, limit: int = 60) -> str:
+    for line in source.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def names_defined(source: str) -> list[str]:
+    """Top-level names a cell defines (def, class, assignment), read from its text, so it
+    works even when the cell has a syntax error."""
+    return [a or b for a, b in _NAME_DEFINED.findall(source)]
+
+
+def describe_cell_problem(number: int, line: str, ename: str, evalue: str, timed_out: bool, limit: float) -> str:
+    where = f"A célula {number} (`{line}`)"
+    if timed_out:
+        return f"{where} não terminou em {limit:g} s e foi interrompida: há um laço infinito?"
+    if ename == "SystemExit":
+        return (
+            f"{where} chamou sys.exit() (ou exit/quit): um notebook não deve encerrar o Python. "
+            "O restante do notebook foi executado mesmo assim."
+        )
+    if ename in ("SyntaxError", "IndentationError", "TabError"):
+        return f"{where} tem um erro de sintaxe ({ename}: {evalue}); nada do que ela define existe."
+    if ename == "NotImplementedError":
+        return f"{where} ainda levanta NotImplementedError: ainda não implementada."
+    if ename == "MemoryError":
+        return f"{where} ficou sem memória (MemoryError)."
+    return f"{where} falhou com {ename}: {evalue}"
+
+
+def cell_problem(cell: Any, index: int, timed_out: bool, limit: float) -> CellProblem | None:
+    if "raises-exception" in cell.metadata.get("tags", []) and not timed_out:
+        return None  # the cell shows an error on purpose
+    errors = [output for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    if not errors and not timed_out:
+        return None
+    ename = "TimeoutError" if timed_out else errors[0].get("ename", "Erro")
+    evalue = "" if timed_out else errors[0].get("evalue", "")
+    line = first_line(cell.source)
+    return CellProblem(
+        cell=index + 1,
+        first_line=line,
+        ename=ename,
+        evalue=evalue,
+        message=describe_cell_problem(index + 1, line, ename, evalue, timed_out, limit),
+        names=names_defined(cell.source),
+    )
+
+
+def _kernel_ids(client: NotebookClient) -> tuple[int | None, int | None]:
+    provisioner = getattr(client.km, "provisioner", None)
+    pid, pgid = getattr(provisioner, "pid", None), getattr(provisioner, "pgid", None)
+    return (pid if isinstance(pid, int) else None, pgid if isinstance(pgid, int) else None)
+
+
+def _read_records(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut short by a dying kernel
+    return records
+
+
+def _stderr_tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if "WARNING" not in line][-lines:]
+    return "\n".join(kept)
+
+
+def execute_and_grade(
+    notebook: nbformat.NotebookNode,
+    *,
+    workdir: Path,
+    spec: dict,
+    cell_timeout: float,
+    total_timeout: float,
+    grading_timeout: float,
+    memory_limit_mb: int | None = None,
+) -> Execution:
+    """Run ``notebook`` (an in-memory copy; no file is written) and then the checks in ``spec``.
+
+    ``spec`` is the runner's input minus ``cell_problems``, which is added here once
+    the notebook has run.
+    """
+    outcome = Execution()
+    results_path = Path(spec["results_path"])
+    spec_path = workdir / "grading-spec.json"
+    stderr_path = workdir / "kernel-stderr.log"
+    client = _Client(
+        notebook,
+        kernel_name="python3",
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        record_timing=False,
+        shutdown_kernel="immediate",
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    deadline = monotonic() + total_timeout
+    phase = {"name": "cells", "cell": None}
+
+    def timeout_for(cell: Any) -> float:
+        if phase["name"] == "grading":
+            return grading_timeout
+        return max(1.0, min(cell_timeout, deadline - monotonic()))
+
+    client.timeout_func = timeout_for
+    env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
+    env[GRADER_ENV] = "1"
+    dog = _Watchdog()
+    try:
+        with open(stderr_path, "wb") as stderr, client.setup_kernel(env=env, stderr=stderr, stdout=stderr):
+            dog.pid, dog.pgid = _kernel_ids(client)
+            dog.arm(deadline + KILL_GRACE)
+            if memory_limit_mb:
+                limit = int(memory_limit_mb) * 1024 * 1024
+                prelude = nbformat.v4.new_code_cell(
+                    f"__import__('resource').setrlimit(__import__('resource').RLIMIT_AS, ({limit}, {limit}))"
+                )
+                client.execute_cell(prelude, 0, store_history=False)
+            for index, cell in enumerate(notebook.cells):
+                if cell.cell_type != "code" or not cell.source.strip():
+                    continue
+                if monotonic() >= deadline:
+                    outcome.notebook_error = _total_timeout_message(total_timeout, index + 1)
+                    break
+                phase["cell"] = index
+                allowed = timeout_for(cell)
+                client.execute_cell(cell, index)
+                timed_out = id(cell) in client.timed_out_cells
+                problem = cell_problem(cell, index, timed_out, allowed)
+                if problem:
+                    outcome.cell_problems.append(problem)
+                if timed_out and monotonic() >= deadline:
+                    outcome.notebook_error = _total_timeout_message(total_timeout, index + 1)
+                    break
+            if outcome.notebook_error is None:
+                phase["name"] = "grading"
+                spec = dict(spec, cell_problems=[
+                    {k: p.to_dict()[k] for k in ("cell", "first_line", "ename", "evalue", "names")}
+                    for p in outcome.cell_problems
+                ])
+                spec_path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+                dog.arm(monotonic() + grading_timeout + KILL_GRACE)
+                grading_cell = nbformat.v4.new_code_cell(
+                    "__import__('grader.checks.runner', fromlist=['run_from_file'])"
+                    f".run_from_file({json.dumps(str(spec_path))})"
+                )
+                client.execute_cell(grading_cell, len(notebook.cells), store_history=False)
+                if id(grading_cell) in client.timed_out_cells:
+                    outcome.grading_error = (
+                        f"A correção não terminou em {grading_timeout:g} s e foi interrompida "
+                        "(alguma função sua prende o Python mesmo depois do limite de tempo?)."
+                    )
+                else:
+                    errors = [o for o in grading_cell.outputs if o.get("output_type") == "error"]
+                    if errors:
+                        outcome.grading_error = (
+                            "A correção parou com um erro inesperado "
+                            f"({errors[0].get('ename')}: {errors[0].get('evalue')}). Avise o instrutor."
+                        )
+    except DeadKernelError:
+        if phase["name"] == "cells":
+            index = phase["cell"]
+            if dog.fired:
+                outcome.notebook_error = _total_timeout_message(total_timeout, (index or 0) + 1)
+            else:
+                cell = notebook.cells[index] if index is not None else None
+                where = f"a célula {index + 1} (`{first_line(cell.source)}`)" if cell is not None else "o início"
+                outcome.notebook_error = (
+                    f"O kernel do Python morreu ao executar {where}: o código encerrou o processo "
+                    "(os._exit, um sinal, um travamento) ou estourou a memória. Nenhuma verificação "
+                    "pôde rodar."
+                )
+        elif dog.fired:
+            outcome.grading_error = (
+                f"A correção não terminou em {grading_timeout:g} s e o kernel teve de ser encerrado."
+            )
+        else:
+            outcome.grading_error = "KERNEL_DIED"
+    except CellTimeoutError:  # only if an interrupt never produced a reply
+        outcome.notebook_error = _total_timeout_message(total_timeout, (phase["cell"] or 0) + 1)
+    except Exception as error:  # the kernel did not start, or the connection broke
+        tail = _stderr_tail(stderr_path)
+        outcome.notebook_error = (
+            f"Não consegui executar o notebook num kernel novo ({type(error).__name__}: {error})."
+            + (f"\n{tail}" if tail else "")
+        )
+    finally:
+        dog.stop()
+    outcome.records = _read_records(results_path)
+    return outcome
+
+
+def _total_timeout_message(total: float, cell_number: int) -> str:
+    return (
+        f"O notebook não terminou de executar dentro do limite total de {total:g} s "
+        f"(parou na célula {cell_number}). Nenhuma verificação pôde rodar."
+    )

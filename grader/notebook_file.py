@@ -1,0 +1,50 @@
+"""Read the student's notebook without ever writing it, and explain why when it is unusable."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+
+def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
+    """(notebook, None) or (None, a Portuguese explanation). The file is only read."""
+    path = Path(path)
+    shown = path.name
+    if not path.exists():
+        return None, (
+            f"O notebook {shown} não foi encontrado ({path}). Confira o caminho; o padrão é "
+            "exercises/exercise-N.ipynb na pasta do curso."
+        )
+    if path.is_dir():
+        return None, f"{shown} é uma pasta, não um notebook (.ipynb)."
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        return None, f"Não consegui ler {shown}: {error.strerror}."
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, f"{shown} não é um notebook válido: o arquivo não é texto UTF-8 (é binário?)."
+    if not text.strip():
+        return None, f"{shown} está vazio: não é um notebook válido. Salve o notebook de novo no Jupyter."
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, (
+            f"{shown} não é um notebook válido: o conteúdo não é JSON (linha {error.lineno}, "
+            f"coluna {error.colno}: {error.msg}). Um .ipynb salvo pelo Jupyter é JSON; o arquivo "
+            "foi editado à mão ou salvo em outro formato?"
+        )
+    if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
+        return None, (
+            f"{shown} é JSON, mas não é um notebook do Jupyter (faltam os campos 'cells' e "
+            "'nbformat'). Confira se escolheu o arquivo certo."
+        )
+    try:
+        notebook = nbformat.reads(text, as_version=4)
+        nbformat.validate(notebook)
+    except Exception as error:  # nbformat raises several kinds for a damaged file
+        summary = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return None, f"{shown} é um notebook corrompido: {summary}. Salve-o de novo no Jupyter."
+    return notebook, None

@@ -1,0 +1,123 @@
+"""The grader's results: one CheckResult per check, gathered in a GradeReport."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASS = "pass"
+FAIL = "fail"
+
+
+@dataclass
+class CheckResult:
+    id: str
+    level: int
+    fixture: str | None
+    title: str
+    criterion: str
+    status: str  # PASS or FAIL
+    expected: str = ""
+    observed: str = ""
+    message: str = ""
+    hint_ref: str = ""
+    output: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+        known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
+        return cls(**known)
+
+
+@dataclass
+class CellProblem:
+    """A cell of the student's notebook that ended in an error (grading goes on)."""
+
+    cell: int  # 1-based position among all cells
+    first_line: str
+    ename: str
+    evalue: str
+    message: str  # Portuguese, ready to show
+    names: list[str] = field(default_factory=list)  # top-level names the cell defines
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GradeReport:
+    exercise: str
+    checks: list[CheckResult]
+    notebook: str = ""
+    title: str = ""
+    level: int | None = None
+    level_titles: dict[int, str] = field(default_factory=dict)
+    notebook_error: str | None = None
+    cell_problems: list[CellProblem] = field(default_factory=list)
+
+    @property
+    def passed_count(self) -> int:
+        return sum(1 for check in self.checks if check.passed)
+
+    @property
+    def score(self) -> float:
+        return self.passed_count / len(self.checks) if self.checks else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(check.passed for check in self.checks)
+
+    def levels(self) -> dict[int, list[CheckResult]]:
+        grouped: dict[int, list[CheckResult]] = {}
+        for check in sorted(self.checks, key=lambda c: c.level):
+            grouped.setdefault(check.level, []).append(check)
+        return grouped
+
+    def level_score(self, level: int) -> float:
+        checks = self.levels().get(level, [])
+        return sum(c.passed for c in checks) / len(checks) if checks else 0.0
+
+    def failed(self) -> list[CheckResult]:
+        return [check for check in self.checks if not check.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exercise": self.exercise,
+            "title": self.title,
+            "notebook": self.notebook,
+            "level": self.level,
+            "score": self.score,
+            "passed": self.passed,
+            "passed_count": self.passed_count,
+            "total": len(self.checks),
+            "levels": {
+                str(level): {
+                    "title": self.level_titles.get(level, ""),
+                    "score": self.level_score(level),
+                    "passed": all(c.passed for c in checks),
+                }
+                for level, checks in self.levels().items()
+            },
+            "notebook_error": self.notebook_error,
+            "cell_problems": [problem.to_dict() for problem in self.cell_problems],
+            "checks": [check.to_dict() for check in self.checks],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GradeReport":
+        return cls(
+            exercise=data["exercise"],
+            checks=[CheckResult.from_dict(item) for item in data.get("checks", [])],
+            notebook=data.get("notebook", ""),
+            title=data.get("title", ""),
+            level=data.get("level"),
+            level_titles={int(k): v.get("title", "") for k, v in data.get("levels", {}).items()},
+            notebook_error=data.get("notebook_error"),
+            cell_problems=[CellProblem(**item) for item in data.get("cell_problems", [])],
+        )
