@@ -27,12 +27,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.checkpoint import load_checkpoint, save_checkpoint, write_json_atomic
+from harness.effects import EFFECTS_FILE, reconcile
 from harness.loop import MAX_TURNS, call_model, tool_uses_in
+from harness.tool_runner import ToolContext, close_pending, run_tool_uses
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_FILE = "checkpoint.json"
 TIMELINE_FILE = "timeline.json"
-LEDGER_FILE = "effects.json"  # o mesmo nome que harness.effects.EFFECTS_FILE
 SAVE_POINTS = ("A", "B")  # A = antes das ferramentas, B = depois dos resultados
 MAIN_TIMELINE_ID = "principal"  # a linha do tempo de uma execução que nunca foi bifurcada
 
@@ -152,25 +153,6 @@ def _now():
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-# --- Fechar chamadas abertas ------------------------------------------------------------
-
-def close_pending_with_ledger(state, effects_path):
-    """Fecha as chamadas pendentes pelo reconcile com livro-razão (lição 4): nenhum tool_use órfão."""
-    from harness.effects import reconcile as reconcile_with_ledger  # lição 4
-
-    return reconcile_with_ledger(state, effects_path)
-
-
-def close_pending_dry_run(state, effects_path):
-    """Fecha as chamadas pendentes em modo de dry-run: alto impacto simulado, mundo intocado."""
-    from harness.tool_runner import ToolContext, run_tool_uses  # lição 4
-
-    results = run_tool_uses(state["pending_tool_use"], ToolContext(effects_path=effects_path, dry_run=True))
-    state["messages"].append({"role": "user", "content": results})
-    state["pending_tool_use"] = None
-    return state
-
-
 # --- Rebobinar ----------------------------------------------------------------------------
 
 def set_aside_points_after(run_dir, turn):
@@ -202,7 +184,7 @@ def rewind_to(run_dir, turn):
     path = _point_or_error(run_dir, turn)
     state = read_point(path)
     if state["pending_tool_use"]:
-        state = close_pending_with_ledger(state, run_dir / LEDGER_FILE)
+        state = reconcile(state, run_dir / EFFECTS_FILE)  # lição 4: livro-razão primeiro
         save_point(run_dir, state, "B")
     set_aside_points_after(run_dir, turn)
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
@@ -230,11 +212,12 @@ def fork_from(run_dir, turn, new_run_dir):
     state = read_point(path)
 
     new_run_dir.mkdir(parents=True, exist_ok=True)
-    ledger = new_run_dir / LEDGER_FILE
+    ledger = new_run_dir / EFFECTS_FILE
     write_json_atomic(ledger, {})  # livro-razão em branco: nada aconteceu nesta linha ainda
     point = source_point
     if state["pending_tool_use"]:
-        state = close_pending_dry_run(state, ledger)
+        # A cena parou entre a decisão e o resultado: feche as chamadas sem tocar o mundo.
+        state = close_pending(state, ToolContext(effects_path=ledger, dry_run=True))
         point = "B"
     info = {
         "timeline_id": new_timeline_id(),
@@ -256,15 +239,13 @@ def run_timeline(client, run_dir, max_turns=MAX_TURNS):
     As ferramentas passam por run_tool_uses (livro-razão, aprovação, execução,
     registro); numa linha em modo de dry-run as de alto impacto não tocam o mundo.
     """
-    from harness.tool_runner import ToolContext, run_tool_uses  # lição 4
-
     run_dir = Path(run_dir)
     state = load_checkpoint(run_dir / CHECKPOINT_FILE)
     if state is None:
         raise TimelineError(f"{run_dir.name} não tem {CHECKPOINT_FILE}: comece com start_timeline ou fork_from")
     if state["pending_tool_use"]:
         raise TimelineError("a cena tem chamadas sem resultado; feche-as antes (rewind_to ou a retomada da lição 3)")
-    context = ToolContext(effects_path=run_dir / LEDGER_FILE, dry_run=load_timeline(run_dir)["dry_run"])
+    context = ToolContext(effects_path=run_dir / EFFECTS_FILE, dry_run=load_timeline(run_dir)["dry_run"])
     while state["turns"] < max_turns:
         state["turns"] += 1
         response = call_model(client, state["messages"])

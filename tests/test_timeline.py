@@ -13,7 +13,7 @@ from harness.checkpoint import CheckpointError, load_checkpoint
 from harness.fake_endpoint import validate_messages
 from harness.timeline import (
     CHECKPOINT_FILE,
-    LEDGER_FILE,
+    EFFECTS_FILE,
     MAIN_TIMELINE_ID,
     TIMELINE_FILE,
     TimelineError,
@@ -204,7 +204,7 @@ def test_fork_records_a_new_identity_its_parent_and_a_blank_ledger(tmp_path):
     assert info["parent"] == {"timeline_id": MAIN_TIMELINE_ID, "turn": 1, "point": "B"}
     assert info["dry_run"] is True
     assert load_timeline(fork) == info
-    assert json.loads((fork / LEDGER_FILE).read_text()) == {}
+    assert json.loads((fork / EFFECTS_FILE).read_text()) == {}
     assert [p.name for p in list_points(fork)] == ["turn-001-B.json"]
     assert read_point(pick_latest_point(fork)) == read_point(original / "checkpoints" / "turn-001-B.json")
     assert load_checkpoint(fork / CHECKPOINT_FILE) == read_point(pick_latest_point(fork))
@@ -213,7 +213,7 @@ def test_fork_records_a_new_identity_its_parent_and_a_blank_ledger(tmp_path):
 def test_fork_leaves_the_original_timeline_byte_for_byte_unchanged(tmp_path):
     original = tmp_path / "run"
     record_team_email_sequence(original)
-    (original / LEDGER_FILE).write_text('{"toolu_S1": {"status": "committed"}}')
+    (original / EFFECTS_FILE).write_text('{"toolu_S1": {"status": "committed"}}')
     digest = tree_digest(original)
     fork_from(original, 2, tmp_path / "fork")
     assert tree_digest(original) == digest
@@ -249,3 +249,115 @@ def test_load_timeline_of_a_plain_run_is_the_main_line(tmp_path):
     (tmp_path / TIMELINE_FILE).write_text('{"timeline_')
     with pytest.raises(TimelineError, match="ilegível"):
         load_timeline(tmp_path)
+
+
+# --- whole runs over the offline endpoint -------------------------------------------------
+
+from harness.fake_endpoint import make_stub_client  # noqa: E402
+from harness.loop import new_run_state  # noqa: E402
+from harness.scenarios import load_scenario  # noqa: E402
+from harness.timeline import run_timeline, start_timeline  # noqa: E402
+from harness.tools import use_workspace  # noqa: E402
+
+
+def renamed_ids(responses, tag):
+    """The same script with fresh tool_use ids, as a new model call would produce."""
+    text = json.dumps(responses).replace("toolu_01", f"toolu_{tag}")
+    return json.loads(text)
+
+
+@pytest.fixture
+def team_email(tmp_path):
+    scenario = load_scenario("team-email")
+    workspace = use_workspace(scenario.make_workspace(tmp_path / "world"))
+    run_dir = tmp_path / "run"
+    start_timeline(run_dir, new_run_state(scenario.task))
+    state = run_timeline(make_stub_client(scenario.responses), run_dir)
+    return scenario, workspace, run_dir, state
+
+
+def test_run_timeline_writes_a_and_b_for_every_turn(team_email):
+    _, workspace, run_dir, state = team_email
+    names = [p.name for p in list_points(run_dir)]
+    assert names == ["turn-001-A.json", "turn-001-B.json", "turn-002-A.json", "turn-002-B.json", "turn-003-A.json"]
+    assert read_point(pick_latest_point(run_dir)) == state == load_checkpoint(run_dir / CHECKPOINT_FILE)
+    assert len(workspace.emails()) == 1
+    ledger = json.loads((run_dir / EFFECTS_FILE).read_text())
+    assert ledger["toolu_01TE2"]["status"] == "committed"
+
+
+def test_rewind_does_not_unsend_the_email(team_email):
+    _, workspace, run_dir, _ = team_email
+    outbox = workspace.outbox_path.read_bytes()
+    state = rewind_to(run_dir, 1)
+    assert state["turns"] == 1
+    assert workspace.outbox_path.read_bytes() == outbox  # the world does not rewind
+
+
+def test_rewind_to_a_turn_that_stopped_at_point_a_closes_the_call_from_the_ledger(team_email):
+    _, workspace, run_dir, _ = team_email
+    (run_dir / "checkpoints" / "turn-002-B.json").unlink()  # the run died after the effect was recorded
+    outbox = workspace.outbox_path.read_bytes()
+    state = rewind_to(run_dir, 2)
+    assert state["pending_tool_use"] is None
+    assert validate_messages(state["messages"]) is None
+    result = state["messages"][-1]["content"][0]
+    assert result["tool_use_id"] == "toolu_01TE2" and result["is_error"] is False
+    assert workspace.outbox_path.read_bytes() == outbox  # the receipt was reused, nothing re-sent
+    assert [p.name for p in list_points(run_dir)][-1] == "turn-002-B.json"
+
+
+def test_continuing_after_a_rewind_takes_the_new_route(team_email):
+    scenario, workspace, run_dir, _ = team_email
+    rewind_to(run_dir, 1)
+    new_route = renamed_ids(scenario.responses, "02")
+    new_route[1]["content"][1]["input"]["subject"] = "Conclusões (corrigido)"
+    state = run_timeline(make_stub_client(new_route), run_dir)
+    assert state["turns"] == 3
+    subjects = [email["subject"] for email in workspace.emails()]
+    assert subjects == ["Conclusões desta semana", "Conclusões (corrigido)"]  # both are in the world
+    assert [p.name for p in (run_dir / "checkpoints" / "rewound-001").iterdir()]
+
+
+def test_a_dry_run_fork_leaves_outbox_and_original_byte_for_byte_unchanged(team_email):
+    scenario, workspace, run_dir, _ = team_email
+    world, original = tree_digest(workspace.root), tree_digest(run_dir)
+    fork = run_dir.parent / "fork"
+    fork_from(run_dir, 1, fork)
+    state = run_timeline(make_stub_client(renamed_ids(scenario.responses, "03")), fork)
+    assert state["turns"] == 3
+    sent = state["messages"][-2]["content"][0]
+    assert sent["tool_use_id"] == "toolu_03TE2" and sent["content"].startswith("[dry-run]")
+    assert tree_digest(workspace.root) == world
+    assert tree_digest(run_dir) == original
+    assert [p.name for p in list_points(fork)] == ["turn-001-B.json", "turn-002-A.json", "turn-002-B.json",
+                                                   "turn-003-A.json"]
+
+
+def test_the_same_fork_without_dry_run_sends_the_email_twice(team_email):
+    scenario, workspace, run_dir, _ = team_email
+    fork = run_dir.parent / "fork"
+    info = fork_from(run_dir, 1, fork)
+    (fork / TIMELINE_FILE).write_text(json.dumps({**info, "dry_run": False}))
+    run_timeline(make_stub_client(renamed_ids(scenario.responses, "03")), fork)
+    assert len(workspace.emails()) == 2  # the doubled effect dry-run exists to prevent
+
+
+def test_fork_from_point_a_closes_the_pending_call_in_dry_run(team_email):
+    _, workspace, run_dir, _ = team_email
+    (run_dir / "checkpoints" / "turn-002-B.json").unlink()
+    world, original = tree_digest(workspace.root), tree_digest(run_dir)
+    info = fork_from(run_dir, 2, run_dir.parent / "fork")
+    assert info["parent"]["point"] == "A"
+    state = read_point(pick_latest_point(run_dir.parent / "fork"))
+    assert pick_latest_point(run_dir.parent / "fork").name == "turn-002-B.json"
+    assert state["pending_tool_use"] is None and validate_messages(state["messages"]) is None
+    assert state["messages"][-1]["content"][0]["content"].startswith("[dry-run]")
+    assert tree_digest(workspace.root) == world and tree_digest(run_dir) == original
+
+
+def test_run_timeline_refuses_a_scene_with_an_open_call(tmp_path):
+    record_team_email_sequence(tmp_path)
+    (tmp_path / CHECKPOINT_FILE).write_bytes((tmp_path / "checkpoints" / "turn-002-A.json").read_bytes())
+    with pytest.raises(TimelineError, match="sem resultado"):
+        run_timeline(make_stub_client([]), tmp_path)
