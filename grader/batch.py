@@ -74,6 +74,9 @@ class BatchOptions:
     timeout: float = DEFAULT_TIMEOUT
     memory_mb: int | None = DEFAULT_MEMORY_MB
     fixture_dirs: tuple[Path, ...] = ()
+    # Upper bound on one worker's life: notebook time + every check's time + margin.
+    # Past it the batch kills the worker; the engine's own limits normally act first.
+    hard_timeout: float = DEFAULT_TIMEOUT + WORKER_GRACE_SECONDS
 
 
 # ------------------------------------------------------------- submissions
@@ -134,12 +137,14 @@ def find_submissions(folder: Path, exercise: str) -> tuple[list[Submission], lis
 def classify_notebook_error(message: str) -> str:
     """The row status for a report whose notebook did not run to the end."""
     text = message.lower()
-    if "tempo" in text or "timeout" in text or "demorou" in text:
+    if any(word in text for word in ("tempo", "timeout", "não terminou", "limite total")):
         return TIMED_OUT
-    if "kernel" in text and ("morreu" in text or "caiu" in text or "encerr" in text or "died" in text):
+    if "kernel" in text and any(word in text for word in ("morreu", "caiu", "died")):
         return KERNEL_DIED
     if any(word in text for word in ("notebook válido", "não é um notebook", "corrompido", "está vazio", "json")):
         return INVALID_NOTEBOOK
+    if "não consegui executar" in text:
+        return WORKER_FAILED
     return NOTEBOOK_ERROR
 
 
@@ -158,16 +163,22 @@ def row_from_report(submission: Submission, report: Any, levels: list[int], seco
     passed = sum(check.passed for check in report.checks)
     total = len(report.checks)
     failed = [check for check in report.checks if not check.passed]
+    timed_out_cells = [p for p in getattr(report, "cell_problems", []) if p.ename == "TimeoutError"]
+    names = [f"N{check.level} {check.fixture + ': ' if check.fixture else ''}{check.title}" for check in failed[:3]]
+    more = f" (e mais {len(failed) - 3})" if len(failed) > 3 else ""
+    failures = ("falhou: " + "; ".join(names) + more) if failed else ""
     if report.notebook_error:
         status = classify_notebook_error(str(report.notebook_error))
         message = str(report.notebook_error)
+    elif timed_out_cells:
+        # One cell looped past its limit; the rest still ran and was graded.
+        status = TIMED_OUT
+        message = " ".join(filter(None, [timed_out_cells[0].message, failures]))
     elif total and not failed:
         status, message = PASSED, f"todas as {total} verificações passaram"
     else:
         status = INCOMPLETE
-        names = [f"N{check.level} {check.fixture + ': ' if check.fixture else ''}{check.title}" for check in failed[:3]]
-        more = f" (e mais {len(failed) - 3})" if len(failed) > 3 else ""
-        message = ("falhou: " + "; ".join(names) + more) if total else "nenhuma verificação rodou"
+        message = failures or "nenhuma verificação rodou"
     return Row(
         submission=submission.name,
         notebook=submission.label,
@@ -260,14 +271,14 @@ def grade_submission(submission: Submission, options: BatchOptions, levels: list
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grade-batch-") as scratch:
         result_path = Path(scratch) / "result.json"
-        code, stderr = pool.run(_worker_command(submission, options, result_path), options.timeout + WORKER_GRACE_SECONDS)
+        code, stderr = pool.run(_worker_command(submission, options, result_path), options.hard_timeout)
         seconds = time.monotonic() - started
         if pool.cancelled and not result_path.exists():
             return failure_row(submission, NOT_GRADED, "lote interrompido antes desta correção terminar", levels, seconds)
         if code is None:
             return failure_row(
                 submission, TIMED_OUT,
-                f"a correção passou de {options.timeout + WORKER_GRACE_SECONDS:g} s e foi interrompida à força",
+                f"a correção passou de {options.hard_timeout:g} s e foi interrompida à força",
                 levels, seconds,
             )
         try:
@@ -295,12 +306,13 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
     try:
-        from grader.engine import grade
+        from grader.engine import DEFAULT_CELL_TIMEOUT, grade
 
         report = grade(
             args.exercise,
             args.notebook,
             fixture_dirs=tuple(args.fixtures),
+            cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout),
             total_timeout=args.timeout,
             memory_limit_mb=args.memory_mb,
         )
@@ -440,14 +452,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
 
-def _levels_of(exercise: str) -> list[int]:
-    from grader.manifest import get_exercise
+def plan_summary(exercise: str, fixture_dirs: tuple[Path, ...]) -> tuple[list[int], int]:
+    """(levels, number of checks) of the exercise; raises GraderError for a bad name or fixture."""
+    from grader.engine import load_exercise
+    from grader.fixture_loader import load_fixtures
 
-    return [level.number for level in get_exercise(exercise).levels]
+    spec = load_exercise(exercise)
+    fixtures = load_fixtures(exercise, fixture_dirs, spec.validate_fixture)
+    return sorted(spec.levels), len(spec.plan(list(fixtures), None))
+
+
+def worker_deadline(timeout: float, checks: int) -> float:
+    from grader.engine import DEFAULT_CHECK_TIMEOUT
+
+    return timeout + DEFAULT_CHECK_TIMEOUT * max(1, checks) + WORKER_GRACE_SECONDS
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.manifest import UnknownExerciseError
+    from grader.errors import GraderError
 
     if args.jobs < 1:
         print("grade batch: -j precisa ser pelo menos 1.", file=sys.stderr)
@@ -458,15 +480,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.submissions.is_dir():
         print(f"grade batch: {args.submissions} não é uma pasta de submissões.", file=sys.stderr)
         return 2
-    try:
-        levels = _levels_of(args.exercise)
-    except UnknownExerciseError as error:
-        print(f"grade batch: {error}", file=sys.stderr)
-        return 2
     for folder in args.fixtures:
         if not folder.is_dir():
             print(f"grade batch: a pasta de fixtures {folder} não existe.", file=sys.stderr)
             return 2
+    fixture_dirs = tuple(folder.resolve() for folder in args.fixtures)
+    try:
+        levels, checks = plan_summary(args.exercise, fixture_dirs)
+    except GraderError as error:
+        # One clear message now instead of the same failure in every row.
+        print(f"grade batch: {error}", file=sys.stderr)
+        return 2
     submissions, ignored = find_submissions(args.submissions, args.exercise)
     if not submissions:
         print(f"grade batch: nenhuma submissão em {args.submissions} (esperado: arquivos .ipynb ou uma pasta por aluno).", file=sys.stderr)
@@ -475,7 +499,8 @@ def run(args: argparse.Namespace) -> int:
         exercise=args.exercise,
         timeout=args.timeout,
         memory_mb=args.memory_mb or None,
-        fixture_dirs=tuple(folder.resolve() for folder in args.fixtures),
+        fixture_dirs=fixture_dirs,
+        hard_timeout=worker_deadline(args.timeout, checks),
     )
     if ignored:
         print(f"ignorados (não são .ipynb nem pastas): {', '.join(ignored)}", file=sys.stderr)

@@ -83,3 +83,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", type=int, default=None, metavar="K", help="corrige só este nível")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="DIR", help="pasta extra de fixtures (pode repetir)")
     parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, metavar="S", help=f"segundos entre verificações do arquivo (padrão: {DEFAULT_INTERVAL:g})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from grader import render
+    from grader.cli import project_root, record_progress
+    from grader.engine import grade, load_exercise
+    from grader.errors import GraderError
+
+    if args.interval <= 0:
+        print("grade watch: --interval precisa ser maior que zero.", file=sys.stderr)
+        return 2
+    try:
+        load_exercise(args.exercise, args.level)  # a wrong name fails now, not on every save
+    except GraderError as error:
+        print(f"grade watch: {error}", file=sys.stderr)
+        return 2
+    notebook = args.notebook or project_root() / "exercises" / f"{args.exercise}.ipynb"
+
+    def grade_once() -> None:
+        try:
+            report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures)
+        except GraderError as error:
+            print(f"grade watch: {error}", file=sys.stderr)
+            return
+        record_progress(args.exercise, report)
+        sys.stdout.write(render.text_report(report))
+        sys.stdout.flush()
+
+    try:
+        watch(notebook, grade_once, interval=args.interval)
+    except KeyboardInterrupt:
+        print("\ngrade watch encerrado.")
+    return 0

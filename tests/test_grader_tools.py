@@ -352,3 +352,51 @@ def test_worker_pool_reports_a_worker_that_dies():
     pool = batch.WorkerPool()
     code, stderr = pool.run([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], timeout=30)
     assert code == 3 and "boom" in stderr
+
+
+FAKE_WORKER = r"""
+import json, os, sys, time
+notebook, result = sys.argv[1], sys.argv[2]
+name = os.path.basename(notebook)
+if name.startswith("dies"):
+    sys.stderr.write("Segmentation fault\n")
+    os._exit(139)
+if name.startswith("hangs"):
+    time.sleep(60)
+report = {"exercise": "exercise-3", "checks": [
+    {"id": "a", "level": 1, "fixture": None, "title": "t", "criterion": "c", "status": "pass"},
+    {"id": "b", "level": 2, "fixture": "cpB", "title": "t", "criterion": "c",
+     "status": "fail" if name.startswith("wrong") else "pass"},
+]}
+with open(result, "w", encoding="utf-8") as handle:
+    json.dump({"report": report}, handle)
+"""
+
+
+def test_batch_goes_on_past_dead_and_hung_workers(tmp_path, monkeypatch):
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER, encoding="utf-8")
+    monkeypatch.setattr(
+        batch, "_worker_command",
+        lambda submission, options, result: [sys.executable, str(script), str(submission.notebook), str(result)],
+    )
+    folder = tmp_path / "entregas"
+    folder.mkdir()
+    for name in ("ana", "dies-bruno", "hangs-carla", "wrong-davi", "eva"):
+        (folder / f"{name}.ipynb").write_text("{}", encoding="utf-8")
+    submissions, _ = batch.find_submissions(folder, "exercise-3")
+    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=2.0)
+    seen = []
+    rows = batch.grade_all(submissions, options, [1, 2], jobs=2, on_row=lambda row: seen.append(row.submission))
+    by_name = {row.submission: row for row in rows}
+    assert [row.submission for row in rows] == ["ana", "dies-bruno", "eva", "hangs-carla", "wrong-davi"]
+    assert sorted(seen) == sorted(by_name)
+    assert by_name["ana"].status == batch.PASSED and by_name["ana"].total == 100.0
+    assert by_name["dies-bruno"].status == batch.WORKER_FAILED
+    assert "código 139" in by_name["dies-bruno"].message and "Segmentation fault" in by_name["dies-bruno"].message
+    assert by_name["hangs-carla"].status == batch.TIMED_OUT and "interrompida à força" in by_name["hangs-carla"].message
+    assert by_name["wrong-davi"].status == batch.INCOMPLETE and by_name["wrong-davi"].level_scores == {1: 100.0, 2: 0.0}
+    assert by_name["eva"].status == batch.PASSED
+    path = tmp_path / "out" / "gradebook.csv"
+    batch.write_gradebook(path, rows, [1, 2])
+    assert len(list(csv.DictReader(path.open(encoding="utf-8")))) == 5
