@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 READ_ONLY_TOOLS = frozenset({"read_file", "grep", "list_dir"})
-HIGH_IMPACT_TOOLS = frozenset({"send_email", "create_ticket"})
+HIGH_IMPACT_TOOLS = frozenset({"send_email", "create_ticket", "ensure_ticket"})
 
 TOOL_SCHEMAS = [
     {
@@ -58,6 +58,18 @@ TOOL_SCHEMAS = [
     {
         "name": "create_ticket",
         "description": "Abre um chamado no sistema de tickets.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["title"],
+        },
+    },
+    {
+        "name": "ensure_ticket",
+        "description": (
+            "Garante que existe um chamado com este título: devolve o existente ou cria um. "
+            "Chamar de novo com o mesmo título não abre um segundo chamado."
+        ),
         "input_schema": {
             "type": "object",
             "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
@@ -221,6 +233,17 @@ def create_ticket(title: str, body: str = "", idempotency_key: str | None = None
     return f"chamado #{number} criado: {title}"
 
 
+def ensure_ticket(title: str, body: str = "", idempotency_key: str | None = None) -> str:
+    """"Garantir que existe" em vez de "criar": procura pelo título e só cria o que falta.
+
+    Por construção, rodar duas vezes deixa um único chamado, com ou sem chave.
+    """
+    for ticket in current_workspace().tickets():
+        if ticket.get("title") == title:
+            return f"chamado #{ticket['number']} já existia: {title}"
+    return create_ticket(title, body, idempotency_key)
+
+
 # --- Despacho --------------------------------------------------------------------------
 
 def _run(name: str, input: dict, idempotency_key: str | None) -> str:
@@ -235,6 +258,8 @@ def _run(name: str, input: dict, idempotency_key: str | None) -> str:
                           input.get("body", ""), idempotency_key)
     if name == "create_ticket":
         return create_ticket(_require_text(input, "title"), input.get("body", ""), idempotency_key)
+    if name == "ensure_ticket":
+        return ensure_ticket(_require_text(input, "title"), input.get("body", ""), idempotency_key)
     raise ToolError(f"ferramenta desconhecida: {name}")
 
 

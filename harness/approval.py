@@ -1,0 +1,134 @@
+"""Lição 4: a válvula de aprovação. Pergunta "isto DEVE ser feito?" antes de um efeito.
+
+O livro-razão de efeitos responde outra pergunta ("isto JÁ foi feito?"). A aprovação
+fica presa ao hash da entrada exata que a pessoa (ou a política) examinou e tem
+validade: se a entrada mudar, ou o prazo vencer, pergunta-se de novo. As decisões
+ficam em ``approvals.json`` (mesma escrita atômica do checkpoint), então um pedido
+pendente sobrevive a um reinício do processo.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+from harness.checkpoint import write_json_atomic
+from harness.tools import HIGH_IMPACT_TOOLS
+
+APPROVALS_FILE = "approvals.json"
+DEFAULT_APPROVAL_TTL = 15 * 60  # segundos: uma aprovação não é um passe permanente
+VERDICTS = ("approved", "rejected", "pending")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """O que a política de aprovação respondeu: approved, rejected (com motivo) ou pending."""
+
+    verdict: str
+    reason: str = ""
+
+
+APPROVED = Decision("approved")
+PENDING = Decision("pending")
+
+
+def approve():
+    return APPROVED
+
+
+def reject(reason):
+    return Decision("rejected", reason)
+
+
+class ApprovalError(Exception):
+    """approvals.json existe, mas não dá para confiar nele: a mensagem diz por quê."""
+
+
+class WaitingForApproval(Exception):
+    """Uma chamada de alto impacto aguarda decisão. ``pending_approval`` é o que se grava."""
+
+    def __init__(self, pending_approval):
+        self.pending_approval = pending_approval
+        super().__init__(
+            f"{pending_approval['name']} ({pending_approval['id']}) aguarda aprovação"
+        )
+
+
+def input_hash(name, input):
+    """sha256 do JSON canônico de (ferramenta, entrada): a ordem das chaves não muda o hash."""
+    canonical = json.dumps(
+        {"name": name, "input": input}, sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def load_approvals(path):
+    """Lê approvals.json: ausente = {}; ilegível ou com forma errada = ApprovalError."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ApprovalError(
+            f"{os.fspath(path)}: JSON inválido ou truncado na linha {error.lineno}: {error.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ApprovalError(f"{os.fspath(path)}: esperava um objeto JSON, encontrei {type(data).__name__}")
+    for tool_use_id, record in data.items():
+        if not isinstance(record, dict) or record.get("verdict") not in VERDICTS \
+                or not isinstance(record.get("input_hash"), str):
+            raise ApprovalError(f"{os.fspath(path)}: registro de aprovação inválido para {tool_use_id}")
+    return data
+
+
+def record_decision(path, call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL, decided_by=""):
+    """Grava a decisão sobre ``call`` presa ao hash da entrada; aprovação ganha prazo de validade."""
+    approvals = load_approvals(path)
+    approvals[call["id"]] = {
+        "name": call["name"],
+        "input": call["input"],
+        "input_hash": input_hash(call["name"], call["input"]),
+        "verdict": decision.verdict,
+        "reason": decision.reason,
+        "decided_by": decided_by,
+        "decided_at": now,
+        "expires_at": now + ttl_seconds if decision.verdict == "approved" else None,
+    }
+    write_json_atomic(path, approvals)
+    return approvals[call["id"]]
+
+
+def pending_approval_for(call, now):
+    """O pedido que fica gravado enquanto ninguém decide: a entrada exata e o seu hash."""
+    return {
+        "id": call["id"],
+        "name": call["name"],
+        "input": call["input"],
+        "input_hash": input_hash(call["name"], call["input"]),
+        "requested_at": now,
+    }
+
+
+def check_approval(call, approvals_path, approver, now, ttl_seconds=DEFAULT_APPROVAL_TTL):
+    """A válvula: vale uma decisão gravada para ESTA entrada e ainda no prazo; senão, pergunta.
+
+    Sem política (``approver=None``) ou para ferramentas sem efeito, não há o que aprovar.
+    """
+    if approver is None or call["name"] not in HIGH_IMPACT_TOOLS:
+        return APPROVED
+    stored = load_approvals(approvals_path).get(call["id"])
+    if stored is not None and stored["input_hash"] == input_hash(call["name"], call["input"]):
+        if stored["verdict"] == "rejected":
+            return Decision("rejected", stored["reason"])
+        if stored["verdict"] == "approved" and now < stored["expires_at"]:
+            return APPROVED
+    # Nenhuma decisão para esta entrada exata, ou a aprovação venceu: pergunte de novo.
+    decision = approver(call)
+    if not isinstance(decision, Decision) or decision.verdict not in VERDICTS:
+        raise ApprovalError(f"a política de aprovação devolveu {decision!r}; use approve(), reject(motivo) ou PENDING")
+    record_decision(approvals_path, call, decision, now, ttl_seconds)
+    return decision
