@@ -1,0 +1,140 @@
+"""`course site`: export the lessons and the glossary page to static HTML.
+
+Each lesson is marked with the current glossary.yaml in memory (so the site is
+right even before `course glossary` was run), converted with nbconvert's
+HTMLExporter with sanitize_html=True, and links between notebooks are pointed at
+the exported pages. An index page lists everything.
+
+nbconvert's own `clean_html` filter allows only bleach's short default list of
+tags, so paragraphs and headings of every markdown cell come out escaped as text
+(jupyter/nbconvert#2016). The exporter here keeps sanitizing, with an allow-list
+that covers what markdown produces and keeps <abbr title> for the hover definitions.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import re
+from pathlib import Path
+
+import bleach
+import nbformat
+from nbconvert import HTMLExporter
+
+from authoring.glossary import build_plan, lesson_title
+from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
+from authoring.glossary_schema import GlossaryError
+
+DEFAULT_OUT = "site"
+INDEX_NAME = "index.html"
+_LOCAL_NOTEBOOK_LINK = re.compile(r'href="((?![A-Za-z][A-Za-z0-9+.-]*:)[^"#?]*?)\.ipynb((?:#[^"]*)?)"')
+
+
+MARKDOWN_TAGS = frozenset(bleach.ALLOWED_TAGS) | {
+    "p", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "pre", "code", "br", "hr",
+    "table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "img", "sup", "sub",
+    "del", "s", "kbd", "details", "summary", "dl", "dt", "dd", "figure", "figcaption",
+}
+MARKDOWN_ATTRIBUTES = {
+    "*": ["class", "id"],
+    "a": ["href", "title", "class", "id"],
+    "abbr": ["title", "class"],
+    "img": ["src", "alt", "title", "width", "height"],
+    "th": ["align", "colspan", "rowspan"],
+    "td": ["align", "colspan", "rowspan"],
+}
+
+
+def clean_html(element) -> str:
+    """nbconvert's sanitizing filter, with an allow-list wide enough for markdown."""
+    text = element.decode() if isinstance(element, bytes) else str(element)
+    return bleach.clean(text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES)
+
+
+def make_exporter() -> HTMLExporter:
+    exporter = HTMLExporter(sanitize_html=True)
+    exporter.register_filter("clean_html", clean_html)
+    return exporter
+
+
+def html_name(notebook_name: str) -> str:
+    return Path(notebook_name).with_suffix(".html").name
+
+
+def point_links_at_html(page: str) -> str:
+    """Links to sibling notebooks become links to their exported pages."""
+    return _LOCAL_NOTEBOOK_LINK.sub(lambda m: f'href="{m.group(1)}.html{m.group(2)}"', page)
+
+
+def export_notebook(exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str) -> str:
+    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
+    return point_links_at_html(body)
+
+
+def index_page(entries: list[tuple[str, str]], glossary_href: str) -> str:
+    items = "\n".join(
+        f'      <li><a href="{html.escape(href)}">{html.escape(title)}</a></li>' for href, title in entries
+    )
+    return f"""<!DOCTYPE html>
+<html lang="pt-BR">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>{html.escape(COURSE_TITLE)}</title>
+  <style>
+    body {{ font-family: system-ui, sans-serif; max-width: 46rem; margin: 3rem auto; padding: 0 1rem; line-height: 1.5; }}
+    li {{ margin: 0.4rem 0; }}
+  </style>
+</head>
+<body>
+  <h1>{html.escape(COURSE_TITLE)}</h1>
+  <p>Versão para leitura das lições. Passe o mouse sobre os termos com sublinhado pontilhado para ver a
+  definição; todas as definições também estão no <a href="{html.escape(glossary_href)}">glossário do curso</a>.</p>
+  <h2>Lições</h2>
+  <ol>
+{items}
+  </ol>
+</body>
+</html>
+"""
+
+
+def build_site(root: Path, out: Path) -> list[Path]:
+    """Write the HTML pages into `out`; return the paths written (index last)."""
+    plan = build_plan(root)
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = make_exporter()
+    written: list[Path] = []
+    entries: list[tuple[str, str]] = []
+    for lesson in plan.lessons:
+        title = lesson_title(lesson.marked, f"Lição {lesson.number}")
+        target = out / html_name(lesson.path.name)
+        target.write_text(export_notebook(exporter, lesson.marked, title), encoding="utf-8")
+        written.append(target)
+        entries.append((target.name, title))
+    glossary = nbformat.reads(plan.page_text, as_version=4)
+    glossary_target = out / html_name(PAGE_NAME)
+    glossary_target.write_text(export_notebook(exporter, glossary, "Glossário do curso"), encoding="utf-8")
+    written.append(glossary_target)
+    index = out / INDEX_NAME
+    index.write_text(index_page(entries, glossary_target.name), encoding="utf-8")
+    written.append(index)
+    return written
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=None, help=f"pasta de saída (padrão: {DEFAULT_OUT}/ na raiz do projeto)")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    out = args.out if args.out is not None else root / DEFAULT_OUT
+    try:
+        written = build_site(root, out)
+    except GlossaryError as exc:
+        print(f"course site: glossary.yaml tem {len(exc.problems)} problema(s); nada foi exportado.")
+        for problem in exc.problems:
+            print(f"  - {problem}")
+        return 1
+    print(f"course site: {len(written)} página(s) em {out}; comece por {out / INDEX_NAME}")
+    return 0
