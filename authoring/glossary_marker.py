@@ -10,8 +10,9 @@ Matching rules:
   shorter ones look ("ponto de gravação A" wins over "ponto");
 - word boundaries, with "." and "-" glued to a neighbouring word counted as part of
   it (so "checkpoint" is not found inside "checkpoint.json");
-- prose terms ignore case; code names (with "_", ".", "()", "-", digits or inner
-  capitals) must match exactly; accents must match, in composed or decomposed form;
+- prose terms ignore case, except a one-letter capital word ("ponto A"); code names
+  (with "_", ".", "()", "-", digits or inner capitals) must match exactly; accents
+  must match, in composed or decomposed form;
 - never inside code, headings, links or existing HTML (see markdown_regions); an
   inline code span whose whole content is a term is wrapped as a unit.
 """
@@ -64,11 +65,19 @@ def _char_pattern(ch: str) -> str:
     return f"(?:{re.escape(ch)}|{re.escape(decomposed)})"
 
 
+def _word_pattern(word: str, ignore_case: bool) -> str:
+    exact = "".join(_char_pattern(ch) for ch in word)
+    # A one-letter capital ("ponto de gravação A") is a name, not prose: "ponto a" must not match.
+    if not ignore_case or (len(word) == 1 and word.isupper()):
+        return exact
+    return f"(?i:{exact})"
+
+
 def form_pattern(form: str) -> re.Pattern[str]:
     words = unicodedata.normalize("NFC", form).split()
-    body = BETWEEN_WORDS.join("".join(_char_pattern(ch) for ch in word) for word in words)
-    flags = 0 if is_code_name(form) else re.IGNORECASE
-    return re.compile(LEFT_BOUNDARY + body + RIGHT_BOUNDARY, flags)
+    ignore_case = not is_code_name(form)
+    body = BETWEEN_WORDS.join(_word_pattern(word, ignore_case) for word in words)
+    return re.compile(LEFT_BOUNDARY + body + RIGHT_BOUNDARY)
 
 
 def _same_code(content: str, form: str) -> bool:

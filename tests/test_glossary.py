@@ -328,6 +328,14 @@ def test_prose_ignores_case_but_code_names_do_not():
     assert marked_texts(out) == ["Chamada Órfã", "save_checkpoint"]
 
 
+def test_a_one_letter_capital_is_part_of_the_name():
+    entries = [entry("ponto de gravação A", 2, "Antes."), entry("ponto B", 2, "Depois do resultado.")]
+    (out,) = mark("Em que ponto a execução está? E o Ponto de gravação A?", entries=entries)
+    assert marked_texts(out) == ["Ponto de gravação A"]
+    (out,) = mark("Depois, o ponto b não conta; o ponto B conta.", entries=entries)
+    assert marked_texts(out) == ["ponto B"]
+
+
 def test_accents_must_match_in_either_unicode_form():
     decomposed = unicodedata.normalize("NFD", "chamada órfã")
     assert decomposed != "chamada órfã"
