@@ -35,27 +35,27 @@ UNKNOWN_EFFECT = (
 class EffectsLedgerError(Exception):
     """effects.json existe, mas não dá para confiar nele: a retomada para aqui (falha fechada)."""
 
+    def __init__(self, path, reason):
+        super().__init__(
+            f"{os.fspath(path)}: livro-razão de efeitos ilegível ({reason}). A retomada parou "
+            "para não repetir efeitos que talvez já tenham acontecido; restaure o arquivo ou "
+            "confira o mundo externo à mão antes de continuar."
+        )
 
-def _ledger_problem(path, reason):
-    return EffectsLedgerError(
-        f"{os.fspath(path)}: livro-razão de efeitos ilegível ({reason}). A retomada parou "
-        "para não repetir efeitos que talvez já tenham acontecido; restaure o arquivo ou "
-        "confira o mundo externo à mão antes de continuar."
-    )
 
-
-def _check_record(path, tool_use_id, record):
+def validate_record(path, tool_use_id, record):
+    """Um registro só vale se disser a ferramenta, um status conhecido e, no recibo, o resultado."""
     if not isinstance(record, dict):
-        raise _ledger_problem(path, f"o registro de {tool_use_id} não é um objeto")
+        raise EffectsLedgerError(path, f"o registro de {tool_use_id} não é um objeto")
     if record.get("status") not in RECEIPT_STATUSES:
-        raise _ledger_problem(path, f"status inválido em {tool_use_id}: {record.get('status')!r}")
+        raise EffectsLedgerError(path, f"status inválido em {tool_use_id}: {record.get('status')!r}")
     if not isinstance(record.get("tool"), str):
-        raise _ledger_problem(path, f"o registro de {tool_use_id} não diz qual ferramenta rodou")
+        raise EffectsLedgerError(path, f"o registro de {tool_use_id} não diz qual ferramenta rodou")
     if record["status"] != "intent":
         result = record.get("result")
         if not isinstance(result, dict) or not isinstance(result.get("content"), str) \
                 or not isinstance(result.get("is_error"), bool):
-            raise _ledger_problem(path, f"o recibo de {tool_use_id} não traz um resultado válido")
+            raise EffectsLedgerError(path, f"o recibo de {tool_use_id} não traz um resultado válido")
 
 
 def load_effects(path):
@@ -68,11 +68,11 @@ def load_effects(path):
     try:
         effects = json.loads(text)
     except json.JSONDecodeError as error:
-        raise _ledger_problem(path, f"JSON inválido ou truncado na linha {error.lineno}: {error.msg}") from None
+        raise EffectsLedgerError(path, f"JSON inválido ou truncado na linha {error.lineno}: {error.msg}") from None
     if not isinstance(effects, dict):
-        raise _ledger_problem(path, f"esperava um objeto JSON, encontrei {type(effects).__name__}")
+        raise EffectsLedgerError(path, f"esperava um objeto JSON, encontrei {type(effects).__name__}")
     for tool_use_id, record in effects.items():
-        _check_record(path, tool_use_id, record)
+        validate_record(path, tool_use_id, record)
     return effects
 
 
@@ -83,7 +83,7 @@ def save_effect(path, tool_use_id, record):
     write_json_atomic(path, effects)
 
 
-def _now():
+def utc_now():
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -96,7 +96,7 @@ def make_receipt(call, result, status=None):
         "input_hash": input_hash(call["name"], call["input"]),
         "status": status,
         "result": result,
-        "recorded_at": _now(),
+        "recorded_at": utc_now(),
     }
 
 
@@ -107,7 +107,7 @@ def record_intent(path, call):
         "input_hash": input_hash(call["name"], call["input"]),
         "status": "intent",
         "result": None,
-        "recorded_at": _now(),
+        "recorded_at": utc_now(),
     })
 
 

@@ -273,3 +273,30 @@ def test_reconcile_with_nothing_pending_changes_nothing(world, ledger):
     before = json.dumps(cp)
     reconcile(cp, ledger)
     assert json.dumps(cp) == before
+
+
+# --- the lesson's pictures of the ledger -----------------------------------------------
+
+def test_effects_table_lists_each_record_with_its_status(world, ledger):
+    from harness.effects_view import effects_rows, show_effects
+
+    execute_and_record(EMAIL, ledger)
+    record_intent(ledger, TICKET)
+    rows = effects_rows(load_effects(ledger))
+    assert [(r["tool_use_id"], r["status"]) for r in rows] == [(EMAIL["id"], "committed"), (TICKET["id"], "intent")]
+    rendered = show_effects(load_effects(ledger))
+    assert "committed" in rendered._repr_html_() and "2 registro(s)" in repr(rendered)
+    assert "vazio" in repr(show_effects({}))
+
+
+def test_effect_window_shows_that_without_intent_both_crashes_look_alike():
+    from harness.effects_view import effect_window_rows, show_effect_window
+
+    plain = effect_window_rows(with_intent=False)
+    assert plain[0]["ledger"] == plain[1]["ledger"] == "vazio"
+    assert plain[0]["world"] != plain[1]["world"]
+    assert [label for label, fate in plain[1]["steps"] if fate == "feito"] == ["ponto A", "enviar e-mail"]
+    with_intent = effect_window_rows(with_intent=True)
+    assert all(row["ledger"] == "intent" for row in with_intent)
+    assert "gravar intenção" in repr(show_effect_window(True))
+    assert "<svg" in show_effect_window(False)._repr_html_()
