@@ -107,7 +107,7 @@ def turns_available(run_dir):
     return sorted({parse_point_name(path.name)[0] for path in list_points(run_dir)})
 
 
-def _point_or_error(run_dir, turn):
+def latest_point_or_error(run_dir, turn):
     path = pick_latest_point(run_dir, turn)
     if path is None:
         available = ", ".join(str(t) for t in turns_available(run_dir)) or "nenhum"
@@ -143,13 +143,13 @@ def start_timeline(run_dir, state):
     if list_points(run_dir) or (run_dir / CHECKPOINT_FILE).exists():
         raise TimelineError(f"{run_dir.name} já tem uma execução gravada; escolha outra pasta")
     run_dir.mkdir(parents=True, exist_ok=True)
-    info = {"timeline_id": new_timeline_id(), "parent": None, "dry_run": False, "created_at": _now()}
+    info = {"timeline_id": new_timeline_id(), "parent": None, "dry_run": False, "created_at": utc_now()}
     write_json_atomic(run_dir / TIMELINE_FILE, info)
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return info
 
 
-def _now():
+def utc_now():
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -181,7 +181,7 @@ def rewind_to(run_dir, turn):
     O mundo externo não volta: o que foi enviado continua enviado.
     """
     run_dir = Path(run_dir)
-    path = _point_or_error(run_dir, turn)
+    path = latest_point_or_error(run_dir, turn)
     state = read_point(path)
     if state["pending_tool_use"]:
         state = reconcile(state, run_dir / EFFECTS_FILE)  # lição 4: livro-razão primeiro
@@ -206,7 +206,7 @@ def fork_from(run_dir, turn, new_run_dir):
         raise TimelineError("a bifurcação precisa de uma pasta nova, diferente da original")
     if new_run_dir.exists() and any(new_run_dir.iterdir()):
         raise TimelineError(f"{new_run_dir.name} já existe e não está vazia; escolha uma pasta nova")
-    path = _point_or_error(run_dir, turn)
+    path = latest_point_or_error(run_dir, turn)
     source_point = parse_point_name(path.name)[1]
     parent = load_timeline(run_dir)
     state = read_point(path)
@@ -223,7 +223,7 @@ def fork_from(run_dir, turn, new_run_dir):
         "timeline_id": new_timeline_id(),
         "parent": {"timeline_id": parent["timeline_id"], "turn": turn, "point": source_point},
         "dry_run": True,
-        "created_at": _now(),
+        "created_at": utc_now(),
     }
     write_json_atomic(new_run_dir / TIMELINE_FILE, info)
     save_point(new_run_dir, state, point)
