@@ -1,9 +1,13 @@
 """Lição 6: quedas sob encomenda. ``CRASH_AFTER=rótulo:n`` derruba o processo na n-ésima vez
 que a execução passa pelo ponto ``rótulo``.
 
-Sem ``CRASH_AFTER`` definida, ``crash_point`` não faz nada: os pontos podem ficar no
-código de produção. Com ``CRASH_MODE=kill`` a queda é um SIGKILL de verdade, que nenhum
-``except`` e nenhum ``finally`` conseguem interceptar.
+Sem ``CRASH_AFTER`` definida, ``crash_point`` só conta as passagens: os pontos podem ficar
+no código de produção. O modo da queda vem de ``CRASH_MODE``:
+
+- (ausente) ``SimulatedCrash``: uma exceção que só ``main()`` captura, saindo com 137;
+- ``kill``: um SIGKILL de verdade, que nenhum ``except`` e nenhum ``finally`` interceptam;
+- ``stop``: um SIGSTOP, o processo congela (como numa pausa longa da máquina virtual) e só
+  continua com SIGCONT. Serve para mostrar um worker que acorda depois de perder a posse.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ CRASH_LABELS = (
     "after-save-B",           # ponto de gravação B escrito
     "mid-checkpoint-write",   # no meio da gravação do checkpoint (o .tmp existe, o rename não)
 )
+CRASH_MODES = ("exception", "kill", "stop")
 
 EXIT_CODE_KILLED = 137  # 128 + 9 (SIGKILL): o código que um processo morto pelo kernel deixa
 
@@ -43,19 +48,37 @@ def parse_crash_after(spec):
     return label, n
 
 
+def crash_mode():
+    """O modo pedido em CRASH_MODE; um valor desconhecido é um erro claro, não uma queda silenciosa."""
+    mode = os.environ.get("CRASH_MODE") or "exception"
+    if mode not in CRASH_MODES:
+        raise ValueError(f"CRASH_MODE: modo desconhecido {mode!r}; use um de {', '.join(CRASH_MODES)}")
+    return mode
+
+
 def crash_point(label):
     """Conta a passagem por ``label`` e cai se esta for a passagem pedida em CRASH_AFTER."""
+    if label not in CRASH_LABELS:
+        raise ValueError(f"crash_point: rótulo desconhecido {label!r}; use um de {', '.join(CRASH_LABELS)}")
+    _passes[label] += 1
     spec = os.environ.get("CRASH_AFTER")
     if not spec:
         return
     target, n = parse_crash_after(spec)
-    if label != target:
+    if label != target or _passes[label] != n:
         return
-    _passes[label] += 1
-    if _passes[label] == n:
-        if os.environ.get("CRASH_MODE") == "kill":
-            os.kill(os.getpid(), signal.SIGKILL)
-        raise SimulatedCrash(f"queda simulada em {label} (passagem {n})")
+    mode = crash_mode()
+    if mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)  # congela aqui; com SIGCONT, segue a partir daqui
+        return
+    raise SimulatedCrash(f"queda simulada em {label} (passagem {n})")
+
+
+def crash_counts():
+    """Quantas vezes este processo passou por cada rótulo (para montar a matriz de quedas)."""
+    return {label: _passes[label] for label in CRASH_LABELS}
 
 
 def reset_crash_counts():

@@ -1,0 +1,503 @@
+"""Lição 6: o ciclo de vida de uma execução: status, posse exclusiva e versão do checkpoint.
+
+Retomar com segurança exige mais do que ler a última cena. O runtime precisa saber:
+
+- em que situação a execução está (``status``): rodando, pausada, à espera de uma
+  aprovação, falhada, cancelada ou concluída. Uma execução cancelada nunca volta a rodar;
+- quem pode mexer nela agora (a posse, ``lease.json``): um único worker por vez, com prazo
+  de validade e um token de cerca (fencing token) que só cresce. Antes de cada gravação o
+  worker confere o token: se outro worker assumiu a execução, o antigo não grava mais nada;
+- quantas vezes ela já caiu seguidas sem avançar (``recovery_attempts``): uma execução que
+  derruba o processo em toda retomada termina como ``failed`` em vez de girar para sempre;
+- em que formato a cena foi gravada (``version``): a versão 1 (lições 2 a 5) é migrada de
+  forma explícita para a 2; qualquer outra versão é recusada com uma mensagem clara.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_VERSION, CheckpointError, write_json_atomic
+from harness.crash import crash_point
+from harness.timeline import MAIN_TIMELINE_ID
+
+RUN_STATUSES = ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed")
+FINAL_STATUSES = ("completed", "failed", "cancelled")  # daqui a execução não sai mais
+CHECKPOINT_VERSION_V2 = 2
+SUPPORTED_VERSIONS = (CHECKPOINT_VERSION, CHECKPOINT_VERSION_V2)
+
+CHECKPOINT_FILE = "checkpoint.json"
+LEASE_FILE = "lease.json"
+LEASE_LOCK_FILE = "lease.lock"
+CONTROL_FILE = "control.json"
+
+LEASE_SECONDS = 30.0        # prazo da posse; o dono renova a cada turno
+LOCK_WAIT_SECONDS = 10.0    # quanto esperar pela trava do lease.json antes de desistir
+MAX_RECOVERY_ATTEMPTS = 3   # retomadas seguidas depois de queda, sem avanço, antes de "failed"
+
+# Os campos que a versão 2 acrescenta à cena da versão 1, com os tipos aceitos.
+V2_FIELDS = {
+    "run_id": str,
+    "status": str,
+    "pending_approval": (dict, type(None)),
+    "recovery_attempts": int,
+    "timeline": dict,
+    "updated_at": str,
+}
+
+
+class RunNotResumable(Exception):
+    """A execução está num status de onde não se sai (cancelada ou falhada)."""
+
+    def __init__(self, message, status):
+        super().__init__(message)
+        self.status = status
+
+
+class LeaseHeld(Exception):
+    """Outro worker vivo tem a posse desta execução: este não começa."""
+
+
+class LeaseLost(Exception):
+    """O token deste worker ficou velho (outro assumiu a execução): ele não pode mais gravar."""
+
+
+def now_iso():
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+# --- A cena versão 2 ---------------------------------------------------------------------
+
+def new_run_checkpoint(task, run_id=None, timeline=None, requires_approval=False):
+    """A cena inicial de uma execução nova, já na versão 2 e com status ``running``.
+
+    ``requires_approval`` fica gravado: uma retomada nunca esquece que esta execução só
+    faz efeitos com aprovação, mesmo que quem retome não peça a válvula de novo.
+    """
+    return {
+        "version": CHECKPOINT_VERSION_V2,
+        "run_id": run_id or "run-" + os.urandom(6).hex(),
+        "status": "running",
+        "task": task,
+        "turns": 0,
+        "tokens_used": 0,
+        "messages": [{"role": "user", "content": task}],
+        "pending_tool_use": None,
+        "pending_approval": None,
+        "recovery_attempts": 0,
+        "timeline": timeline or {"timeline_id": MAIN_TIMELINE_ID, "parent": None},
+        "updated_at": now_iso(),
+        "status_reason": None,
+        "requires_approval": requires_approval,
+    }
+
+
+def is_finished(state):
+    """A conversa terminou: a última mensagem é do modelo e não deixou chamada pendente."""
+    last = state["messages"][-1]
+    return state["turns"] > 0 and last["role"] == "assistant" and not state["pending_tool_use"]
+
+
+def migrate_v1_to_v2(data):
+    """v1 -> v2, explícito: nada da cena muda; os campos novos recebem valores que se explicam.
+
+    - ``run_id`` é derivado do conteúdo (migrar o mesmo arquivo duas vezes dá o mesmo id);
+    - ``status``: ``completed`` se a conversa terminou; senão ``paused`` (a v1 não sabia
+      dizer se o processo caiu, então a retomada não conta isso como tentativa de recuperação);
+    - nenhuma aprovação pendente, nenhuma tentativa, a linha do tempo principal.
+    """
+    if data.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"migrate_v1_to_v2 recebeu uma cena v{data.get('version')}, não v1")
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    migrated = copy.deepcopy(data)
+    migrated.update({
+        "version": CHECKPOINT_VERSION_V2,
+        "run_id": "run-v1-" + hashlib.sha256(canonical).hexdigest()[:12],
+        "status": "completed" if is_finished(data) else "paused",
+        "pending_approval": None,
+        "recovery_attempts": 0,
+        "timeline": {"timeline_id": MAIN_TIMELINE_ID, "parent": None},
+        "updated_at": now_iso(),
+        "status_reason": "migrada da versão 1",
+        "requires_approval": False,
+    })
+    return migrated
+
+
+def _read_json_object(path):
+    """O objeto JSON em ``path``; None se o arquivo não existe; CheckpointError se não dá para ler."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except FileNotFoundError:
+        return None
+    if not text.strip():
+        raise CheckpointError(f"{path}: arquivo vazio (gravação interrompida?)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CheckpointError(
+            f"{path}: JSON inválido ou truncado na linha {error.lineno}, coluna {error.colno}: {error.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: esperava um objeto JSON, encontrei {type(data).__name__}")
+    return data
+
+
+def _check_fields(data, fields, path):
+    for field, expected in fields.items():
+        if field not in data:
+            raise CheckpointError(f"{path}: campo obrigatório ausente: {field}")
+        value = data[field]
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise CheckpointError(f"{path}: campo '{field}' com tipo errado: {type(value).__name__}")
+
+
+def load_run_checkpoint(path):
+    """Lê a cena em qualquer versão conhecida e devolve sempre a versão 2 (None se não existe).
+
+    v1 é migrada (sem regravar o arquivo: quem grava é o dono da posse); v2 é validada;
+    qualquer outra versão é recusada dizendo a do arquivo e as que este código lê.
+    """
+    data = _read_json_object(path)
+    if data is None:
+        return None
+    version = data.get("version")
+    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+        raise CheckpointError(
+            f"{path}: versão de checkpoint desconhecida: o arquivo é v{version}, este código lê "
+            f"v{CHECKPOINT_VERSION} (migrando para v{CHECKPOINT_VERSION_V2}) e v{CHECKPOINT_VERSION_V2}. "
+            f"Nada foi alterado; atualize o harness ou restaure um checkpoint compatível."
+        )
+    _check_fields(data, CHECKPOINT_FIELDS, path)
+    if version == CHECKPOINT_VERSION:
+        return migrate_v1_to_v2(data)
+    _check_fields(data, V2_FIELDS, path)
+    if data["status"] not in RUN_STATUSES:
+        raise CheckpointError(f"{path}: status desconhecido {data['status']!r}; use um de {', '.join(RUN_STATUSES)}")
+    if not isinstance(data.get("status_reason"), (str, type(None))):
+        raise CheckpointError(f"{path}: campo 'status_reason' com tipo errado: {type(data['status_reason']).__name__}")
+    if not isinstance(data.get("requires_approval", False), bool):
+        raise CheckpointError(f"{path}: campo 'requires_approval' precisa ser true ou false")
+    if data["recovery_attempts"] < 0:
+        raise CheckpointError(f"{path}: recovery_attempts negativo ({data['recovery_attempts']})")
+    return data
+
+
+def save_run_checkpoint(state, path, crash_points=True):
+    """Grava a cena v2 de forma atômica, com um ponto de queda entre o .tmp e o os.replace.
+
+    É a mesma escrita de ``write_json_atomic`` (lição 2), aberta em passos para que o
+    aparato possa derrubar o processo exatamente no meio ("mid-checkpoint-write").
+    """
+    state["updated_at"] = now_iso()
+    path = os.fspath(path)
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump(state, file, ensure_ascii=False, indent=1)
+        file.flush()
+        os.fsync(file.fileno())
+    if crash_points:
+        crash_point("mid-checkpoint-write")  # o .tmp está completo; o checkpoint.json ainda é o antigo
+    os.replace(temporary, path)
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+# --- Status e tentativas de recuperação --------------------------------------------------
+
+def set_status(state, status, reason=None):
+    """Muda o status (validado) e guarda o motivo, que aparece para quem for retomar."""
+    if status not in RUN_STATUSES:
+        raise ValueError(f"status desconhecido {status!r}; use um de {', '.join(RUN_STATUSES)}")
+    state["status"] = status
+    state["status_reason"] = reason
+    return state
+
+
+def check_resumable(state):
+    """True se há trabalho a fazer; False se a execução já terminou bem; erro se ela não pode voltar."""
+    status = state["status"]
+    if status == "completed":
+        return False
+    if status in ("cancelled", "failed"):
+        reason = f" ({state['status_reason']})" if state.get("status_reason") else ""
+        raise RunNotResumable(
+            f"a execução {state['run_id']} está '{status}'{reason} e não volta a rodar; "
+            f"para refazer a tarefa, comece uma execução nova (sem --resume)",
+            status,
+        )
+    return True
+
+
+def note_recovery_attempt(state, max_attempts=MAX_RECOVERY_ATTEMPTS):
+    """Ao retomar: se o status gravado ainda é ``running``, o processo anterior caiu no meio.
+
+    Conta a tentativa; passando de ``max_attempts`` seguidas sem avanço, a execução vira
+    ``failed`` (uma tarefa que derruba o processo sempre no mesmo ponto não gira para sempre).
+    Devolve True se a execução ainda pode seguir.
+    """
+    if state["status"] != "running":
+        return True
+    state["recovery_attempts"] += 1
+    if state["recovery_attempts"] > max_attempts:
+        set_status(state, "failed",
+                   f"{state['recovery_attempts'] - 1} retomadas seguidas caíram sem avançar "
+                   f"(limite: {max_attempts})")
+        return False
+    return True
+
+
+def note_progress(state):
+    """Um turno terminou depois da retomada: as quedas anteriores deixam de contar."""
+    state["recovery_attempts"] = 0
+
+
+# --- A posse (lease) e o token de cerca --------------------------------------------------
+
+@dataclass(frozen=True)
+class Lease:
+    """A posse de uma execução: quem, com qual token e até quando (segundos desde a época)."""
+
+    run_dir: str
+    owner: str
+    token: int
+    expires_at: float
+
+
+def default_owner():
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@contextlib.contextmanager
+def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
+    """Trava exclusiva (flock) em ``lease.lock``: ler e trocar o lease.json sem corrida.
+
+    O kernel solta a trava quando o processo morre, até por SIGKILL: uma queda nunca a
+    deixa presa.
+    """
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(os.path.join(run_dir, LEASE_LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LeaseHeld(f"a trava de posse de {run_dir} ficou ocupada por mais de "
+                                    f"{wait_seconds:.0f} s; outro processo está preso com ela") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(descriptor)  # fechar o descritor solta a trava
+
+
+def read_lease(run_dir):
+    """O conteúdo de lease.json, ou None se a execução nunca teve dono."""
+    path = os.path.join(run_dir, LEASE_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as error:
+        raise LeaseLost(f"{path}: ilegível ({error.msg}); ninguém grava até isso ser resolvido") from None
+    if not isinstance(data, dict) or not isinstance(data.get("token"), int):
+        raise LeaseLost(f"{path}: formato inesperado; ninguém grava até isso ser resolvido")
+    return data
+
+
+def process_alive(pid):
+    """O processo ``pid`` desta máquina ainda roda? (um zumbi, já morto, conta como morto)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # existe, só é de outro usuário
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as file:
+            state = file.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def lease_is_free(record, now):
+    """Pode ser tomada: nunca teve dono, foi liberada, venceu, ou o dono (nesta máquina) morreu."""
+    if record is None or record.get("released"):
+        return True
+    if now >= record["expires_at"]:
+        return True
+    if record.get("host") == socket.gethostname() and isinstance(record.get("pid"), int):
+        return not process_alive(record["pid"])
+    return False
+
+
+def acquire_lease(run_dir, owner=None, seconds=LEASE_SECONDS, clock=time.time):
+    """Toma a posse da execução, ou LeaseHeld se outro worker vivo a tem.
+
+    Cada posse nova recebe um token maior que todos os anteriores (o lease.json nunca é
+    apagado, nem num começo limpo): é isso que deixa qualquer dono antigo para trás.
+    """
+    run_dir = os.fspath(run_dir)
+    owner = owner or default_owner()
+    with lease_lock(run_dir):
+        record = read_lease(run_dir)
+        now = clock()
+        if not lease_is_free(record, now):
+            raise LeaseHeld(
+                f"a execução em {run_dir} está com outro worker ({record['owner']}, token "
+                f"{record['token']}, posse válida por mais {record['expires_at'] - now:.0f} s); "
+                f"só um worker por vez pode retomá-la"
+            )
+        token = (record["token"] if record else 0) + 1
+        lease = Lease(run_dir, owner, token, now + seconds)
+        _write_lease(lease, released=False, acquired_at=now)
+    return lease
+
+
+def _write_lease(lease, released, acquired_at=None):
+    previous = read_lease(lease.run_dir) or {}
+    write_json_atomic(os.path.join(lease.run_dir, LEASE_FILE), {
+        "owner": lease.owner,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "token": lease.token,
+        "expires_at": lease.expires_at,
+        "acquired_at": acquired_at if acquired_at is not None else previous.get("acquired_at"),
+        "released": released,
+    })
+
+
+def check_fence(run_dir, token):
+    """Confere, antes de gravar, que ``token`` ainda é o token da posse atual.
+
+    Um worker que ficou parado (pausa longa, máquina suspensa) e perdeu a posse tem um
+    token menor que o do novo dono: aqui ele para, sem gravar nada.
+    """
+    record = read_lease(os.fspath(run_dir))
+    if record is None:
+        raise LeaseLost(f"sem lease.json em {run_dir}: este worker (token {token}) não tem posse")
+    if record["token"] != token:
+        raise LeaseLost(
+            f"posse perdida: este worker tem o token {token}, mas a execução agora é de "
+            f"{record['owner']} com o token {record['token']}; nada foi gravado"
+        )
+    if record.get("released"):
+        raise LeaseLost(f"a posse do token {token} já foi liberada; nada foi gravado")
+
+
+@contextlib.contextmanager
+def fenced(lease):
+    """Gravações protegidas: a conferência do token e a gravação acontecem sob a mesma trava,
+    então nenhuma troca de dono consegue se enfiar entre as duas."""
+    with lease_lock(lease.run_dir):
+        check_fence(lease.run_dir, lease.token)
+        yield
+
+
+def renew_lease(lease, seconds=LEASE_SECONDS, clock=time.time):
+    """Estende o prazo da posse; LeaseLost se outro worker já a tomou (mesmo que a nossa tenha vencido)."""
+    with lease_lock(lease.run_dir):
+        check_fence(lease.run_dir, lease.token)
+        renewed = Lease(lease.run_dir, lease.owner, lease.token, clock() + seconds)
+        _write_lease(renewed, released=False)
+    return renewed
+
+
+def release_lease(lease):
+    """Devolve a posse (o token fica gravado, para o próximo dono receber um maior)."""
+    with lease_lock(lease.run_dir):
+        record = read_lease(lease.run_dir)
+        if record is None or record["token"] != lease.token:
+            return False  # já não era nossa: nada a devolver
+        _write_lease(lease, released=True)
+    return True
+
+
+# --- Pedidos de fora: pausar e cancelar ------------------------------------------------
+
+CONTROL_ACTIONS = ("pause", "cancel")
+
+
+def request_control(run_dir, action, reason=""):
+    """Deixa um pedido (pausar ou cancelar) que o dono da posse atende na próxima fronteira de turno."""
+    if action not in CONTROL_ACTIONS:
+        raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
+    write_json_atomic(os.path.join(run_dir, CONTROL_FILE),
+                      {"action": action, "reason": reason, "requested_at": now_iso()})
+
+
+def pending_control(run_dir):
+    """O pedido de controle à espera, ou None. Um arquivo ilegível conta como cancelamento:
+    na dúvida, parar é o lado seguro."""
+    path = os.path.join(run_dir, CONTROL_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError:
+        return {"action": "cancel", "reason": f"{CONTROL_FILE} ilegível"}
+    if not isinstance(data, dict) or data.get("action") not in CONTROL_ACTIONS:
+        return {"action": "cancel", "reason": f"{CONTROL_FILE} com formato inesperado"}
+    return data
+
+
+def clear_control(run_dir):
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(run_dir, CONTROL_FILE))
+
+
+def apply_control(state, request):
+    """Aplica um pedido à cena: cancel -> ``cancelled``; pause -> ``paused``."""
+    status = "cancelled" if request["action"] == "cancel" else "paused"
+    reason = request.get("reason") or ("cancelada a pedido" if status == "cancelled" else "pausada a pedido")
+    return set_status(state, status, reason)
+
+
+def control_run(run_dir, action, reason="", owner=None):
+    """Pausa ou cancela uma execução.
+
+    Se ninguém tem a posse (execução pausada, à espera de aprovação, ou caída), este
+    processo a toma e grava o novo status na hora. Se um worker vivo a tem, deixa o pedido
+    em control.json e esse worker o atende na próxima fronteira de turno.
+    Devolve ``"applied"`` ou ``"requested"``.
+    """
+    run_dir = os.fspath(run_dir)
+    path = os.path.join(run_dir, CHECKPOINT_FILE)
+    try:
+        lease = acquire_lease(run_dir, owner=owner or f"{default_owner()}:{action}")
+    except LeaseHeld:
+        request_control(run_dir, action, reason)
+        return "requested"
+    try:
+        with fenced(lease):
+            state = load_run_checkpoint(path)
+            if state is None:
+                raise CheckpointError(f"não há {CHECKPOINT_FILE} em {run_dir}: nada para {action}")
+            if state["status"] in FINAL_STATUSES:
+                raise RunNotResumable(f"a execução {state['run_id']} já está '{state['status']}'; "
+                                      f"não há o que {'cancelar' if action == 'cancel' else 'pausar'}",
+                                      state["status"])
+            apply_control(state, {"action": action, "reason": reason})
+            save_run_checkpoint(state, path, crash_points=False)
+            clear_control(run_dir)
+    finally:
+        release_lease(lease)
+    return "applied"

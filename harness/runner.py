@@ -1,0 +1,377 @@
+"""Lição 6: o loop durável completo, com tudo o que as lições 2 a 6 construíram.
+
+Cada turno segue a mesma ordem, e cada passo que pode ser interrompido tem um ponto de
+queda com nome (``crash_point``), para o aparato de verificação derrubar o processo ali:
+
+    pega a posse (lease) -> modelo responde          [after-model-response]
+    -> ponto A: sequência + checkpoint.json          [mid-checkpoint-write, after-save-A]
+    -> ferramentas: livro-razão -> aprovação -> executar -> registrar
+                                                     [after-tool-run, after-effect-write]
+    -> ponto B: sequência + checkpoint.json          [mid-checkpoint-write, after-save-B]
+
+A pasta da execução (RUN_DIR) guarda:
+
+    checkpoint.json    a cena mais recente (v2: run_id, status, tentativas...)
+    checkpoints/       a sequência por turno (turn-001-A.json, turn-001-B.json...)
+    effects.json       o livro-razão de efeitos
+    approvals.json     as decisões da válvula de aprovação
+    lease.json         quem tem a posse e o token de cerca
+    world/             o mundo externo do cenário (sandbox, caixa de saída, chamados)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from harness.approval import (
+    APPROVALS_FILE,
+    DEFAULT_APPROVAL_TTL,
+    PENDING,
+    ApprovalError,
+    WaitingForApproval,
+    approve,
+    record_decision,
+    reject,
+)
+from harness.checkpoint import CheckpointError
+from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
+from harness.effects import EFFECTS_FILE, EffectsLedgerError
+from harness.fake_endpoint import ScriptedEndpoint
+from harness.lifecycle import (
+    CHECKPOINT_FILE,
+    CONTROL_FILE,
+    LEASE_SECONDS,
+    MAX_RECOVERY_ATTEMPTS,
+    LeaseHeld,
+    LeaseLost,
+    RunNotResumable,
+    apply_control,
+    check_resumable,
+    clear_control,
+    fenced,
+    load_run_checkpoint,
+    new_run_checkpoint,
+    note_progress,
+    note_recovery_attempt,
+    pending_control,
+    release_lease,
+    renew_lease,
+    save_run_checkpoint,
+    set_status,
+    acquire_lease,
+)
+from harness.loop import MAX_TURNS, call_model, tool_uses_in
+from harness.model import make_client
+from harness.scenarios import list_scenarios, load_scenario
+from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE, load_timeline, save_point
+from harness.tool_runner import ToolContext, run_tool_uses
+from harness.tools import Workspace, workspace_in_use
+
+WORLD_DIR = "world"
+
+# O código de saída diz ao supervisor em que status a execução parou.
+EXIT_CODES = {"completed": 0, "paused": 10, "waiting_for_approval": 11, "cancelled": 12, "failed": 13}
+EXIT_BAD_INPUT = 2     # checkpoint ausente ou ilegível, livro-razão corrompido...
+EXIT_LEASE_HELD = 4    # outro worker vivo tem a posse
+EXIT_LEASE_LOST = 5    # este worker perdeu a posse no meio do caminho e parou sem gravar
+
+ENDPOINT_LOG_ENV = "HARNESS_ENDPOINT_LOG"  # arquivo onde cada pedido ao endpoint offline vira uma linha
+
+
+class NoCheckpoint(Exception):
+    """--resume numa pasta sem checkpoint.json: não há execução para continuar."""
+
+
+def ask_a_person(call):
+    """Política de aprovação "pergunte a uma pessoa": fica pendente até alguém decidir
+    (``python -m harness approve`` ou ``reject``), com a execução em waiting_for_approval."""
+    return PENDING
+
+
+# --- Gravações sob a posse ----------------------------------------------------------------
+
+def save_progress(run_dir, state, lease, point=None):
+    """Grava a cena: primeiro o ponto da sequência, depois o checkpoint.json, sob o token de cerca.
+
+    A ordem garante que a sequência nunca fica atrás do checkpoint.json.
+    """
+    with fenced(lease):
+        if point is not None:
+            save_point(run_dir, state, point)
+        save_run_checkpoint(state, Path(run_dir) / CHECKPOINT_FILE)
+
+
+def remove_run_files(run_dir):
+    """Começo limpo: apaga cena, sequência, livro-razão, aprovações, pedidos e o mundo.
+
+    O checkpoint.json sai primeiro: uma pasta meio limpa nunca parece retomável. O
+    lease.json fica, para o próximo token continuar maior que todos os anteriores.
+    """
+    run_dir = Path(run_dir)
+    for name in (CHECKPOINT_FILE, CHECKPOINT_FILE + ".tmp", EFFECTS_FILE, EFFECTS_FILE + ".tmp",
+                 APPROVALS_FILE, APPROVALS_FILE + ".tmp", CONTROL_FILE, TIMELINE_FILE):
+        (run_dir / name).unlink(missing_ok=True)
+    for folder in (CHECKPOINTS_DIR, WORLD_DIR):
+        shutil.rmtree(run_dir / folder, ignore_errors=True)
+
+
+def start_clean(run_dir, scenario, lease, requires_approval=False):
+    """Uma execução nova em ``run_dir``: limpa o que havia, recria o mundo, grava a cena inicial."""
+    with fenced(lease):
+        remove_run_files(run_dir)
+        scenario.make_workspace(Path(run_dir) / WORLD_DIR)
+        state = new_run_checkpoint(scenario.task, requires_approval=requires_approval)
+        save_run_checkpoint(state, Path(run_dir) / CHECKPOINT_FILE, crash_points=False)
+    return state
+
+
+def reopen(run_dir, lease, max_recovery_attempts):
+    """Retomada: lê a cena (v1 é migrada), respeita o status e conta a tentativa de recuperação.
+
+    Devolve a cena pronta para seguir ou já num status final/de espera (o chamador para).
+    """
+    path = Path(run_dir) / CHECKPOINT_FILE
+    state = load_run_checkpoint(path)
+    if state is None:
+        raise NoCheckpoint(f"não há checkpoint em {path}; rode sem --resume primeiro")
+    if not check_resumable(state):  # já concluída: nada a fazer, nada a gravar
+        return state
+    can_go_on = note_recovery_attempt(state, max_recovery_attempts)
+    request = pending_control(run_dir)
+    if request is not None:
+        apply_control(state, request)   # um cancelamento pedido enquanto ninguém rodava
+    elif can_go_on:
+        set_status(state, "running")
+    # Gravada sem ponto de queda: a contagem de tentativas precisa sobreviver à próxima queda.
+    with fenced(lease):
+        save_run_checkpoint(state, path, crash_points=False)
+        clear_control(run_dir)
+    return state
+
+
+# --- O loop ---------------------------------------------------------------------------------
+
+def answer_pending(run_dir, state, lease, ctx):
+    """Fecha as chamadas pendentes por run_tool_uses; False se uma delas espera aprovação."""
+    try:
+        with fenced(lease):  # o livro-razão e o mundo também só mudam com o token válido
+            results = run_tool_uses(state["pending_tool_use"], ctx)
+    except WaitingForApproval as waiting:
+        state["pending_approval"] = waiting.pending_approval
+        set_status(state, "waiting_for_approval",
+                   f"{waiting.pending_approval['name']} aguarda uma decisão (approve ou reject)")
+        save_progress(run_dir, state, lease)
+        return False
+    state["messages"].append({"role": "user", "content": results})
+    state["pending_tool_use"] = None
+    state["pending_approval"] = None
+    note_progress(state)
+    save_progress(run_dir, state, lease, "B")
+    crash_point("after-save-B")
+    return True
+
+
+def stop_requested(run_dir, state, lease, max_turns):
+    """Na fronteira do turno: um pedido de pausa/cancelamento, ou o teto de turnos, param aqui."""
+    request = pending_control(run_dir)
+    if request is not None:
+        apply_control(state, request)
+    elif state["turns"] >= max_turns:
+        set_status(state, "paused", f"teto de {max_turns} turnos atingido; retome com um teto maior")
+    else:
+        return False
+    save_progress(run_dir, state, lease)
+    if request is not None:
+        clear_control(run_dir)
+    return True
+
+
+def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds):
+    """Turno a turno até concluir, parar num status de espera, ou chegar ao teto."""
+    while True:
+        if state["pending_tool_use"] and not answer_pending(run_dir, state, lease, ctx):
+            return state
+        if stop_requested(run_dir, state, lease, max_turns):
+            return state
+        lease = renew_lease(lease, lease_seconds)
+        state["turns"] += 1
+        response = call_model(client, state["messages"])
+        crash_point("after-model-response")
+        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens
+        content = [block.model_dump(exclude_none=True) for block in response.content]
+        state["messages"].append({"role": "assistant", "content": content})
+        state["pending_tool_use"] = tool_uses_in(content) or None
+        finished = response.stop_reason != "tool_use"
+        if finished:
+            set_status(state, "completed", f"o modelo encerrou ({response.stop_reason})")
+        save_progress(run_dir, state, lease, "A")
+        crash_point("after-save-A")
+        if finished:
+            return state
+
+
+def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_TURNS, approver=None,
+                lease_seconds=LEASE_SECONDS, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS, owner=None):
+    """Roda (ou retoma, com ``resume=True``) a execução de ``run_dir`` e devolve a cena final.
+
+    Sem ``resume``, é um começo limpo do ``scenario``. Só um worker por vez passa daqui
+    (LeaseHeld para o segundo); um worker que perde a posse no meio para com LeaseLost
+    sem gravar nada. O status da cena devolvida diz como a execução parou.
+    """
+    run_dir = Path(run_dir)
+    if not resume and scenario is None:
+        raise ValueError("um começo limpo precisa do cenário (scenario)")
+    lease = acquire_lease(run_dir, owner=owner, seconds=lease_seconds)
+    try:
+        if resume:
+            state = reopen(run_dir, lease, max_recovery_attempts)
+            if state["status"] != "running":
+                return state
+        else:
+            state = start_clean(run_dir, scenario, lease, requires_approval=approver is not None)
+        if approver is None and state.get("requires_approval"):
+            approver = ask_a_person  # a válvula vem com a execução, não com quem a retoma
+        ctx = ToolContext(effects_path=run_dir / EFFECTS_FILE, approver=approver,
+                          approvals_path=run_dir / APPROVALS_FILE, dry_run=load_timeline(run_dir)["dry_run"])
+        with workspace_in_use(Workspace(run_dir / WORLD_DIR)):
+            return drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds)
+    finally:
+        release_lease(lease)  # sem efeito se a posse já não é nossa
+
+
+def decide_pending_approval(run_dir, approved, reason="", decided_by="", ttl_seconds=DEFAULT_APPROVAL_TTL,
+                            clock=None):
+    """Grava a decisão de uma pessoa sobre a chamada que espera aprovação em ``run_dir``.
+
+    A decisão fica presa ao hash da entrada exata que está no pedido; a execução continua
+    na próxima retomada. Toma a posse para gravar: com um worker rodando, LeaseHeld.
+    """
+    run_dir = Path(run_dir)
+    lease = acquire_lease(run_dir, owner=f"{os.getpid()}:decisão")
+    try:
+        with fenced(lease):
+            state = load_run_checkpoint(run_dir / CHECKPOINT_FILE)
+            if state is None:
+                raise NoCheckpoint(f"não há checkpoint em {run_dir / CHECKPOINT_FILE}")
+            pending = state["pending_approval"]
+            if pending is None:
+                raise ApprovalError(f"a execução {state['run_id']} não tem nada esperando aprovação "
+                                    f"(status: {state['status']})")
+            call = {key: pending[key] for key in ("id", "name", "input")}
+            decision = approve() if approved else reject(reason or "recusada por uma pessoa")
+            now = (clock or time.time)()
+            return record_decision(run_dir / APPROVALS_FILE, call, decision, now, ttl_seconds, decided_by)
+    finally:
+        release_lease(lease)
+
+
+# --- Linha de comando -------------------------------------------------------------------------
+
+def make_run_client(responses, live=False):
+    """O cliente da execução. Com HARNESS_ENDPOINT_LOG, cada pedido que o endpoint offline
+    recebe vira uma linha JSON nesse arquivo (de todos os processos que retomam a execução),
+    para um teste conferir que o modelo nunca recebeu um tool_use órfão."""
+    if live:
+        return make_client(live=True)
+    endpoint = ScriptedEndpoint(responses)
+    log_path = os.environ.get(ENDPOINT_LOG_ENV)
+    if log_path:
+        endpoint.handle = logged_handler(endpoint.handle, log_path)
+    return endpoint.client()
+
+
+def logged_handler(handle, log_path):
+    def handle_and_log(request):
+        line = json.dumps({"pid": os.getpid(), "body": json.loads(request.content)}, ensure_ascii=False)
+        descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, (line + "\n").encode("utf-8"))  # uma escrita só: linhas não se misturam
+        finally:
+            os.close(descriptor)
+        return handle(request)
+    return handle_and_log
+
+
+def describe_message(message):
+    """Uma linha legível por mensagem, para acompanhar a execução no terminal."""
+    content = message["content"]
+    if isinstance(content, str):
+        return f"{message['role']}: {content}"
+    parts = []
+    for block in content:
+        if block["type"] == "text":
+            parts.append(block["text"])
+        elif block["type"] == "tool_use":
+            parts.append(f"[tool_use {block['name']} {block['id']}]")
+        elif block["type"] == "tool_result":
+            flag = " is_error" if block.get("is_error") else ""
+            parts.append(f"[tool_result {block['tool_use_id']}{flag}]")
+    return f"{message['role']}: " + " ".join(parts)
+
+
+def add_run_arguments(parser):
+    parser.add_argument("--scenario", required=True, choices=list_scenarios())
+    parser.add_argument("--workdir", help="pasta da execução (padrão: runs/CENÁRIO)")
+    parser.add_argument("--resume", action="store_true", help="continua do checkpoint")
+    parser.add_argument("--max-turns", type=int, default=MAX_TURNS)
+    parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
+    parser.add_argument("--approval", action="store_true",
+                        help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
+    parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS,
+                        help="prazo da posse da execução, renovada a cada turno")
+    parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS,
+                        help="retomadas seguidas depois de queda, sem avanço, antes de marcar failed")
+    return parser
+
+
+def execute_run(args):
+    """O comando ``run``: roda ou retoma e devolve o código de saída (137 numa queda simulada)."""
+    scenario = load_scenario(args.scenario)
+    workdir = Path(args.workdir or Path("runs") / scenario.name)
+    try:
+        client = make_run_client(scenario.responses, live=args.live)
+        if args.resume:
+            print(f"retomando '{scenario.name}' em {workdir}")
+        else:
+            print(f"iniciando '{scenario.name}': {scenario.task}")
+        state = run_durable(
+            client, workdir, scenario, resume=args.resume, max_turns=args.max_turns,
+            approver=ask_a_person if args.approval else None, lease_seconds=args.lease_seconds,
+            max_recovery_attempts=args.max_recovery_attempts,
+        )
+    except SimulatedCrash as crash:
+        print(f"processo derrubado: {crash}", file=sys.stderr)
+        return EXIT_CODE_KILLED
+    except LeaseHeld as error:
+        print(f"não começou: {error}", file=sys.stderr)
+        return EXIT_LEASE_HELD
+    except LeaseLost as error:
+        print(f"parou sem gravar: {error}", file=sys.stderr)
+        return EXIT_LEASE_LOST
+    except RunNotResumable as error:
+        print(f"não dá para retomar: {error}", file=sys.stderr)
+        return EXIT_CODES[error.status]
+    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError) as error:
+        print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for message in state["messages"][1:]:
+        print("  " + describe_message(message))
+    reason = f" ({state['status_reason']})" if state.get("status_reason") else ""
+    print(f"status={state['status']}{reason} turns={state['turns']} tokens_used={state['tokens_used']} "
+          f"run_id={state['run_id']} checkpoint={workdir / CHECKPOINT_FILE}")
+    return EXIT_CODES[state["status"]]
+
+
+def main(argv=None):
+    """``python -m harness.runner --scenario ...``: o mesmo que ``python -m harness run ...``."""
+    parser = add_run_arguments(argparse.ArgumentParser(prog="python -m harness run"))
+    return execute_run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
