@@ -96,11 +96,29 @@ def pick_latest_point(run_dir, turn=None):
 
 
 def read_point(path):
-    """Lê um ponto da sequência com a mesma validação do checkpoint.json."""
-    state = load_checkpoint(path)
+    """Lê um ponto da sequência com a mesma validação do checkpoint.json, na versão em que foi gravado.
+
+    A lição 6 grava a cena na versão 2 (status, run_id...); ela é lida pelo leitor
+    dessa versão, igualmente estrito. Nada é migrado aqui: o ponto volta como está.
+    """
+    if declared_version(path) == 2:
+        from harness.lifecycle import load_run_checkpoint  # a lição 6 importa este módulo
+
+        state = load_run_checkpoint(path)
+    else:
+        state = load_checkpoint(path)
     if state is None:
         raise TimelineError(f"o ponto {Path(path).name} não existe")
     return state
+
+
+def declared_version(path):
+    """O campo version do arquivo, ou None se não der para ler (o leitor estrito explica o porquê)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("version") if isinstance(data, dict) else None
 
 
 def turns_available(run_dir):
@@ -171,6 +189,36 @@ def set_aside_points_after(run_dir, turn):
     return target
 
 
+def close_from_ledger(state, run_dir):
+    """Fecha as chamadas abertas da cena pelo reconcile com livro-razão (lição 4).
+
+    O reconcile executa uma chamada de alto impacto que nunca começou. Numa execução
+    que exige aprovação (lição 6) isso seria pular a válvula, então ali a rebobinagem
+    para e pede a retomada normal, que passa pela aprovação.
+    """
+    if state.get("requires_approval"):
+        raise TimelineError(
+            "este turno parou com chamadas abertas numa execução que exige aprovação: "
+            "retome-a (--resume) para a válvula decidir, ou rebobine para o turno anterior"
+        )
+    return reconcile(state, Path(run_dir) / EFFECTS_FILE)
+
+
+def reopen_scene(state, reason, timeline=None):
+    """Cenas da versão 2 (lição 6) têm status: a cena escolhida volta como pausada, pronta para --resume.
+
+    Numa bifurcação, ``timeline`` é a nova identidade, e a cena ganha também um run_id
+    próprio. Cenas da versão 1 não têm esses campos e passam intactas.
+    """
+    if "status" not in state:
+        return state
+    state.update(status="paused", status_reason=reason, recovery_attempts=0, pending_approval=None)
+    if timeline is not None:
+        state["timeline"] = timeline
+        state["run_id"] = "run-" + timeline["timeline_id"].removeprefix("tl-")
+    return state
+
+
 def rewind_to(run_dir, turn):
     """Volta a linha do tempo à cena da decisão do turno ``turn`` e devolve essa cena.
 
@@ -184,9 +232,10 @@ def rewind_to(run_dir, turn):
     path = latest_point_or_error(run_dir, turn)
     state = read_point(path)
     if state["pending_tool_use"]:
-        state = reconcile(state, run_dir / EFFECTS_FILE)  # lição 4: livro-razão primeiro
+        state = close_from_ledger(state, run_dir)
         save_point(run_dir, state, "B")
     set_aside_points_after(run_dir, turn)
+    reopen_scene(state, f"rebobinada para o turno {turn}")
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state
 
@@ -225,6 +274,8 @@ def fork_from(run_dir, turn, new_run_dir):
         "dry_run": True,
         "created_at": utc_now(),
     }
+    reopen_scene(state, f"bifurcada de {parent['timeline_id']} no turno {turn}",
+                 timeline={"timeline_id": info["timeline_id"], "parent": info["parent"]})
     write_json_atomic(new_run_dir / TIMELINE_FILE, info)
     save_point(new_run_dir, state, point)
     save_checkpoint(state, new_run_dir / CHECKPOINT_FILE)
@@ -240,9 +291,9 @@ def run_timeline(client, run_dir, max_turns=MAX_TURNS):
     registro); numa linha em modo de dry-run as de alto impacto não tocam o mundo.
     """
     run_dir = Path(run_dir)
-    state = load_checkpoint(run_dir / CHECKPOINT_FILE)
-    if state is None:
+    if not (run_dir / CHECKPOINT_FILE).exists():
         raise TimelineError(f"{run_dir.name} não tem {CHECKPOINT_FILE}: comece com start_timeline ou fork_from")
+    state = read_point(run_dir / CHECKPOINT_FILE)
     if state["pending_tool_use"]:
         raise TimelineError("a cena tem chamadas sem resultado; feche-as antes (rewind_to ou a retomada da lição 3)")
     context = ToolContext(effects_path=run_dir / EFFECTS_FILE, dry_run=load_timeline(run_dir)["dry_run"])

@@ -361,3 +361,62 @@ def test_run_timeline_refuses_a_scene_with_an_open_call(tmp_path):
     (tmp_path / CHECKPOINT_FILE).write_bytes((tmp_path / "checkpoints" / "turn-002-A.json").read_bytes())
     with pytest.raises(TimelineError, match="sem resultado"):
         run_timeline(make_stub_client([]), tmp_path)
+
+
+# --- runs written by the durable runner (checkpoint version 2) ----------------------------
+
+def durable_team_email(run_dir):
+    from harness.runner import WORLD_DIR, run_durable
+
+    scenario = load_scenario("team-email")
+    state = run_durable(make_stub_client(scenario.responses), run_dir, scenario)
+    return scenario, Workspace(run_dir / WORLD_DIR), state
+
+
+from harness.tools import Workspace  # noqa: E402
+
+
+def test_the_runners_version_2_points_are_read_as_they_are(tmp_path):
+    _, _, state = durable_team_email(tmp_path / "run")
+    point = read_point(pick_latest_point(tmp_path / "run"))
+    assert point["version"] == 2 and point["status"] == "completed"
+    assert point["messages"] == state["messages"]
+
+
+def test_rewinding_a_version_2_run_pauses_it_and_resume_takes_the_new_route(tmp_path):
+    from harness.runner import run_durable
+
+    run_dir = tmp_path / "run"
+    scenario, world, _ = durable_team_email(run_dir)
+    state = rewind_to(run_dir, 1)
+    assert state["status"] == "paused" and state["turns"] == 1
+    assert read_point(run_dir / CHECKPOINT_FILE)["status"] == "paused"
+    resumed = run_durable(make_stub_client(renamed_ids(scenario.responses, "02")), run_dir, resume=True)
+    assert resumed["status"] == "completed" and resumed["turns"] == 3
+    assert len(world.emails()) == 2  # the rewind did not unsend the first one
+
+
+def test_forking_a_version_2_run_gives_the_scene_its_own_identity(tmp_path):
+    run_dir = tmp_path / "run"
+    durable_team_email(run_dir)
+    parent_id = read_point(run_dir / CHECKPOINT_FILE)["run_id"]
+    digest = tree_digest(run_dir)
+    info = fork_from(run_dir, 2, tmp_path / "fork")
+    scene = read_point(tmp_path / "fork" / CHECKPOINT_FILE)
+    assert scene["timeline"] == {"timeline_id": info["timeline_id"], "parent": info["parent"]}
+    assert scene["run_id"] != parent_id and scene["status"] == "paused"
+    assert tree_digest(run_dir) == digest
+
+
+def test_rewind_refuses_to_run_an_open_call_of_a_run_that_requires_approval(tmp_path):
+    run_dir = tmp_path / "run"
+    durable_team_email(run_dir)
+    point_a = run_dir / "checkpoints" / "turn-002-A.json"
+    scene = json.loads(point_a.read_text())
+    scene["requires_approval"] = True
+    point_a.write_text(json.dumps(scene))
+    (run_dir / "checkpoints" / "turn-002-B.json").unlink()
+    digest = tree_digest(run_dir)
+    with pytest.raises(TimelineError, match="exige aprovação"):
+        rewind_to(run_dir, 2)
+    assert tree_digest(run_dir) == digest
