@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader import registry
-from grader.checks.framework import Exercise, PlannedCheck
+from grader.checks.framework import Exercise, Fixture, PlannedCheck
 from grader.errors import GraderError
 from grader.execution import execute_and_grade
 from grader.fixture_loader import load_fixtures
@@ -47,15 +47,13 @@ def exercise_title(exercise: Exercise) -> str:
         return exercise.title
 
 
-def plan_for(exercise_name: str, fixture_dirs: Sequence[Path] = (), level: int | None = None):
-    """(exercise, fixtures, plan) for an exercise; raises GraderError subclasses."""
-    module = registry.load_exercise(exercise_name)
-    exercise: Exercise = module.EXERCISE
+def load_exercise(exercise_name: str, level: int | None = None) -> Exercise:
+    """The exercise's check declarations; raises GraderError subclasses (Portuguese)."""
+    exercise: Exercise = registry.load_exercise(exercise_name).EXERCISE
     if level is not None and level not in exercise.levels:
         known = ", ".join(str(n) for n in sorted(exercise.levels))
         raise GraderError(f"O {exercise_name} não tem nível {level}; os níveis dele são: {known}.")
-    fixtures = load_fixtures(exercise_name, fixture_dirs, exercise.validate_fixture)
-    return exercise, fixtures, exercise.plan(fixtures, level)
+    return exercise
 
 
 def _failed(planned: PlannedCheck, message: str) -> CheckResult:
@@ -99,7 +97,28 @@ def grade(
     ``total_timeout`` bounds the notebook's own cells; each check then has
     ``check_timeout`` seconds inside the same kernel.
     """
-    spec_exercise, fixtures, plan = plan_for(exercise, fixture_dirs, level)
+    spec_exercise = load_exercise(exercise, level)
+    fixtures = load_fixtures(exercise, fixture_dirs, spec_exercise.validate_fixture)
+    return grade_with_fixtures(
+        spec_exercise, fixtures, notebook, level=level, cell_timeout=cell_timeout,
+        total_timeout=total_timeout, memory_limit_mb=memory_limit_mb, check_timeout=check_timeout,
+    )
+
+
+def grade_with_fixtures(
+    spec_exercise: Exercise,
+    fixtures: Sequence[Fixture],
+    notebook: Path,
+    *,
+    level: int | None = None,
+    cell_timeout: float = DEFAULT_CELL_TIMEOUT,
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
+    memory_limit_mb: int | None = None,
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+) -> GradeReport:
+    """``grade`` with fixtures already loaded (``grade fixtures`` passes only the valid ones)."""
+    exercise = spec_exercise.name
+    plan = spec_exercise.plan(list(fixtures), level)
     report = GradeReport(
         exercise=exercise,
         checks=[],

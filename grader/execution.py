@@ -21,9 +21,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from grader.environment import GRADER_ENV
 from grader.results import CellProblem
 
-GRADER_ENV = "COURSE_GRADER_ACTIVE"
 KILL_GRACE = 10.0  # seconds after a deadline before the watchdog kills an unresponsive kernel
 _NAME_DEFINED = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
 
@@ -139,6 +139,16 @@ def _kernel_ids(client: NotebookClient) -> tuple[int | None, int | None]:
     return (pid if isinstance(pid, int) else None, pgid if isinstance(pgid, int) else None)
 
 
+def _execute_extra(client: NotebookClient, notebook: nbformat.NotebookNode, cell: Any) -> None:
+    """Execute a cell of the grader's own: nbclient stores each executed cell back into
+    the notebook by index, so it goes at the end for the duration and is removed after."""
+    notebook.cells.append(cell)
+    try:
+        client.execute_cell(cell, len(notebook.cells) - 1, store_history=False)
+    finally:
+        notebook.cells.pop()
+
+
 def _read_records(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -209,7 +219,7 @@ def execute_and_grade(
                 prelude = nbformat.v4.new_code_cell(
                     f"__import__('resource').setrlimit(__import__('resource').RLIMIT_AS, ({limit}, {limit}))"
                 )
-                client.execute_cell(prelude, 0, store_history=False)
+                _execute_extra(client, notebook, prelude)
             for index, cell in enumerate(notebook.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -238,7 +248,7 @@ def execute_and_grade(
                     "__import__('grader.checks.runner', fromlist=['run_from_file'])"
                     f".run_from_file({json.dumps(str(spec_path))})"
                 )
-                client.execute_cell(grading_cell, len(notebook.cells), store_history=False)
+                _execute_extra(client, notebook, grading_cell)
                 if id(grading_cell) in client.timed_out_cells:
                     outcome.grading_error = (
                         f"A correção não terminou em {grading_timeout:g} s e foi interrompida "

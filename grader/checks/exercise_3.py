@@ -1,0 +1,645 @@
+"""Checks for exercise-3: resuming from a checkpoint.
+
+Level 1 grades ``resume_action(cp)`` on every fixture. Level 2 grades the root cause
+of the duplicate-email incident (``ROOT_CAUSE``) and the fixed ``reconcile(cp)`` on
+every fixture. What a fixture expects is data (``grader/fixtures/exercise-3/*.json``):
+
+    {
+      "description": "...",
+      "checkpoint": {version, task, turns, tokens_used, messages, pending_tool_use},
+      "workspace": {"files": {...}, "outbox": [...], "tickets": [...]},   # optional
+      "expect": {
+        "resume_action": {"<tool_use_id>": "rerun" | "is_error", ...},   # {} = nothing pending
+        "outbox_after": 1,     # optional: emails in the outbox after reconcile
+        "tickets_after": 0     # optional: tickets in the store after reconcile
+      }
+    }
+
+Level 2 derives what ``reconcile`` must do from ``expect.resume_action``: "rerun" ids
+must run exactly once and carry the real result; "is_error" ids must never run and get
+an ``is_error`` tool_result.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from grader.checks.fixture_shape import (
+    checkpoint_problems,
+    is_count,
+    problem,
+    required_text,
+    unknown_keys,
+    workspace_problems,
+)
+from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, StudentProblem, show
+
+EXERCISE = Exercise(
+    name="exercise-3",
+    title="Retomando de um checkpoint: reiniciando o loop",
+    levels={
+        1: "Uma ação de retomada para cada checkpoint",
+        2: "O incidente do e-mail duplicado: conserte o reconcile",
+    },
+)
+
+ACTIONS = ("rerun", "is_error")
+
+# Level 2's multiple-choice answer. The options are written out in the exercise notebook.
+ROOT_CAUSE_OPTIONS = ("A", "B", "C", "D")
+ROOT_CAUSE_ANSWER = "B"
+ROOT_CAUSE_FEEDBACK = {
+    "A": (
+        "A alternativa A culpa um checkpoint corrompido, mas o checkpoint é gravado com arquivo "
+        "temporário + os.replace e estava inteiro: o pending_tool_use era verdadeiro. O segundo "
+        "e-mail saiu porque alguém executou a chamada pendente de novo."
+    ),
+    "C": (
+        "A alternativa C culpa o modelo, mas o segundo envio acontece dentro do reconcile, antes "
+        "de o modelo ser chamado de novo: quem reenviou foi o harness."
+    ),
+    "D": (
+        "A alternativa D culpa a ordem dos pontos de gravação, mas ela está certa (A depois da "
+        "resposta, B depois do resultado). Entre A e B sempre existe uma janela em que o efeito já "
+        "aconteceu e o registro não; o erro é o que o reconcile faz com essa incerteza."
+    ),
+}
+
+
+# ----------------------------------------------------------------- fixture shape
+
+
+@EXERCISE.fixture_validator
+def validate_fixture(data: dict) -> list[str]:
+    problems = unknown_keys(data, {"description", "checkpoint", "workspace", "expect"})
+    problems += required_text(data, "description", "description")
+    problems += checkpoint_problems(data.get("checkpoint"))
+    problems += workspace_problems(data.get("workspace"))
+    expect = data.get("expect")
+    if not isinstance(expect, dict):
+        return problems + [problem("expect", "obrigatório, deveria ser um objeto com resume_action")]
+    problems += unknown_keys(expect, {"resume_action", "outbox_after", "tickets_after"}, "expect")
+    actions = expect.get("resume_action")
+    if not isinstance(actions, dict):
+        problems.append(problem("expect.resume_action", "obrigatório, deveria mapear tool_use_id -> \"rerun\" ou \"is_error\" ({} quando nada está pendente)"))
+    else:
+        for key, action in actions.items():
+            if action not in ACTIONS:
+                problems.append(problem(f"expect.resume_action.{key}", f"deveria ser \"rerun\" ou \"is_error\" (é {action!r})"))
+        checkpoint = data.get("checkpoint")
+        pending = checkpoint.get("pending_tool_use") if isinstance(checkpoint, dict) else None
+        if isinstance(pending, list) or pending is None:
+            ids = [call.get("id") for call in pending or [] if isinstance(call, dict)]
+            if sorted(map(str, actions)) != sorted(map(str, ids)):
+                problems.append(problem(
+                    "expect.resume_action",
+                    f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
+                ))
+    for key in ("outbox_after", "tickets_after"):
+        if key in expect and not is_count(expect[key]):
+            problems.append(problem(f"expect.{key}", f"deveria ser um inteiro >= 0 (é {expect[key]!r})"))
+    return problems
+
+
+# ----------------------------------------------------------------- fixture helpers
+
+
+def pending_calls(fixture: Fixture) -> list[dict]:
+    return list(fixture.data["checkpoint"].get("pending_tool_use") or [])
+
+
+def ids_expecting(fixture: Fixture, action: str) -> list[str]:
+    actions = fixture.expect.get("resume_action", {})
+    return [call["id"] for call in pending_calls(fixture) if actions.get(call["id"]) == action]
+
+
+def call_by_id(fixture: Fixture, tool_use_id: str) -> dict:
+    return next(call for call in pending_calls(fixture) if call["id"] == tool_use_id)
+
+
+def checks_world(fixture: Fixture) -> bool:
+    expect = fixture.expect
+    return bool(ids_expecting(fixture, "is_error")) or "outbox_after" in expect or "tickets_after" in expect
+
+
+def block_text(content: Any) -> str | None:
+    """The text of a tool_result's content (a string or a list of text blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "".join(str(b.get("text", "")) for b in content)
+    return None
+
+
+# ----------------------------------------------------------------- level 1
+
+
+@EXERCISE.check(
+    level=1,
+    per_fixture=True,
+    title="resume_action decide a ação de retomada",
+    criterion=(
+        "Cada chamada pendente recebe \"rerun\" (ferramenta somente leitura) ou \"is_error\" "
+        "(ferramenta de alto impacto sem registro); {} quando nada está pendente. A função só "
+        "decide: não executa ferramentas nem altera o checkpoint."
+    ),
+)
+def resume_action_decides(ctx: Context, fixture: Fixture) -> None:
+    resume_action = ctx.student_function("resume_action")
+    checkpoint = fixture.checkpoint()
+    with ctx.tools(fixture, "resume_action") as spy:
+        observed = ctx.call(resume_action, checkpoint)
+    expected = fixture.expect["resume_action"]
+    if spy.calls:
+        names = ", ".join(sorted({call.name for call in spy.calls}))
+        raise CheckFailed(
+            f"resume_action executou {names}: ela só decide o que fazer; quem executa é o reconcile.",
+            expected="nenhuma ferramenta executada", observed=f"executou {names}",
+        )
+    if observed is None:
+        raise CheckFailed(
+            "resume_action devolveu None: devolva um dict (vazio, {}, quando nada está pendente).",
+            expected=expected, observed=observed,
+        )
+    if not isinstance(observed, dict):
+        raise CheckFailed(
+            f"resume_action deveria devolver um dict tool_use_id -> ação, mas devolveu {type(observed).__name__}.",
+            expected=expected, observed=observed,
+        )
+    if observed != expected:
+        raise CheckFailed(diagnose_actions(fixture, expected, observed), expected=expected, observed=observed)
+    if checkpoint != fixture.data["checkpoint"]:
+        raise CheckFailed(
+            "resume_action alterou o checkpoint que recebeu: ela só deve ler.",
+            expected="checkpoint intacto", observed="checkpoint modificado",
+        )
+
+
+def diagnose_actions(fixture: Fixture, expected: dict, observed: dict) -> str:
+    if not expected:
+        return "Nada está pendente (pending_tool_use é None): não há o que reconciliar, devolva {}."
+    names = {call["id"]: call["name"] for call in pending_calls(fixture)}
+    for key in observed:
+        if key not in expected:
+            return (
+                f"A chave {key!r} não é o id de nenhuma chamada pendente: as chaves são os "
+                f"tool_use_id de pending_tool_use ({', '.join(expected)})."
+            )
+    for key, action in expected.items():
+        if key not in observed:
+            return f"Faltou decidir a chamada {key} ({names[key]})."
+        got = observed[key]
+        if got == action:
+            continue
+        if got not in ACTIONS:
+            return f"Ação desconhecida {got!r} para {key}: use \"rerun\" ou \"is_error\"."
+        if action == "rerun":
+            return (
+                f"`{names[key]}` ({key}) é somente leitura: executar de novo não muda nada no mundo, "
+                "então a ação é \"rerun\"."
+            )
+        return (
+            f"`{names[key]}` ({key}) é de alto impacto e não há registro de que rodou: reexecutar "
+            "pode repetir o efeito. A ação é \"is_error\"."
+        )
+    return "O resultado difere do esperado."
+
+
+# ----------------------------------------------------------------- level 2: root cause
+
+
+@EXERCISE.check(
+    level=2,
+    title="A causa raiz do e-mail duplicado",
+    criterion=(
+        "ROOT_CAUSE aponta a causa: o reconcile de produção reexecuta toda chamada pendente sem "
+        "distinguir ferramenta somente leitura de ferramenta de alto impacto."
+    ),
+)
+def root_cause_identified(ctx: Context) -> None:
+    answer = ctx.student_answer("ROOT_CAUSE")
+    letter = answer.strip().upper() if isinstance(answer, str) else answer
+    if letter not in ROOT_CAUSE_OPTIONS:
+        raise CheckFailed(
+            f"ROOT_CAUSE deveria ser uma das letras {', '.join(ROOT_CAUSE_OPTIONS)} (é {answer!r}).",
+            expected="uma letra entre A e D", observed=answer,
+        )
+    if letter != ROOT_CAUSE_ANSWER:
+        raise CheckFailed(
+            ROOT_CAUSE_FEEDBACK[letter],
+            expected="a alternativa que explica o segundo envio", observed=letter,
+        )
+
+
+# ----------------------------------------------------------------- level 2: reconcile
+
+
+@dataclass
+class ReconcileRun:
+    before: dict
+    after: dict
+    calls: list  # ToolCall records from the spy
+    emails_before: int
+    emails_after: int
+    tickets_before: int
+    tickets_after: int
+
+
+def reconciled(ctx: Context, fixture: Fixture) -> ReconcileRun:
+    """The student's reconcile, run once per fixture on instrumented tools (memoized)."""
+
+    def run() -> ReconcileRun:
+        reconcile = ctx.student_function("reconcile")
+        checkpoint = fixture.checkpoint()
+        with ctx.tools(fixture, "reconcile") as spy:
+            emails_before, tickets_before = len(spy.emails()), len(spy.tickets())
+            returned = ctx.call(reconcile, checkpoint)
+            emails_after, tickets_after = len(spy.emails()), len(spy.tickets())
+        if returned is None:
+            raise StudentProblem(
+                "reconcile devolveu None: ela deve devolver o checkpoint reconciliado (return cp)."
+            )
+        if not isinstance(returned, dict) or not isinstance(returned.get("messages"), list):
+            raise StudentProblem(
+                f"reconcile deveria devolver o checkpoint (um dict com messages), mas devolveu {show(returned, 120)}."
+            )
+        return ReconcileRun(
+            before=copy.deepcopy(fixture.data["checkpoint"]),
+            after=copy.deepcopy(returned),
+            calls=list(spy.calls),
+            emails_before=emails_before,
+            emails_after=emails_after,
+            tickets_before=tickets_before,
+            tickets_after=tickets_after,
+        )
+
+    return ctx.memo(f"reconcile:{fixture.name}", run)
+
+
+def answer_message(run: ReconcileRun) -> tuple[dict | None, int]:
+    """(the message right after the original last message, how many messages were added),
+    when the original history is still there as a prefix."""
+    before, after = run.before["messages"], run.after["messages"]
+    if after[: len(before)] != before:
+        return None, len(after) - len(before)
+    added = after[len(before):]
+    return (added[0] if added else None), len(added)
+
+
+def tool_results(message: dict) -> list[dict]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def result_for(run: ReconcileRun, tool_use_id: str) -> dict | None:
+    message, _ = answer_message(run)
+    if message is None:
+        return None
+    return next((b for b in tool_results(message) if b.get("tool_use_id") == tool_use_id), None)
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    title="Um tool_result para cada chamada pendente, com o id certo, no começo da mensagem",
+    criterion=(
+        "reconcile acrescenta UMA mensagem user com um tool_result por chamada pendente, cada um "
+        "com o tool_use_id da chamada, antes de qualquer outro conteúdo; sem nada pendente, não "
+        "acrescenta nada e não executa nada."
+    ),
+)
+def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    pending = pending_calls(fixture)
+    message, added = answer_message(run)
+    if not pending:
+        if added != 0 or run.calls:
+            did = []
+            if added:
+                did.append(f"acrescentou {added} mensagem(ns)")
+            if run.calls:
+                did.append("executou " + ", ".join(sorted({c.name for c in run.calls})))
+            raise CheckFailed(
+                "Nada estava pendente, mas reconcile " + " e ".join(did) + ": o checkpoint deveria voltar como estava.",
+                expected="nenhuma mensagem nova, nenhuma ferramenta executada", observed="; ".join(did),
+            )
+        return
+    ids = [call["id"] for call in pending]
+    if message is None and added <= 0:
+        if added < 0 or run.after["messages"][: len(run.before["messages"])] != run.before["messages"]:
+            raise CheckFailed(
+                "A mensagem do assistente com o tool_use não está mais onde estava: sem ela, nenhum "
+                "tool_result tem a que responder.",
+                expected=f"tool_result para {ids}", observed="histórico alterado",
+            )
+        raise CheckFailed(
+            f"Nenhum tool_result foi acrescentado: as chamadas {ids} continuam sem resposta, e a API "
+            "recusaria a conversa.",
+            expected=f"uma mensagem user com tool_result para {ids}", observed="nenhuma mensagem nova",
+        )
+    if message is None:
+        raise CheckFailed(
+            "O histórico anterior foi alterado, então não dá para achar a resposta às chamadas pendentes.",
+            expected=f"tool_result para {ids}", observed="histórico alterado",
+        )
+    if added > 1:
+        raise CheckFailed(
+            f"Os tool_result devem ir juntos numa única mensagem user; reconcile acrescentou {added} mensagens.",
+            expected="1 mensagem nova", observed=f"{added} mensagens novas",
+        )
+    if message.get("role") != "user":
+        raise CheckFailed(
+            f"A mensagem com os tool_result deve ter role \"user\" (tem {message.get('role')!r}).",
+            expected="role user", observed=message.get("role"),
+        )
+    results = tool_results(message)
+    got = [block.get("tool_use_id") for block in results]
+    names = {call["id"]: call["name"] for call in pending}
+    for tool_use_id in got:
+        if tool_use_id not in names:
+            missing = [i for i in ids if i not in got]
+            target = f"a chamada pendente é {missing[0]!r} ({names[missing[0]]})" if missing else f"as chamadas pendentes são {ids}"
+            raise CheckFailed(
+                f"O tool_result responde ao id {tool_use_id!r}, mas {target}: use o id que está em "
+                "pending_tool_use, senão a API não sabe a que chamada ele responde.",
+                expected=ids, observed=got,
+            )
+    duplicated = sorted({i for i in got if got.count(i) > 1})
+    if duplicated:
+        raise CheckFailed(
+            f"Mais de um tool_result para {duplicated}: cada chamada recebe exatamente um.",
+            expected=ids, observed=got,
+        )
+    missing = [i for i in ids if i not in got]
+    if missing:
+        raise CheckFailed(
+            f"Faltou o tool_result de {missing} ({', '.join(names[i] for i in missing)}).",
+            expected=ids, observed=got,
+        )
+    content = message.get("content")
+    positions = [i for i, block in enumerate(content) if isinstance(block, dict) and block.get("type") == "tool_result"]
+    if positions != list(range(len(positions))):
+        raise CheckFailed(
+            "Os tool_result devem vir antes de qualquer outro bloco (texto, por exemplo) na mensagem.",
+            expected="tool_result primeiro", observed=[b.get("type") for b in content if isinstance(b, dict)],
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    title="A mensagem do assistente e o histórico anterior ficam intactos",
+    criterion=(
+        "Todas as mensagens que já estavam no checkpoint continuam lá, iguais e na mesma ordem — "
+        "em especial a do assistente com o tool_use órfão."
+    ),
+)
+def keeps_history(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    before, after = run.before["messages"], run.after["messages"]
+    if after[: len(before)] == before:
+        return
+    last = before[-1]
+    if pending_calls(fixture) and last not in after:
+        raise CheckFailed(
+            "A mensagem do assistente com o tool_use foi apagada: o modelo esqueceria a decisão que "
+            "já tinha tomado, e um efeito que talvez já tenha acontecido ficaria escondido.",
+            expected=f"{len(before)} mensagens anteriores intactas",
+            observed=f"{len(after)} mensagens; a do assistente com o tool_use sumiu",
+        )
+    first_difference = next(
+        (i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after))
+    )
+    raise CheckFailed(
+        f"As mensagens anteriores foram alteradas (a primeira diferença está em messages[{first_difference}]): "
+        "reconcile só acrescenta ao fim.",
+        expected=show(before[first_difference], 200) if first_difference < len(before) else "",
+        observed=show(after[first_difference], 200) if first_difference < len(after) else "mensagem removida",
+    )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    title="pending_tool_use volta a None",
+    criterion="Depois de reconciliar, nada mais está pendente: cp[\"pending_tool_use\"] é None.",
+)
+def clears_pending(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    if "pending_tool_use" not in run.after:
+        raise CheckFailed(
+            "A chave pending_tool_use sumiu do checkpoint: ela continua existindo, valendo None.",
+            expected=None, observed="chave ausente",
+        )
+    value = run.after["pending_tool_use"]
+    if value is not None:
+        raise CheckFailed(
+            f"pending_tool_use continua {show(value, 160)}: depois de responder às chamadas, "
+            "esqueceu de limpar pending_tool_use (use None). Numa próxima retomada elas seriam "
+            "reconciliadas de novo.",
+            expected=None, observed=value,
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    title="turns, tokens_used, task e version seguem do checkpoint",
+    criterion=(
+        "reconcile não zera nem recalcula contadores: turns e tokens_used continuam de onde "
+        "pararam (é o que mantém o teto MAX_TURNS valendo numa tarefa que cai e volta)."
+    ),
+)
+def keeps_counters(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    for key in ("turns", "tokens_used", "task", "version"):
+        was, now = run.before[key], run.after.get(key, "<ausente>")
+        if was == now:
+            continue
+        if key in ("turns", "tokens_used") and now == 0:
+            raise CheckFailed(
+                f"{key} foi zerado (era {was}, ficou 0): na retomada os contadores seguem do "
+                "checkpoint; zerar turns deixa uma tarefa que cai e volta escapar do teto MAX_TURNS.",
+                expected=was, observed=now,
+            )
+        raise CheckFailed(
+            f"{key} mudou de {show(was, 80)} para {show(now, 80)}: reconciliar não é um turno novo, "
+            "o valor fica como estava.",
+            expected=was, observed=now,
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=lambda fixture: bool(ids_expecting(fixture, "rerun")),
+    title="Ferramenta somente leitura é reexecutada uma vez, com o resultado real",
+    criterion=(
+        "Cada chamada pendente somente leitura roda de novo exatamente uma vez, com a mesma "
+        "entrada, e o tool_result leva o resultado real da ferramenta."
+    ),
+)
+def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    for tool_use_id in ids_expecting(fixture, "rerun"):
+        call = call_by_id(fixture, tool_use_id)
+        runs = [c for c in run.calls if c.name == call["name"] and c.input == call["input"]]
+        if not runs:
+            raise CheckFailed(
+                f"`{call['name']}` ({tool_use_id}) não foi reexecutada: uma ferramenta somente leitura "
+                "roda de novo para trazer o resultado real ao modelo.",
+                expected=f"{call['name']} executada 1 vez", observed="0 vezes",
+            )
+        if len(runs) > 1:
+            raise CheckFailed(
+                f"`{call['name']}` ({tool_use_id}) rodou {len(runs)} vezes; uma basta.",
+                expected=f"{call['name']} executada 1 vez", observed=f"{len(runs)} vezes",
+            )
+        reference = ctx.reference_tool_result(fixture, call["name"], call["input"])
+        block = result_for(run, tool_use_id)
+        if block is None:
+            raise CheckFailed(
+                f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente.",
+                expected=reference["content"], observed="sem tool_result",
+            )
+        text = block_text(block.get("content"))
+        if text != reference["content"]:
+            raise CheckFailed(
+                f"O tool_result de {tool_use_id} não traz o resultado real de `{call['name']}`: o "
+                "content deve ser o texto que a ferramenta devolveu (o campo \"content\" do dict de "
+                "execute_tool).",
+                expected=reference["content"], observed=block.get("content"),
+            )
+        if bool(block.get("is_error")) != bool(reference["is_error"]):
+            raise CheckFailed(
+                f"O tool_result de {tool_use_id} marca is_error={block.get('is_error')!r}, mas "
+                f"`{call['name']}` rodou {'com erro' if reference['is_error'] else 'com sucesso'}.",
+                expected=bool(reference["is_error"]), observed=block.get("is_error"),
+            )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=checks_world,
+    title="Ferramenta de alto impacto não roda de novo e recebe is_error",
+    criterion=(
+        "Uma chamada de alto impacto pendente (send_email, create_ticket) nunca é reexecutada: "
+        "recebe um tool_result com is_error True dizendo que o estado de execução é desconhecido, "
+        "e a caixa de saída e os chamados terminam como o fixture espera."
+    ),
+)
+def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    for tool_use_id in ids_expecting(fixture, "is_error"):
+        call = call_by_id(fixture, tool_use_id)
+        executed = [c for c in run.calls if c.name == call["name"]]
+        block = result_for(run, tool_use_id)
+        flagged = bool(block and block.get("is_error") is True)
+        if executed and flagged:
+            raise CheckFailed(
+                f"reconcile executou `{call['name']}` e também marcou is_error: o is_error não desfaz "
+                "o que a ferramenta já fez de novo. Uma ferramenta de alto impacto sem registro não é "
+                "executada; ela só recebe o is_error.",
+                expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es), com is_error",
+            )
+        if executed:
+            raise CheckFailed(
+                f"reconcile reexecutou `{call['name']}` ({tool_use_id}), uma ferramenta de alto impacto: "
+                "é o bug do incidente — re-rodar toda chamada pendente repete o efeito (um segundo "
+                "e-mail, um chamado a mais).",
+                expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es)",
+            )
+        if block is None:
+            raise CheckFailed(
+                f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente.",
+                expected="tool_result com is_error True", observed="sem tool_result",
+            )
+        if not flagged:
+            raise CheckFailed(
+                f"O tool_result de {tool_use_id} ({call['name']}) precisa de \"is_error\": True, "
+                "avisando o modelo de que o estado de execução é desconhecido.",
+                expected=True, observed=block.get("is_error", "<ausente>"),
+            )
+        text = block_text(block.get("content"))
+        if not text or not text.strip():
+            raise CheckFailed(
+                f"O tool_result de {tool_use_id} tem is_error, mas nenhum texto: explique ao modelo "
+                "que não se sabe se a ação aconteceu, para ele reavaliar.",
+                expected="um texto explicando o estado desconhecido", observed=block.get("content"),
+            )
+    grew = []
+    if run.emails_after != run.emails_before:
+        grew.append(f"a caixa de saída passou de {run.emails_before} para {run.emails_after} e-mail(s)")
+    if run.tickets_after != run.tickets_before:
+        grew.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
+    if grew:
+        raise CheckFailed(
+            "reconcile mudou o mundo: " + "; ".join(grew) + ". Nenhum efeito de alto impacto pode "
+            "acontecer durante a reconciliação.",
+            expected="nenhum efeito novo", observed="; ".join(grew),
+        )
+    expect = fixture.expect
+    if "outbox_after" in expect and run.emails_after != expect["outbox_after"]:
+        raise CheckFailed(
+            f"A caixa de saída terminou com {run.emails_after} e-mail(s); o esperado é exatamente "
+            f"{expect['outbox_after']}.",
+            expected=expect["outbox_after"], observed=run.emails_after,
+        )
+    if "tickets_after" in expect and run.tickets_after != expect["tickets_after"]:
+        raise CheckFailed(
+            f"O sistema de chamados terminou com {run.tickets_after} chamado(s); o esperado é "
+            f"exatamente {expect['tickets_after']}.",
+            expected=expect["tickets_after"], observed=run.tickets_after,
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    title="A conversa retomada é aceita pela API",
+    criterion=(
+        "As mensagens reconciliadas passam na validação da API (nenhum tool_use sem tool_result, "
+        "nenhum tool_result sem tool_use) e uma requisição de verdade pelo cliente anthropic ao "
+        "endpoint offline é aceita."
+    ),
+)
+def api_accepts_resumed_conversation(ctx: Context, fixture: Fixture) -> None:
+    import anthropic
+    from harness.fake_endpoint import make_stub_client, validate_messages
+    from harness.model import MAX_TOKENS, MODEL
+    from harness.tools import TOOL_SCHEMAS
+
+    run = reconciled(ctx, fixture)
+    messages = run.after["messages"]
+    refusal = validate_messages(messages)
+    if refusal:
+        raise CheckFailed(
+            f"A API recusaria a conversa retomada (HTTP 400): {refusal}",
+            expected="conversa válida", observed=refusal,
+        )
+    if not messages or messages[-1].get("role") != "user":
+        return  # a finished conversation: nothing to send
+    assistants = sum(1 for m in messages if m.get("role") == "assistant")
+    reply = {
+        "content": [{"type": "text", "text": "Retomando de onde parei."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    client = make_stub_client([reply] * (assistants + 1))
+    try:
+        client.messages.create(model=MODEL, max_tokens=MAX_TOKENS, messages=messages, tools=TOOL_SCHEMAS)
+    except anthropic.APIStatusError as error:
+        raise CheckFailed(
+            f"A requisição ao endpoint foi recusada (HTTP {error.status_code}): {error.message}",
+            expected="requisição aceita", observed=f"HTTP {error.status_code}",
+        ) from None
+    except (TypeError, ValueError) as error:
+        raise CheckFailed(
+            f"As mensagens não puderam nem ser enviadas ({type(error).__name__}: {error}): confira se "
+            "o content de cada bloco é texto ou lista de blocos.",
+            expected="requisição aceita", observed=type(error).__name__,
+        ) from None

@@ -1,0 +1,133 @@
+"""The ``grade`` command.
+
+``grade exercise-N [...]`` grades a notebook; any other first word names a
+subcommand from ``COMMANDS``. Each subcommand is a module exposing
+``add_arguments(parser)`` and ``run(args) -> int``; adding one is one line here.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from grader.errors import GraderError
+
+# subcommand -> (module, help shown by `grade --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "fixtures": ("grader.fixture_command", "valida as fixtures e roda a solução de referência contra elas"),
+    "list": ("grader.progress", "mostra cada exercício com a situação da última correção e o próximo a fazer"),
+    "hint": ("grader.hints", "mostra a próxima dica do exercício (--all: todas as do nível)"),
+    "watch": ("grader.watch", "corrige de novo cada vez que o notebook é salvo"),
+    "batch": ("grader.batch", "corrige uma pasta de submissões e grava um gradebook CSV"),
+}
+
+USAGE = """uso: grade exercise-N [--level K] [--notebook CAMINHO] [--fixtures PASTA ...] [--json] [--junit ARQUIVO]
+       grade COMANDO [...]
+
+Corrige o seu notebook exercises/exercise-N.ipynb (o arquivo salvo) num kernel novo
+e mostra, nível por nível, o que passou e o que falhou.
+"""
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The nearest folder, from the current one upward, that holds the course."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "exercises").is_dir() or (folder / "pyproject.toml").is_file():
+            return folder
+    return here
+
+
+def grade_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grade", usage=USAGE.split("\n\n")[0].removeprefix("uso: "),
+                                     description="Corrige um exercício do curso.")
+    parser.add_argument("exercise", metavar="exercise-N", help="o exercício a corrigir, por exemplo exercise-3")
+    parser.add_argument("--level", type=int, default=None, help="corrige só este nível")
+    parser.add_argument("--notebook", type=Path, default=None,
+                        help="o notebook a corrigir (padrão: exercises/exercise-N.ipynb na pasta do curso)")
+    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA",
+                        help="pasta extra de fixtures (do instrutor); pode repetir")
+    parser.add_argument("--json", action="store_true", help="imprime o resultado em JSON")
+    parser.add_argument("--junit", type=Path, default=None, metavar="ARQUIVO",
+                        help="grava também um relatório JUnit XML")
+    parser.add_argument("--verbose", "-v", action="store_true", help="mostra também o critério das verificações que passaram")
+    parser.add_argument("--cell-timeout", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--total-timeout", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--check-timeout", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-mb", type=int, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def record_progress(exercise: str, report) -> None:
+    """Remember the result for `grade list` when that module is present."""
+    try:
+        from grader import progress
+    except ImportError:
+        return
+    record = getattr(progress, "record", None)
+    if record is None:
+        return
+    try:
+        record(exercise, report)
+    except Exception as error:  # noqa: BLE001 - progress must never hide a grade
+        print(f"aviso: não consegui guardar o progresso ({error}).", file=sys.stderr)
+
+
+def run_grade(argv: list[str]) -> int:
+    from grader import render
+    from grader.engine import grade
+
+    args = grade_parser().parse_args(argv)
+    notebook = args.notebook or project_root() / "exercises" / f"{args.exercise}.ipynb"
+    options = {
+        name: value for name, value in (
+            ("cell_timeout", args.cell_timeout), ("total_timeout", args.total_timeout),
+            ("check_timeout", args.check_timeout), ("memory_limit_mb", args.memory_mb),
+        ) if value is not None
+    }
+    try:
+        report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures, **options)
+    except GraderError as error:
+        print(f"grade: {error}", file=sys.stderr)
+        return 2
+    record_progress(args.exercise, report)
+    if args.junit:
+        args.junit.parent.mkdir(parents=True, exist_ok=True)
+        args.junit.write_text(render.junit_report(report), encoding="utf-8")
+    if args.json:
+        sys.stdout.write(render.json_report(report))
+    else:
+        sys.stdout.write(render.text_report(report, verbose=args.verbose))
+    return 0 if report.passed else 1
+
+
+def print_help() -> None:
+    print(USAGE)
+    print("comandos:")
+    print(f"  {'exercise-N':<10}  corrige um exercício (grade exercise-N --help para as opções)")
+    for name, (_, help_text) in COMMANDS.items():
+        print(f"  {name:<10}  {help_text}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print_help()
+        return 0 if argv else 2
+    if argv[0] in COMMANDS:
+        module_name, help_text = COMMANDS[argv[0]]
+        module = importlib.import_module(module_name)
+        parser = argparse.ArgumentParser(prog=f"grade {argv[0]}", description=help_text)
+        module.add_arguments(parser)
+        args = parser.parse_args(argv[1:])
+        try:
+            return int(module.run(args) or 0)
+        except GraderError as error:
+            print(f"grade {argv[0]}: {error}", file=sys.stderr)
+            return 2
+    return run_grade(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

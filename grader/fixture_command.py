@@ -1,0 +1,81 @@
+"""`grade fixtures [exercise-N]`: check every fixture's shape, then run the reference
+solution against the valid ones. A fixture the solution fails is a broken fixture."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from grader import registry
+from grader.errors import GraderError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("exercises", nargs="*", metavar="exercise-N",
+                        help="exercícios a verificar (padrão: todos)")
+    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA",
+                        help="pasta extra de fixtures (do instrutor); pode repetir")
+    parser.add_argument("--solutions", type=Path, default=None, metavar="PASTA",
+                        help="pasta das soluções de referência (padrão: solutions/ na pasta do curso)")
+    parser.add_argument("--shape-only", action="store_true",
+                        help="só valida a forma, sem rodar a solução de referência")
+
+
+def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape_only: bool = False) -> tuple[int, list[str]]:
+    """(number of problems, printable lines) for one exercise."""
+    from grader.engine import grade_with_fixtures, load_exercise
+    from grader.fixture_loader import read_fixture_files
+
+    exercise = load_exercise(name)
+    files = read_fixture_files(name, extra_dirs, exercise.validate_fixture)
+    lines = [f"{name}: {len(files)} fixture(s)"]
+    problems = 0
+    for item in files:
+        if item.problems:
+            problems += len(item.problems)
+            lines.append(f"  PROBLEMA  {item.name}")
+            lines += [f"      {problem}" for problem in item.problems]
+        else:
+            lines.append(f"  forma ok  {item.name}  ({item.label})")
+    valid = [item.fixture() for item in files if not item.problems]
+    if shape_only or not valid:
+        return problems, lines
+    solution = solutions_dir / f"{name}.ipynb"
+    if not solution.exists():
+        lines.append(f"  PROBLEMA  não achei a solução de referência {solution}; não deu para rodá-la.")
+        return problems + 1, lines
+    lines.append(f"  Rodando a solução de referência ({solution.name}) contra {len(valid)} fixture(s)...")
+    report = grade_with_fixtures(exercise, valid, solution)
+    if report.notebook_error:
+        lines.append(f"  PROBLEMA  a própria solução de referência não rodou: {report.notebook_error}")
+        return problems + 1, lines
+    for fixture in valid:
+        failed = [c for c in report.checks if c.fixture == fixture.name and not c.passed]
+        total = sum(1 for c in report.checks if c.fixture == fixture.name)
+        if failed:
+            problems += 1
+            lines.append(f"  QUEBRADA  {fixture.name}: a solução de referência falha em {len(failed)} de {total} verificação(ões)")
+            lines += [f"      {c.id}: {c.message}" for c in failed]
+        else:
+            lines.append(f"  ok        {fixture.name}: a solução passa nas {total} verificação(ões)")
+    general = [c for c in report.checks if c.fixture is None and not c.passed]
+    for check in general:
+        problems += 1
+        lines.append(f"  PROBLEMA  a solução de referência falha em {check.id}: {check.message}")
+    return problems, lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from grader.cli import project_root
+
+    names = args.exercises or registry.known_exercises()
+    solutions_dir = args.solutions or project_root() / "solutions"
+    total = 0
+    for name in names:
+        try:
+            problems, lines = check_exercise(name, args.fixtures, solutions_dir, args.shape_only)
+        except GraderError as error:
+            problems, lines = 1, [f"{name}: {error}"]
+        total += problems
+        print("\n".join(lines))
+    print(f"\ngrade fixtures: {total} problema(s)." if total else "\ngrade fixtures: tudo certo.")
+    return 1 if total else 0

@@ -1,0 +1,104 @@
+"""What exercise notebooks import: ``check("exercise-N")`` and the fixtures' checkpoints.
+
+``check`` grades the SAVED notebook file with the same engine as ``grade`` (in a
+separate process, so the grader's own kernel never nests inside the student's) and
+shows the result as an HTML table in Jupyter, plain text elsewhere. While the grader
+itself executes the notebook, ``check`` only prints a short note.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from grader.environment import GRADER_ENV
+
+__all__ = ["check", "fixture_checkpoint", "fixture_workspace"]
+
+
+def _in_jupyter() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _default_notebook(exercise: str) -> Path:
+    """The notebook this kernel belongs to when Jupyter says so, else exercises/exercise-N.ipynb."""
+    from grader.cli import project_root
+
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    if session and Path(session).name == f"{exercise}.ipynb" and Path(session).exists():
+        return Path(session)
+    return project_root() / "exercises" / f"{exercise}.ipynb"
+
+
+def _show(report: Any) -> None:
+    from grader import render
+
+    if _in_jupyter():
+        from IPython.display import HTML, display
+
+        display(HTML(render.html_report(report)))
+    else:
+        print(render.text_report(report), end="")
+
+
+def check(
+    exercise: str,
+    level: int | None = None,
+    *,
+    notebook: str | os.PathLike | None = None,
+    fixtures: Sequence[str | os.PathLike] = (),
+) -> None:
+    """Grade the saved notebook of ``exercise`` (optionally one level) and show the result."""
+    if os.environ.get(GRADER_ENV):
+        print(f"(check({exercise!r}) não roda enquanto o corretor executa este notebook.)")
+        return None
+    path = Path(notebook) if notebook is not None else _default_notebook(exercise)
+    print(f"Corrigindo o arquivo salvo {path.name} (salve o notebook antes: Ctrl+S)...", flush=True)
+    command = [sys.executable, "-m", "grader.cli", exercise, "--json", "--notebook", str(path)]
+    if level is not None:
+        command += ["--level", str(level)]
+    for folder in fixtures:
+        command += ["--fixtures", str(folder)]
+    finished = subprocess.run(command, capture_output=True, text=True, encoding="utf-8")
+    try:
+        data = json.loads(finished.stdout)
+    except json.JSONDecodeError:
+        message = finished.stderr.strip().splitlines()[-1] if finished.stderr.strip() else "sem saída"
+        print(f"Não consegui corrigir: {message}")
+        return None
+    from grader.results import GradeReport
+
+    _show(GradeReport.from_dict(data))
+    return None
+
+
+def _fixture_data(exercise: str, name: str) -> dict:
+    from grader.fixture_loader import read_fixture_files
+
+    for item in read_fixture_files(exercise):
+        if item.name == name:
+            if item.problems or item.data is None:
+                raise ValueError("; ".join(item.problems))
+            return item.data
+    raise KeyError(f"não existe a fixture {name!r} do {exercise}")
+
+
+def fixture_checkpoint(exercise: str, name: str) -> dict:
+    """A fresh copy of a fixture's checkpoint, to try your functions on."""
+    return copy.deepcopy(_fixture_data(exercise, name)["checkpoint"])
+
+
+def fixture_workspace(exercise: str, name: str, root: str | os.PathLike):
+    """A harness Workspace in ``root`` holding the fixture's files, outbox and tickets."""
+    from grader.checks.instrumented import build_workspace
+
+    return build_workspace(Path(root), _fixture_data(exercise, name).get("workspace") or {})
