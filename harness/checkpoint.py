@@ -56,6 +56,11 @@ def load_checkpoint(path):
             text = file.read()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as error:
+        # Uma gravação cortada no meio de um "ç" deixa bytes que nem chegam a ser texto.
+        raise CheckpointError(
+            f"{path}: o arquivo não é texto UTF-8 válido (gravação interrompida?): {error.reason}"
+        ) from None
     if not text.strip():
         raise CheckpointError(f"{path}: arquivo vazio (gravação interrompida?)")
     try:
