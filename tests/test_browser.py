@@ -1,0 +1,268 @@
+"""Hover definitions in a real browser: JupyterLab, Notebook 7 and the `course site` export.
+
+Debian's `chromium` (at /usr/bin/chromium) driven by Playwright. JupyterLab serves a
+temporary copy of the lessons with the glossary applied; lesson 3 is the real
+lessons/03-*.ipynb when it exists, otherwise a lesson-3-like notebook. Screenshots go
+to test-artifacts/ (gitignored). Without Chromium the tests skip, except when the
+CI environment variable is set, where they fail.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from authoring.glossary import apply_glossary, mark_lesson
+from authoring.glossary_marker import Marker
+from authoring.glossary_schema import load_glossary
+from authoring.site import build_site
+from tests.glossary_fixtures import REPO, lesson_three_notebook, write_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+]
+ARTIFACTS = REPO / "test-artifacts"
+ORPHAN_CALL = re.compile(r"chamadas?\s+órfãs?", re.IGNORECASE)
+EXAMPLE_NAME = "exemplo-marcas.ipynb"
+STARTUP_SECONDS = 120
+
+
+def require_chromium() -> None:
+    problem = None
+    if not (CHROMIUM.exists() and os.access(CHROMIUM, os.X_OK)):
+        problem = f"Debian's chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "the playwright Python package is not installed"
+    if problem is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser tests: {problem}")
+    pytest.skip(problem)
+
+
+def definition_of(term: str) -> str:
+    return next(t.definition for t in load_glossary(REPO / "glossary.yaml") if t.term == term)
+
+
+@dataclass
+class Course:
+    root: Path  # a project copy: glossary.yaml + lessons/
+    lesson_three: Path  # the marked lesson 3 inside root/lessons
+    real_lesson: bool
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Course:
+    """A temporary copy of the course with the glossary applied, plus a small example."""
+    require_chromium()
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(REPO / "glossary.yaml", root / "glossary.yaml")
+    lessons = root / "lessons"
+    lessons.mkdir()
+    real = sorted((REPO / "lessons").glob("03-*.ipynb"))
+    if real:
+        for path in sorted((REPO / "lessons").glob("[0-9][0-9]-*.ipynb")):
+            shutil.copy(path, lessons / path.name)
+    else:
+        write_notebook(lessons / "03-retomando-de-um-checkpoint.ipynb", lesson_three_notebook())
+    apply_glossary(root)
+    # Marked the same way, but outside the NN-*.ipynb pattern: a fixed code-in-abbr example.
+    example, _ = mark_lesson(lesson_three_notebook(), Marker(load_glossary(root / "glossary.yaml")))
+    write_notebook(lessons / EXAMPLE_NAME, example)
+    lesson_three = sorted(lessons.glob("03-*.ipynb"))[0]
+    return Course(root=root, lesson_three=lesson_three, real_lesson=bool(real))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_lab_settings(settings: Path) -> None:
+    """Render every cell (no virtual scrolling) and keep news pop-ups away."""
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+
+
+@dataclass
+class Server:
+    base: str
+    token: str
+
+    def lab_url(self, notebook: str) -> str:
+        # "reset" starts from a blank workspace, so tabs opened by earlier tests are not restored.
+        return f"{self.base}/lab/tree/{notebook}?token={self.token}&reset"
+
+    def api(self, path: str, method: str = "GET"):
+        request = urllib.request.Request(f"{self.base}{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(course, tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    settings = home / "lab-settings"
+    write_lab_settings(settings)
+    env = dict(os.environ)
+    env.update({
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / ".ipython"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+    })
+    port, token = free_port(), secrets.token_hex(16)
+    log_path = home / "jupyterlab.log"
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={course.root / 'lessons'}", "--allow-root",
+    ]
+    server = Server(base=f"http://127.0.0.1:{port}", token=token)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=home, start_new_session=True)
+        try:
+            deadline = time.monotonic() + STARTUP_SECONDS
+            while True:
+                if process.poll() is not None:
+                    pytest.fail(f"JupyterLab exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+                try:
+                    server.api("/api/status")
+                    break
+                except (urllib.error.URLError, ConnectionError, TimeoutError):
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"JupyterLab did not answer in {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}")
+                    time.sleep(0.5)
+            yield server
+        finally:
+            try:  # shut the kernels down through the server before stopping it
+                for session in server.api("/api/sessions") or []:
+                    server.api(f"/api/sessions/{session['id']}", method="DELETE")
+            except Exception:
+                pass
+            stop_process_group(process)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    home = tmp_path_factory.mktemp("chromium-home")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+            env={**os.environ, "HOME": str(home)},
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="pt-BR")
+    tab = context.new_page()
+    tab.set_default_timeout(90_000)
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
+def hover_and_capture(page, text: re.Pattern, definition: str, artifact: str):
+    """Find the mark, check its title, hover it, check :hover, save a screenshot."""
+    mark = page.locator(".jp-RenderedMarkdown abbr[title]").filter(has_text=text, visible=True).first
+    mark.wait_for(state="visible")
+    assert mark.get_attribute("title") == definition
+    mark.scroll_into_view_if_needed()
+    mark.hover()
+    assert mark.evaluate("element => element.matches(':hover')")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{artifact}.png"))
+    return mark
+
+
+def test_jupyterlab_shows_the_definition_of_chamada_orfa_in_lesson_3(jupyterlab, course, page):
+    page.goto(jupyterlab.lab_url(course.lesson_three.name))
+    hover_and_capture(page, ORPHAN_CALL, definition_of("chamada órfã"), "jupyterlab-licao-3-chamada-orfa")
+
+
+def test_jupyterlab_renders_inline_code_inside_a_mark(jupyterlab, page):
+    page.goto(jupyterlab.lab_url(EXAMPLE_NAME))
+    mark = hover_and_capture(page, re.compile(r"^reconcile$"), definition_of("reconcile"),
+                             "jupyterlab-codigo-dentro-da-marca")
+    assert mark.locator("code").inner_text() == "reconcile"
+
+
+def test_notebook7_shows_the_definition_of_chamada_orfa_in_lesson_3(jupyterlab, course, page):
+    page.goto(f"{jupyterlab.base}/notebooks/{course.lesson_three.name}?token={jupyterlab.token}")
+    hover_and_capture(page, ORPHAN_CALL, definition_of("chamada órfã"), "notebook7-licao-3-chamada-orfa")
+
+
+@pytest.fixture(scope="module")
+def site(course, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build_site(course.root, out)
+    return out
+
+
+def offline(page) -> None:
+    """The exported page must work without network: refuse everything but local files."""
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+
+
+def test_exported_html_shows_the_definition_of_chamada_orfa_in_lesson_3(site, course, page):
+    offline(page)
+    page.goto((site / course.lesson_three.with_suffix(".html").name).as_uri())
+    hover_and_capture(page, ORPHAN_CALL, definition_of("chamada órfã"), "html-licao-3-chamada-orfa")
+    assert page.locator("a[href='glossario.html']").count() >= 1
+
+
+def test_exported_glossary_page_lists_the_definition(site, page):
+    offline(page)
+    page.goto((site / "glossario.html").as_uri())
+    body = page.locator("main").inner_text()
+    assert definition_of("chamada órfã") in " ".join(body.split())
