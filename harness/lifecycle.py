@@ -113,7 +113,9 @@ def migrate_v1_to_v2(data):
     - ``run_id`` é derivado do conteúdo (migrar o mesmo arquivo duas vezes dá o mesmo id);
     - ``status``: ``completed`` se a conversa terminou; senão ``paused`` (a v1 não sabia
       dizer se o processo caiu, então a retomada não conta isso como tentativa de recuperação);
-    - nenhuma aprovação pendente, nenhuma tentativa, a linha do tempo principal.
+    - nenhuma aprovação pendente, nenhuma tentativa, a linha do tempo principal;
+    - ``migrated_from: 1`` fica registrado: quem retoma sabe que a cena veio de um código
+      que talvez não gravasse intenções antes dos efeitos.
     """
     if data.get("version") != CHECKPOINT_VERSION:
         raise CheckpointError(f"migrate_v1_to_v2 recebeu uma cena v{data.get('version')}, não v1")
@@ -129,6 +131,7 @@ def migrate_v1_to_v2(data):
         "updated_at": now_iso(),
         "status_reason": "migrada da versão 1",
         "requires_approval": False,
+        "migrated_from": CHECKPOINT_VERSION,
     })
     return migrated
 
@@ -191,6 +194,12 @@ def load_run_checkpoint(path):
     if data["recovery_attempts"] < 0:
         raise CheckpointError(f"{path}: recovery_attempts negativo ({data['recovery_attempts']})")
     return data
+
+
+def stored_version(path):
+    """A versão gravada no arquivo (antes de qualquer migração); None se não há arquivo."""
+    data = _read_json_object(path)
+    return None if data is None else data.get("version")
 
 
 def save_run_checkpoint(state, path, crash_points=True):
@@ -479,6 +488,8 @@ def control_run(run_dir, action, reason="", owner=None):
     em control.json e esse worker o atende na próxima fronteira de turno.
     Devolve ``"applied"`` ou ``"requested"``.
     """
+    if action not in CONTROL_ACTIONS:
+        raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
     run_dir = os.fspath(run_dir)
     path = os.path.join(run_dir, CHECKPOINT_FILE)
     try:

@@ -63,9 +63,12 @@ from harness.lifecycle import (
     renew_lease,
     save_run_checkpoint,
     set_status,
+    stored_version,
     acquire_lease,
 )
+from harness.checkpoint import CHECKPOINT_VERSION
 from harness.loop import MAX_TURNS, call_model, tool_uses_in
+from harness.resume import reconcile as reconcile_without_ledger
 from harness.model import make_client
 from harness.scenarios import list_scenarios, load_scenario
 from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE, load_timeline, save_point
@@ -141,6 +144,8 @@ def reopen(run_dir, lease, max_recovery_attempts):
         raise NoCheckpoint(f"não há checkpoint em {path}; rode sem --resume primeiro")
     if not check_resumable(state):  # já concluída: nada a fazer, nada a gravar
         return state
+    if stored_version(path) == CHECKPOINT_VERSION:
+        close_v1_calls_without_ledger(run_dir, state, lease)
     can_go_on = note_recovery_attempt(state, max_recovery_attempts)
     request = pending_control(run_dir)
     if request is not None:
@@ -152,6 +157,19 @@ def reopen(run_dir, lease, max_recovery_attempts):
         save_run_checkpoint(state, path, crash_points=False)
         clear_control(run_dir)
     return state
+
+
+def close_v1_calls_without_ledger(run_dir, state, lease):
+    """Uma cena v1 com chamadas pendentes e sem livro-razão veio de um código que não gravava
+    intenção antes dos efeitos (lições 2 e 3): nada prova que uma chamada de alto impacto
+    "nunca começou". Vale a regra da lição 3: leitura roda de novo, alto impacto vira
+    is_error "estado desconhecido". Com livro-razão (lições 4 e 5), a divisão em três vias decide.
+    """
+    if not state["pending_tool_use"] or (Path(run_dir) / EFFECTS_FILE).exists():
+        return
+    with workspace_in_use(Workspace(Path(run_dir) / WORLD_DIR)), fenced(lease):
+        reconcile_without_ledger(state)
+    save_progress(run_dir, state, lease, "B")
 
 
 # --- O loop ---------------------------------------------------------------------------------

@@ -1,0 +1,210 @@
+"""Shared checks and process helpers for the durability tests (runner, crash matrix, soak).
+
+Every check returns a list of problems (empty = fine) so the soak test can count them,
+and the other tests can assert on an empty list and see every problem at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.checkpoint import CheckpointError
+from harness.effects import EFFECTS_FILE, EffectsLedgerError, load_effects
+from harness.fake_endpoint import validate_messages
+from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
+from harness.runner import ENDPOINT_LOG_ENV, WORLD_DIR
+from harness.timeline import list_points
+from harness.tools import HIGH_IMPACT_TOOLS, Workspace
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- What the world and the run files say -------------------------------------------------
+
+def world(run_dir) -> Workspace:
+    return Workspace(Path(run_dir) / WORLD_DIR)
+
+
+def emails(run_dir) -> list[dict]:
+    return world(run_dir).emails()
+
+
+def logged_requests(log_path) -> list[dict]:
+    """Every request the fake endpoint received, from every process, as {"pid", "body"}."""
+    path = Path(log_path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def orphan_problems(log_path) -> list[str]:
+    """The API's own 400 text for each logged request that would have been refused."""
+    problems = []
+    for number, request in enumerate(logged_requests(log_path)):
+        error = validate_messages(request["body"]["messages"])
+        if error:
+            problems.append(f"request {number} (pid {request['pid']}): {error}")
+    return problems
+
+
+def _tool_blocks(messages, kind):
+    return [block for message in messages if isinstance(message["content"], list)
+            for block in message["content"] if block.get("type") == kind]
+
+
+def ledger_problems(run_dir) -> list[str]:
+    """The checkpoint, the ledger, the sequence and the outbox must tell the same story."""
+    run_dir = Path(run_dir)
+    try:
+        state = load_run_checkpoint(run_dir / CHECKPOINT_FILE)
+        effects = load_effects(run_dir / EFFECTS_FILE)
+    except (CheckpointError, EffectsLedgerError) as error:
+        return [f"unreadable: {error}"]
+    if state is None:
+        return ["no checkpoint.json"]
+    problems = []
+    uses = {block["id"]: block for block in _tool_blocks(state["messages"], "tool_use")}
+    results = {block["tool_use_id"]: block for block in _tool_blocks(state["messages"], "tool_result")}
+    pending = {call["id"] for call in state["pending_tool_use"] or []}
+    for tool_use_id, use in uses.items():
+        if use["name"] not in HIGH_IMPACT_TOOLS or tool_use_id in pending:
+            continue
+        record = effects.get(tool_use_id)
+        result = results.get(tool_use_id)
+        if result is None:
+            problems.append(f"{tool_use_id}: tool_use without tool_result in a non-pending turn")
+        elif record is None:
+            if not (result.get("is_error") or result["content"].startswith("[dry-run]")):
+                problems.append(f"{tool_use_id}: successful high-impact result with no ledger record")
+        elif record["status"] not in ("committed", "rejected"):
+            problems.append(f"{tool_use_id}: answered in the checkpoint but ledger says {record['status']}")
+        elif (record["result"]["content"], record["result"]["is_error"]) != \
+                (result["content"], bool(result.get("is_error"))):
+            problems.append(f"{tool_use_id}: ledger result differs from the checkpoint's tool_result")
+    for tool_use_id in effects:
+        if tool_use_id not in uses:
+            problems.append(f"{tool_use_id}: ledger record for a call the checkpoint never saw")
+    committed_keys = {key for key, record in effects.items() if record["status"] == "committed"}
+    for email in emails(run_dir):
+        if email.get("idempotency_key") not in committed_keys and email.get("idempotency_key") not in pending:
+            problems.append(f"email with key {email.get('idempotency_key')} has no committed receipt")
+    points = list_points(run_dir)
+    if points:
+        latest = json.loads(points[-1].read_text(encoding="utf-8"))
+        if latest["messages"] != state["messages"]:
+            problems.append(f"the latest sequence point {points[-1].name} and checkpoint.json disagree")
+    return problems
+
+
+def final_run_problems(run_dir, log_path=None, expected_emails=1) -> list[str]:
+    """Everything a finished run must satisfy: completed, one email, ledger agrees, no orphan."""
+    problems = ledger_problems(run_dir)
+    state = load_run_checkpoint(Path(run_dir) / CHECKPOINT_FILE) if not problems else None
+    if state is not None and state["status"] != "completed":
+        problems.append(f"status is {state['status']}, not completed")
+    count = len(emails(run_dir))
+    if count != expected_emails:
+        problems.append(f"outbox holds {count} emails, expected {expected_emails}")
+    if log_path is not None:
+        problems += orphan_problems(log_path)
+    return problems
+
+
+# --- Processes ------------------------------------------------------------------------------
+
+def harness_env(log_path=None, crash_after=None, crash_mode=None) -> dict:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("CRASH_AFTER", "CRASH_MODE", ENDPOINT_LOG_ENV)}
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if log_path is not None:
+        env[ENDPOINT_LOG_ENV] = str(log_path)
+    if crash_after:
+        env["CRASH_AFTER"] = crash_after
+    if crash_mode:
+        env["CRASH_MODE"] = crash_mode
+    return env
+
+
+def run_harness(args, env, timeout=60) -> subprocess.CompletedProcess:
+    """``python -m harness ARGS`` in a real subprocess."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def start_harness(args, env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_until_stopped(process: subprocess.Popen, timeout=60.0) -> None:
+    """Block until ``process`` froze itself (CRASH_MODE=stop); fail clearly if it exited instead."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        if state == "T":
+            return
+        if process.poll() is not None:
+            out, err = process.communicate()
+            raise AssertionError(f"process exited ({process.returncode}) instead of stopping:\n{out}\n{err}")
+        time.sleep(0.02)
+    process.kill()
+    raise AssertionError("process did not reach its stop point in time")
+
+
+def fork_harness(args, env_updates=None, output_path=None) -> int:
+    """Run ``harness.cli.main(args)`` in a forked child and return its pid.
+
+    The child is a separate process with its own memory (it can be SIGKILLed like any
+    other), but it skips the interpreter start-up and imports, so hundreds fit in a test.
+    """
+    from harness import cli, crash
+
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70
+    try:
+        if output_path is not None:
+            descriptor = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(descriptor, 1)
+            os.dup2(descriptor, 2)
+        for key in ("CRASH_AFTER", "CRASH_MODE", ENDPOINT_LOG_ENV):
+            os.environ.pop(key, None)
+        os.environ.update(env_updates or {})
+        crash.reset_crash_counts()
+        code = cli.main(list(args))
+    except BaseException as error:  # the child must never fall back into pytest
+        try:
+            os.write(2, f"child crashed: {error!r}\n".encode())
+        finally:
+            code = 71
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def wait_child(pid, timeout=60.0) -> int:
+    """The child's exit code, or minus the signal that killed it (-9 for SIGKILL)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"child {pid} did not finish in {timeout} s")
+        time.sleep(0.002)
+
+
+def run_forked(args, env_updates=None, output_path=None, timeout=60.0) -> int:
+    return wait_child(fork_harness(args, env_updates, output_path), timeout)
