@@ -87,8 +87,10 @@ def _enclosing_function(lines_before: list[str], indent: int) -> str | None:
 
 
 def _python_literal(text: str) -> str:
-    # A JSON string literal is also a valid Python string literal.
-    return json.dumps(text, ensure_ascii=False)
+    """A readable Python string literal: double quotes unless the text holds one."""
+    if not any(char in text for char in '"\\\n'):
+        return f'"{text}"'
+    return repr(text)
 
 
 def _structured_comment(value: object) -> str:

@@ -331,9 +331,9 @@ def worker_main(argv: list[str]) -> int:
 class ProgressBar:
     """A plain-text progress bar: redrawn in place on a terminal, one line per item otherwise."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr, width: int = 24):
+    def __init__(self, total: int, stream: TextIO | None = None, width: int = 24):
         self.total = total
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr
         self.width = width
         self.done = 0
         self.started = time.monotonic()

@@ -322,3 +322,14 @@ def test_course_cli_dispatches_build(tmp_path, capsys):
     assert cli.main(["--root", str(tmp_path), "build", "exercise-9"]) == 0
     assert (tmp_path / "exercises" / "exercise-9.ipynb").exists()
     assert exercises.check_problems(tmp_path) == []
+
+
+@pytest.mark.parametrize("hint", ['use cp["pending_tool_use"]', "it's \\ tricky", "aspas 'simples' e \"duplas\""])
+def test_hint_with_quotes_stays_a_valid_literal(hint):
+    source = f"def f():\n    ### BEGIN SOLUTION\n    ### HINT: {hint}\n    return 1\n    ### END SOLUTION\n"
+    code, _ = replace_code_solutions(source)
+    namespace: dict = {}
+    exec(code, namespace)
+    with pytest.raises(NotImplementedError) as caught:
+        namespace["f"]()
+    assert str(caught.value) == f"Ainda não implementado: {hint}"

@@ -1,6 +1,7 @@
 """Students' and instructors' tools around the engine: manifest, list, hint, watch, batch."""
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
@@ -400,3 +401,94 @@ def test_batch_goes_on_past_dead_and_hung_workers(tmp_path, monkeypatch):
     path = tmp_path / "out" / "gradebook.csv"
     batch.write_gradebook(path, rows, [1, 2])
     assert len(list(csv.DictReader(path.open(encoding="utf-8")))) == 5
+
+
+# ------------------------------------------------- end to end, real engine
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "exercise-3.ipynb"
+needs_exercise_3 = pytest.mark.skipif(not SOLUTION.exists(), reason="solutions/exercise-3.ipynb ainda não existe")
+
+
+def notebook_with_extra_cell(source: str) -> str:
+    import nbformat
+
+    notebook = nbformat.read(str(SOLUTION), as_version=4)
+    notebook.cells.insert(2, nbformat.v4.new_code_cell(source))
+    return nbformat.writes(notebook)
+
+
+def generated_exercise_text() -> str:
+    from authoring.exercises import exercise_bytes_for
+
+    return exercise_bytes_for(SOLUTION)[0].decode("utf-8")
+
+
+@pytest.mark.slow
+@needs_exercise_3
+def test_watch_regrades_a_saved_notebook_with_the_real_engine(tmp_path):
+    from grader.engine import grade
+
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text(generated_exercise_text(), encoding="utf-8")
+    reports = []
+
+    def student_saves_the_answer() -> None:
+        notebook.write_text(SOLUTION.read_text(encoding="utf-8"), encoding="utf-8")
+
+    out = io.StringIO()
+    count = watch(
+        notebook, lambda: reports.append(grade("exercise-3", notebook)),
+        interval=0.1, max_polls=3, sleep=FakeClock({1: student_saves_the_answer}), out=out,
+    )
+    assert count == 2
+    assert not reports[0].passed and reports[0].score == 0.0
+    assert reports[1].passed and reports[1].score == 1.0
+    assert "mudou; corrigindo de novo" in out.getvalue()
+
+
+def test_watch_command_ends_cleanly_on_ctrl_c(monkeypatch, capsys):
+    from grader import watch as watch_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch_module, "watch", interrupted)
+    monkeypatch.setattr("grader.engine.load_exercise", lambda name, level=None: None)
+    args = argparse.Namespace(exercise="exercise-3", notebook=Path("x.ipynb"), level=None, fixtures=[], interval=1.0)
+    assert watch_module.run(args) == 0
+    assert "grade watch encerrado" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@needs_exercise_3
+def test_batch_command_writes_one_row_per_submission_whatever_happens(tmp_path, capsys):
+    from grader.cli import main
+
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    (entregas / "ana.ipynb").write_text(SOLUTION.read_text(encoding="utf-8"), encoding="utf-8")
+    (entregas / "bruno").mkdir()
+    (entregas / "bruno" / "exercise-3.ipynb").write_text(generated_exercise_text(), encoding="utf-8")
+    (entregas / "carla.ipynb").write_text("isto não é um notebook", encoding="utf-8")
+    (entregas / "davi").mkdir()
+    (entregas / "eva.ipynb").write_text(notebook_with_extra_cell("while True:\n    pass"), encoding="utf-8")
+    (entregas / "fabio.ipynb").write_text(notebook_with_extra_cell("import os\nos._exit(1)"), encoding="utf-8")
+    gradebook = tmp_path / "notas" / "gradebook.csv"
+
+    code = main(["batch", str(entregas), "exercise-3", "-j", "2", "--csv", str(gradebook), "--timeout", "40", "--memory-mb", "2048"])
+
+    assert code == 0
+    rows = {row["submissao"]: row for row in csv.DictReader(gradebook.open(encoding="utf-8"))}
+    assert list(rows) == ["ana", "bruno", "carla", "davi", "eva", "fabio"]
+    assert rows["ana"]["situacao"] == "aprovado" and rows["ana"]["total"] == "100"
+    assert rows["ana"]["nivel_1"] == "100" and rows["ana"]["nivel_2"] == "100"
+    assert rows["bruno"]["situacao"] == "incompleto" and rows["bruno"]["total"] == "0"
+    assert rows["bruno"]["notebook"] == "bruno/exercise-3.ipynb"
+    assert rows["carla"]["situacao"] == "notebook_invalido" and "não é um notebook válido" in rows["carla"]["mensagem"]
+    assert rows["davi"]["situacao"] == "sem_notebook"
+    assert rows["eva"]["situacao"] == "tempo_esgotado"
+    assert rows["fabio"]["situacao"] == "kernel_morreu"
+    streams = capsys.readouterr()
+    assert "6/6" in streams.err  # the progress bar went to stderr
+    assert "6 submissão(ões)" in streams.out and str(gradebook) in streams.out
