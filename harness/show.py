@@ -254,10 +254,13 @@ def show_save_points(snapshots: list[dict], title: str = "pontos de gravação a
         parts.append(f'<circle cx="{x}" cy="{top + 30}" r="15" fill="{color}"/>')
         parts.append(f'<text x="{x}" y="{top + 35}" text-anchor="middle" fill="white" '
                      f'font-weight="bold">{row["point"]}</text>')
-        pending = "pendente: " + ", ".join(row["pending"]) if row["pending"] else "pendente: None"
-        parts.append(f'<text x="{x}" y="{top + 66}" text-anchor="middle" fill="#333">'
-                     f'{_esc(_short(pending, 22))}</text>')
-        parts.append(f'<text x="{x}" y="{top + 84}" text-anchor="middle" fill="#666">'
+        # "read_file ×2" em vez de repetir o nome: cabe embaixo do círculo.
+        names = {name: row["pending"].count(name) for name in row["pending"]}
+        pending = ", ".join(name + (f" ×{count}" if count > 1 else "") for name, count in names.items())
+        parts.append(f'<text x="{x}" y="{top + 62}" text-anchor="middle" fill="#333">pendente:</text>')
+        parts.append(f'<text x="{x}" y="{top + 78}" text-anchor="middle" fill="#333" font-weight="bold">'
+                     f'{_esc(_short(pending or "None", 18))}</text>')
+        parts.append(f'<text x="{x}" y="{top + 96}" text-anchor="middle" fill="#666">'
                      f'{row["messages"]} mensagens</text>')
     parts.append("</svg>")
     legend = ('<div style="font-size:12px;color:#555">cada círculo é uma gravação de checkpoint.json · '
