@@ -215,9 +215,12 @@ def execute_and_grade(
             dog.pid, dog.pgid = _kernel_ids(client)
             dog.arm(deadline + KILL_GRACE)
             if memory_limit_mb:
+                # RLIMIT_DATA counts heap and private anonymous mappings (Linux >= 4.7): the
+                # memory student code allocates, without the shared libraries that RLIMIT_AS
+                # would also count (a kernel with anthropic loaded maps ~800 MB of them).
                 limit = int(memory_limit_mb) * 1024 * 1024
                 prelude = nbformat.v4.new_code_cell(
-                    f"__import__('resource').setrlimit(__import__('resource').RLIMIT_AS, ({limit}, {limit}))"
+                    f"__import__('resource').setrlimit(__import__('resource').RLIMIT_DATA, ({limit}, {limit}))"
                 )
                 _execute_extra(client, notebook, prelude)
             for index, cell in enumerate(notebook.cells):

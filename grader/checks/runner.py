@@ -16,6 +16,7 @@ import importlib
 import json
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -49,6 +50,9 @@ def time_limit(seconds: float) -> Iterator[None]:
     def on_alarm(signum, frame):
         raise CheckTimeout()
 
+    # Someone else's timer (pytest-timeout, say) is put back afterwards, minus the time spent.
+    outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.2)
     try:
@@ -56,6 +60,9 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_delay > 0:
+            remaining = max(outer_delay - (time.monotonic() - started), 0.001)
+            signal.setitimer(signal.ITIMER_REAL, remaining, outer_interval)
 
 
 def run_check(exercise, planned: PlannedCheck, fixtures: dict[str, Fixture], session: Session) -> dict:

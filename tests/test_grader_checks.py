@@ -1,0 +1,348 @@
+"""Exercise-3's checks, run in-process on edited copies of the solution notebook.
+
+Every wrong answer is paired with the right answer on the same check ids, so each
+check is shown failing and passing.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from grader.checks.framework import CellProblemInfo
+from tests.grader_support import (
+    failing,
+    make_notebook,
+    namespace_of,
+    run_checks,
+    solution_notebook,
+    with_definition,
+    with_edit,
+    write_new_fixtures,
+)
+
+ALL_FIXTURES = ["cpA", "cpB", "cpC", "incident-duplicate-email"]
+PENDING = ["cpB", "cpC", "incident-duplicate-email"]
+HIGH_IMPACT = ["cpC", "incident-duplicate-email"]
+
+
+@pytest.fixture(scope="module")
+def solution_results(tmp_path_factory):
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        namespace, problems = namespace_of(solution_notebook(), monkeypatch)
+        assert problems == []
+        yield run_checks(namespace, tmp_path_factory.mktemp("solution"))
+    finally:
+        monkeypatch.undo()
+
+
+def grade_notebook(notebook, tmp_path, monkeypatch, **options):
+    namespace, problems = namespace_of(notebook, monkeypatch)
+    return run_checks(namespace, tmp_path / "checks", cell_problems=problems, **options)
+
+
+def test_solution_passes_every_check(solution_results):
+    assert failing(solution_results) == {}
+    assert len(solution_results) == 28
+    levels = {r["level"] for r in solution_results.values()}
+    assert levels == {1, 2}
+
+
+# ------------------------------------------------------------------ level 1
+
+RESUME_ALL_RERUN = '''def resume_action(cp):
+    return {chamada["id"]: "rerun" for chamada in cp["pending_tool_use"] or []}
+'''
+RESUME_ALL_ERROR = '''def resume_action(cp):
+    return {chamada["id"]: "is_error" for chamada in cp["pending_tool_use"] or []}
+'''
+RESUME_NONE_WHEN_EMPTY = '''def resume_action(cp):
+    if not cp["pending_tool_use"]:
+        return None
+    return {c["id"]: ("rerun" if c["name"] in READ_ONLY_TOOLS else "is_error") for c in cp["pending_tool_use"]}
+'''
+RESUME_EXECUTES = '''def resume_action(cp):
+    acoes = {}
+    for c in cp["pending_tool_use"] or []:
+        if c["name"] in READ_ONLY_TOOLS:
+            execute_tool(c["name"], c["input"])
+            acoes[c["id"]] = "rerun"
+        else:
+            acoes[c["id"]] = "is_error"
+    return acoes
+'''
+RESUME_MUTATES = '''def resume_action(cp):
+    pendentes = cp["pending_tool_use"] or []
+    cp["pending_tool_use"] = None
+    return {c["id"]: ("rerun" if c["name"] in READ_ONLY_TOOLS else "is_error") for c in pendentes}
+'''
+
+
+@pytest.mark.parametrize(
+    "source, failing_fixtures, words",
+    [
+        (RESUME_ALL_RERUN, HIGH_IMPACT, "é de alto impacto"),
+        (RESUME_ALL_ERROR, ["cpB"], "é somente leitura"),
+        (RESUME_NONE_WHEN_EMPTY, ["cpA"], "devolveu None"),
+        (RESUME_EXECUTES, ["cpB"], "resume_action executou read_file"),
+        (RESUME_MUTATES, PENDING, "alterou o checkpoint"),
+    ],
+    ids=["all-rerun", "all-is-error", "none-when-empty", "executes-tools", "mutates-checkpoint"],
+)
+def test_level_1_wrong_answers_fail_with_a_named_mistake(source, failing_fixtures, words, tmp_path, monkeypatch, solution_results):
+    results = grade_notebook(with_definition("resume_action", source), tmp_path, monkeypatch, level=1)
+    failed = failing(results)
+    expected_ids = {f"n1.resume_action_decides[{name}]" for name in failing_fixtures}
+    assert set(failed) == expected_ids
+    for check_id in expected_ids:
+        assert words in failed[check_id]
+        assert solution_results[check_id]["status"] == "pass"
+
+
+# ------------------------------------------------------------------ level 2: root cause
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [('"A"', "alternativa A"), ('"C"', "alternativa C"), ('"D"', "alternativa D"),
+     ('"E"', "uma das letras"), ("None", "Ainda não implementado")],
+)
+def test_wrong_root_cause_is_explained(answer, words, tmp_path, monkeypatch, solution_results):
+    notebook = with_definition("ROOT_CAUSE", f"ROOT_CAUSE = {answer}")
+    results = grade_notebook(notebook, tmp_path, monkeypatch, level=2)
+    assert list(failing(results)) == ["n2.root_cause_identified"]
+    assert words in results["n2.root_cause_identified"]["message"]
+    assert solution_results["n2.root_cause_identified"]["status"] == "pass"
+
+
+def test_root_cause_accepts_lowercase_and_spaces(tmp_path, monkeypatch):
+    results = grade_notebook(with_definition("ROOT_CAUSE", 'ROOT_CAUSE = " b "'), tmp_path, monkeypatch, level=2)
+    assert results["n2.root_cause_identified"]["status"] == "pass"
+
+
+# ------------------------------------------------------------------ level 2: the six named mistakes
+
+RERUN_EVERYTHING = '''def reconcile(cp):
+    resultados = []
+    for chamada in cp["pending_tool_use"] or []:
+        saida = execute_tool(chamada["name"], chamada["input"])
+        resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], "content": saida["content"]})
+    if resultados:
+        cp["messages"].append({"role": "user", "content": resultados})
+    cp["pending_tool_use"] = None
+    return cp
+'''
+DELETE_ASSISTANT_MESSAGE = '''def reconcile(cp):
+    if cp["pending_tool_use"]:
+        cp["messages"].pop()
+    cp["pending_tool_use"] = None
+    return cp
+'''
+EXECUTE_AND_FLAG = '''def reconcile(cp):
+    resultados = []
+    for chamada in cp["pending_tool_use"] or []:
+        saida = execute_tool(chamada["name"], chamada["input"])
+        if chamada["name"] in READ_ONLY_TOOLS:
+            resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], "content": saida["content"]})
+        else:
+            resultados.append({"type": "tool_result", "tool_use_id": chamada["id"],
+                               "content": "Estado de execução desconhecido.", "is_error": True})
+    if resultados:
+        cp["messages"].append({"role": "user", "content": resultados})
+    cp["pending_tool_use"] = None
+    return cp
+'''
+
+SIX_MISTAKES = {
+    "re-runs every pending call": (
+        lambda: with_definition("reconcile", RERUN_EVERYTHING),
+        {f"n2.high_impact_not_repeated[{n}]" for n in HIGH_IMPACT},
+        "reexecutou `send_email`",
+    ),
+    "deletes the assistant message": (
+        lambda: with_definition("reconcile", DELETE_ASSISTANT_MESSAGE),
+        {f"n2.keeps_history[{n}]" for n in PENDING},
+        "mensagem do assistente com o tool_use foi apagada",
+    ),
+    "forgets to clear pending_tool_use": (
+        lambda: with_edit("reconcile", '    cp["pending_tool_use"] = None\n', ""),
+        {f"n2.clears_pending[{n}]" for n in PENDING},
+        "esqueceu de limpar pending_tool_use",
+    ),
+    "wrong tool_use_id": (
+        lambda: with_edit("reconcile", '"tool_use_id": chamada["id"]', '"tool_use_id": chamada["name"]'),
+        {f"n2.answers_every_pending_call[{n}]" for n in PENDING},
+        "responde ao id",
+    ),
+    "executes send_email and also sets is_error": (
+        lambda: with_definition("reconcile", EXECUTE_AND_FLAG),
+        {f"n2.high_impact_not_repeated[{n}]" for n in HIGH_IMPACT},
+        "executou `send_email` e também marcou is_error",
+    ),
+    "resets turns": (
+        lambda: with_edit("reconcile", "    return cp\n", '    cp["turns"] = 0\n    return cp\n'),
+        {f"n2.keeps_counters[{n}]" for n in ALL_FIXTURES},
+        "turns foi zerado",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(SIX_MISTAKES))
+def test_each_named_mistake_fails_with_its_message_and_the_right_answer_passes(mistake, tmp_path, monkeypatch, solution_results):
+    build, must_fail, words = SIX_MISTAKES[mistake]
+    results = grade_notebook(build(), tmp_path, monkeypatch, level=2)
+    failed = failing(results)
+    assert must_fail <= set(failed), f"{mistake}: expected {sorted(must_fail)} among {sorted(failed)}"
+    for check_id in must_fail:
+        assert words in failed[check_id], failed[check_id]
+        assert solution_results[check_id]["status"] == "pass"  # the control
+
+
+def test_the_mistakes_are_told_apart(tmp_path, monkeypatch):
+    """Each mistake's own check fails; unrelated checks still pass (the checks are specific)."""
+    rerun = failing(grade_notebook(with_definition("reconcile", RERUN_EVERYTHING), tmp_path / "a", monkeypatch, level=2))
+    assert "n2.reruns_read_only[cpB]" not in rerun and "n2.keeps_history[cpC]" not in rerun
+    turns = failing(grade_notebook(SIX_MISTAKES["resets turns"][0](), tmp_path / "b", monkeypatch, level=2))
+    assert set(turns) == {f"n2.keeps_counters[{n}]" for n in ALL_FIXTURES}
+    assert "era 9, ficou 0" in turns["n2.keeps_counters[cpC]"]
+
+
+def test_the_incident_leaves_exactly_one_email(tmp_path, monkeypatch):
+    """A reconcile that sends through the harness without execute_tool is caught by the outbox count."""
+    sneaky = RERUN_EVERYTHING.replace(
+        'saida = execute_tool(chamada["name"], chamada["input"])',
+        'import harness.tools as ferramentas\n'
+        '        if chamada["name"] == "send_email":\n'
+        '            ferramentas.send_email(**chamada["input"])\n'
+        '            saida = {"content": "ok", "is_error": True}\n'
+        '        else:\n'
+        '            saida = execute_tool(chamada["name"], chamada["input"])',
+    ).replace('"content": saida["content"]}', '"content": saida["content"], "is_error": saida["is_error"]}')
+    results = grade_notebook(with_definition("reconcile", sneaky), tmp_path, monkeypatch, level=2)
+    message = results["n2.high_impact_not_repeated[incident-duplicate-email]"]["message"]
+    assert "a caixa de saída passou de 1 para 2 e-mail(s)" in message
+
+
+def test_wrong_result_content_and_missing_results_are_named(tmp_path, monkeypatch):
+    whole_dict = with_edit("reconcile", '"content": saida["content"],', '"content": saida,')
+    results = grade_notebook(whole_dict, tmp_path / "a", monkeypatch, level=2)
+    assert "não traz o resultado real" in results["n2.reruns_read_only[cpB]"]["message"]
+    nothing = with_definition("reconcile", 'def reconcile(cp):\n    cp["pending_tool_use"] = None\n    return cp\n')
+    results = grade_notebook(nothing, tmp_path / "b", monkeypatch, level=2)
+    assert "Nenhum tool_result foi acrescentado" in results["n2.answers_every_pending_call[cpC]"]["message"]
+    assert "HTTP 400" in results["n2.api_accepts_resumed_conversation[cpC]"]["message"]
+    assert results["n2.answers_every_pending_call[cpA]"]["status"] == "pass"
+
+
+def test_text_before_results_is_rejected(tmp_path, monkeypatch):
+    notebook = with_edit(
+        "reconcile",
+        'cp["messages"].append({"role": "user", "content": resultados})',
+        'cp["messages"].append({"role": "user", "content": [{"type": "text", "text": "retomando"}] + resultados})',
+    )
+    results = grade_notebook(notebook, tmp_path, monkeypatch, level=2)
+    assert "devem vir antes de qualquer outro bloco" in results["n2.answers_every_pending_call[cpB]"]["message"]
+    assert "HTTP 400" in results["n2.api_accepts_resumed_conversation[cpB]"]["message"]
+
+
+# ------------------------------------------------------------------ isolation from student globals
+
+
+def test_student_globals_named_like_grader_names_change_nothing(tmp_path, monkeypatch, solution_results):
+    shadows = (
+        "CheckFailed = StudentProblem = Fixture = EXERCISE = ReconcileRun = None\n"
+        "show = copy = json = deepcopy = anthropic = None\n"
+        "validate_messages = lambda messages: None\n"
+        "make_stub_client = MODEL = TOOL_SCHEMAS = None\n"
+        "ROOT_CAUSE_ANSWER = 'A'\n"
+    )
+    notebook = solution_notebook()
+    notebook.cells.append(make_notebook(shadows).cells[0])
+    results = grade_notebook(notebook, tmp_path / "right", monkeypatch)
+    assert {k: r["status"] for k, r in results.items()} == {k: r["status"] for k, r in solution_results.items()}
+    # ...and a wrong answer is still caught by the API check despite the fake validate_messages.
+    wrong = with_edit("reconcile", '"tool_use_id": chamada["id"]', '"tool_use_id": chamada["name"]', notebook)
+    results = grade_notebook(wrong, tmp_path / "wrong", monkeypatch, level=2)
+    message = results["n2.api_accepts_resumed_conversation[cpC]"]["message"]
+    assert "A API recusaria a conversa retomada (HTTP 400)" in message and "toolu_01B" in message
+
+
+def test_reconcile_imported_from_the_harness_is_not_accepted(tmp_path, monkeypatch):
+    notebook = with_definition("reconcile", "from harness.resume import reconcile")
+    results = grade_notebook(notebook, tmp_path, monkeypatch, level=2)
+    assert "foi importada de `harness.resume`" in results["n2.clears_pending[cpB]"]["message"]
+
+
+# ------------------------------------------------------------------ bad student code, in-process
+
+
+def test_missing_function_is_named(tmp_path, monkeypatch):
+    notebook = solution_notebook()
+    from tests.grader_support import defining_cell
+
+    notebook.cells.remove(defining_cell(notebook, "resume_action"))
+    notebook.cells = [c for c in notebook.cells if "resume_action(cp)" not in c.source]
+    results = grade_notebook(notebook, tmp_path, monkeypatch, level=1)
+    for result in results.values():
+        assert "`resume_action` não foi definida no notebook" in result["message"]
+
+
+def test_missing_function_points_at_the_broken_cell(tmp_path, monkeypatch):
+    namespace = {"__name__": "__main__"}
+    problem = CellProblemInfo(7, "def reconcile(cp)", "SyntaxError", "expected ':' (line 1)", ["reconcile"])
+    results = run_checks(namespace, tmp_path, level=2, cell_problems=[problem])
+    message = results["n2.clears_pending[cpB]"]["message"]
+    assert "a célula 7" in message and "SyntaxError" in message
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ('    raise ValueError("quebrou aqui")', "`resume_action` levantou ValueError: quebrou aqui (linha 2 da célula"),
+        ("    while True:\n        pass", "não terminou em 0.5 s"),
+        ("    import sys\n    sys.exit(3)", "chamou sys.exit(3)"),
+        ("    import os\n    os._exit(4)", "chamou os._exit(4)"),
+        ('    raise NotImplementedError("Ainda não implementado: pense no pending_tool_use.")',
+         "Ainda não implementado: `resume_action` ainda levanta NotImplementedError. Dica: pense no pending_tool_use."),
+    ],
+    ids=["raises", "infinite-loop", "sys-exit", "os-exit", "not-implemented"],
+)
+def test_bad_function_becomes_a_failed_check_with_a_message(body, words, tmp_path, monkeypatch):
+    notebook = with_definition("resume_action", f"def resume_action(cp):\n{body}\n")
+    notebook.cells = [c for c in notebook.cells if not c.source.startswith("for nome, cp in")]
+    results = grade_notebook(notebook, tmp_path, monkeypatch, level=1, check_timeout=0.5)
+    assert len(results) == 4
+    for result in results.values():
+        assert result["status"] == "fail"
+        assert words in result["message"], result["message"]
+    assert os.getpid()  # still alive after os._exit
+
+
+def test_student_output_is_captured_not_judged(tmp_path, monkeypatch):
+    chatty = with_edit("resume_action", "    acoes = {}\n", '    print("decidindo", cp["turns"])\n    acoes = {}\n')
+    results = grade_notebook(chatty, tmp_path, monkeypatch, level=1)
+    assert failing(results) == {}
+    assert "decidindo 7" in results["n1.resume_action_decides[cpB]"]["output"]
+
+
+# ------------------------------------------------------------------ fixtures drive the checks
+
+
+def test_new_fixture_files_change_what_is_checked_without_code(tmp_path, monkeypatch, solution_results):
+    folder = write_new_fixtures(tmp_path / "private")
+    namespace, _ = namespace_of(solution_notebook(), monkeypatch)
+    results = run_checks(namespace, tmp_path / "right", fixture_dirs=[folder])
+    new_ids = set(results) - set(solution_results)
+    assert "n2.reruns_read_only[pending-grep]" in new_ids
+    assert "n2.high_impact_not_repeated[pending-create-ticket]" in new_ids
+    assert "n1.resume_action_decides[pending-create-ticket]" in new_ids
+    assert failing(results) == {}
+
+    # A reconcile that only knows about send_email passes the shipped fixtures but not the new one.
+    only_email = with_edit("reconcile", 'if chamada["name"] in READ_ONLY_TOOLS:', 'if chamada["name"] != "send_email":')
+    namespace, _ = namespace_of(only_email, monkeypatch)
+    shipped = run_checks(namespace, tmp_path / "shipped", level=2)
+    assert failing(shipped) == {}
+    extended = failing(run_checks(namespace, tmp_path / "extended", fixture_dirs=[folder], level=2))
+    assert "reexecutou `create_ticket`" in extended["n2.high_impact_not_repeated[pending-create-ticket]"]
