@@ -52,7 +52,7 @@ def clean_html(element) -> str:
 
 
 def make_exporter() -> HTMLExporter:
-    exporter = HTMLExporter(sanitize_html=True)
+    exporter = HTMLExporter(sanitize_html=True, language_code="pt")
     exporter.register_filter("clean_html", clean_html)
     return exporter
 

@@ -587,6 +587,7 @@ def test_site_exports_lessons_with_hover_definitions_and_an_index(tmp_path):
     wrapped = re.search(r'<abbr class="glossario" title=([\'"])(.*?)\1>\s*<code>reconcile</code>\s*</abbr>', page)
     assert wrapped and html.unescape(wrapped.group(2)) == 'Fecha as "órfãs".'
     assert 'href="glossario.html"' in page and 'glossario.ipynb"' not in page
+    assert '<html lang="pt">' in page
     # Sanitized, yet paragraphs and headings are real tags, not escaped text.
     assert re.search(r'<h1 id="[^"]+">Lição 3: Retomando de um checkpoint', page)
     assert "&lt;p&gt;" not in page and "&lt;h1" not in page
