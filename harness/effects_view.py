@@ -53,9 +53,9 @@ def effect_window_rows(with_intent: bool) -> list[dict]:
     ledger = "intent" if with_intent else "vazio"
     return [
         {"label": "queda antes do envio", "steps": before, "ledger": ledger,
-         "world": "0 e-mails" + (" com a chave" if with_intent else "")},
+         "world": "nenhum e-mail com a chave" if with_intent else "nenhum e-mail"},
         {"label": "queda depois do envio", "steps": after, "ledger": ledger,
-         "world": "1 e-mail" + (" com a chave" if with_intent else "")},
+         "world": "1 e-mail com a chave" if with_intent else "1 e-mail"},
     ]
 
 
