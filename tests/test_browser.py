@@ -23,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from authoring.glossary import apply_glossary, mark_lesson
@@ -87,7 +88,11 @@ def course(tmp_path_factory) -> Course:
         write_notebook(lessons / "03-retomando-de-um-checkpoint.ipynb", lesson_three_notebook())
     apply_glossary(root)
     # Marked the same way, but outside the NN-*.ipynb pattern: a fixed code-in-abbr example.
-    example, _ = mark_lesson(lesson_three_notebook(), Marker(load_glossary(root / "glossary.yaml")))
+    example = lesson_three_notebook()
+    example.cells.append(nbformat.v4.new_markdown_cell(
+        "| campo | o que guarda |\n|---|---|\n| `task` | o pedido original |\n\n"
+        "Separe a **memória** do resto.", id="md-tabela"))
+    example, _ = mark_lesson(example, Marker(load_glossary(root / "glossary.yaml")))
     write_notebook(lessons / EXAMPLE_NAME, example)
     lesson_three = sorted(lessons.glob("03-*.ipynb"))[0]
     return Course(root=root, lesson_three=lesson_three, real_lesson=bool(real))
@@ -230,11 +235,16 @@ def test_jupyterlab_shows_the_definition_of_chamada_orfa_in_lesson_3(jupyterlab,
     hover_and_capture(page, ORPHAN_CALL, definition_of("chamada órfã"), "jupyterlab-licao-3-chamada-orfa")
 
 
-def test_jupyterlab_renders_inline_code_inside_a_mark(jupyterlab, page):
+def test_jupyterlab_renders_marks_around_code_in_tables_and_in_bold(jupyterlab, page):
     page.goto(jupyterlab.lab_url(EXAMPLE_NAME))
     mark = hover_and_capture(page, re.compile(r"^reconcile$"), definition_of("reconcile"),
                              "jupyterlab-codigo-dentro-da-marca")
     assert mark.locator("code").inner_text() == "reconcile"
+    in_table = page.locator(".jp-RenderedMarkdown td > abbr[title] > code").filter(has_text="task")
+    assert in_table.count() == 1
+    assert in_table.locator("xpath=..").get_attribute("title") == definition_of("task")
+    in_bold = page.locator(".jp-RenderedMarkdown strong > abbr[title]").filter(has_text="memória")
+    assert in_bold.get_attribute("title") == definition_of("memória")
 
 
 def test_notebook7_shows_the_definition_of_chamada_orfa_in_lesson_3(jupyterlab, course, page):
@@ -266,3 +276,13 @@ def test_exported_glossary_page_lists_the_definition(site, page):
     page.goto((site / "glossario.html").as_uri())
     body = page.locator("main").inner_text()
     assert definition_of("chamada órfã") in " ".join(body.split())
+
+
+def test_missing_chromium_skips_outside_ci_and_fails_in_ci(monkeypatch, tmp_path):
+    monkeypatch.setitem(globals(), "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromium is not installed"):
+        require_chromium()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the browser tests"):
+        require_chromium()
