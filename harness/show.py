@@ -11,9 +11,11 @@ import json
 
 STYLE = (
     "<style>.curso-tabela{border-collapse:collapse;font-size:13px;margin:6px 0}"
-    ".curso-tabela td,.curso-tabela th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+    # !important: o CSS do JupyterLab alinha células de tabela à direita com um seletor mais específico.
+    ".curso-tabela td,.curso-tabela th{border:1px solid #ccc;padding:4px 8px;text-align:left!important;"
+    "vertical-align:top!important}"
     ".curso-tabela th{background:#f3f3f3}.curso-erro{color:#b00020;font-weight:bold}"
-    ".curso-pendente{background:#fff4d6}.curso-ok{color:#1b7f3b}</style>"
+    ".curso-pendente,.curso-pendente td{background:#fff4d6}.curso-ok{color:#1b7f3b}</style>"
 )
 
 
