@@ -101,6 +101,16 @@ def new_run_checkpoint(task, run_id=None, timeline=None, requires_approval=False
     }
 
 
+def scene_of(state):
+    """Só a cena da decisão, no formato v1 (o da sequência de pontos da lição 5).
+
+    Status, posse e tentativas são da execução, não de um turno: ficam no checkpoint.json.
+    Assim rewind_to e fork_from leem os pontos de uma execução durável como leem os da lição 5.
+    """
+    scene = {field: copy.deepcopy(state[field]) for field in CHECKPOINT_FIELDS if field != "version"}
+    return {"version": CHECKPOINT_VERSION, **scene}
+
+
 def is_finished(state):
     """A conversa terminou: a última mensagem é do modelo e não deixou chamada pendente."""
     last = state["messages"][-1]

@@ -45,6 +45,7 @@ from harness.fake_endpoint import ScriptedEndpoint
 from harness.lifecycle import (
     CHECKPOINT_FILE,
     CONTROL_FILE,
+    FINAL_STATUSES,
     LEASE_SECONDS,
     MAX_RECOVERY_ATTEMPTS,
     LeaseHeld,
@@ -62,6 +63,7 @@ from harness.lifecycle import (
     release_lease,
     renew_lease,
     save_run_checkpoint,
+    scene_of,
     set_status,
     stored_version,
     acquire_lease,
@@ -101,11 +103,12 @@ def ask_a_person(call):
 def save_progress(run_dir, state, lease, point=None):
     """Grava a cena: primeiro o ponto da sequência, depois o checkpoint.json, sob o token de cerca.
 
-    A ordem garante que a sequência nunca fica atrás do checkpoint.json.
+    A ordem garante que a sequência nunca fica atrás do checkpoint.json. O ponto guarda só a
+    cena (v1, como na lição 5); o checkpoint.json guarda a cena e o ciclo de vida (v2).
     """
     with fenced(lease):
         if point is not None:
-            save_point(run_dir, state, point)
+            save_point(run_dir, scene_of(state), point)
         save_run_checkpoint(state, Path(run_dir) / CHECKPOINT_FILE)
 
 
@@ -145,6 +148,9 @@ def reopen(run_dir, lease, max_recovery_attempts):
     if not check_resumable(state):  # já concluída: nada a fazer, nada a gravar
         return state
     if stored_version(path) == CHECKPOINT_VERSION:
+        # Uma cena v1 (lições 2 a 5, ou uma rebobinagem) não sabe se a execução usava a
+        # válvula: se já houve decisões gravadas aqui, a válvula continua valendo.
+        state["requires_approval"] = (Path(run_dir) / APPROVALS_FILE).exists()
         close_v1_calls_without_ledger(run_dir, state, lease)
     can_go_on = note_recovery_attempt(state, max_recovery_attempts)
     request = pending_control(run_dir)
@@ -227,6 +233,7 @@ def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds):
         finished = response.stop_reason != "tool_use"
         if finished:
             set_status(state, "completed", f"o modelo encerrou ({response.stop_reason})")
+            note_progress(state)
         save_progress(run_dir, state, lease, "A")
         crash_point("after-save-A")
         if finished:
@@ -276,6 +283,9 @@ def decide_pending_approval(run_dir, approved, reason="", decided_by="", ttl_sec
             state = load_run_checkpoint(run_dir / CHECKPOINT_FILE)
             if state is None:
                 raise NoCheckpoint(f"não há checkpoint em {run_dir / CHECKPOINT_FILE}")
+            if state["status"] in FINAL_STATUSES:
+                raise RunNotResumable(f"a execução {state['run_id']} está '{state['status']}': "
+                                      f"não há mais o que aprovar", state["status"])
             pending = state["pending_approval"]
             if pending is None:
                 raise ApprovalError(f"a execução {state['run_id']} não tem nada esperando aprovação "
