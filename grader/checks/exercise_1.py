@@ -1,0 +1,507 @@
+"""Checks for exercise-1: memory versus run state, and the in-memory agent loop.
+
+Level 1 grades the structured answer ``CLASSIFICATION`` (item -> "memória" or
+"estado de execução") against every ``classification`` fixture. Level 2 runs the
+student's ``run_agent(client, task, max_turns=...)`` on every ``run`` fixture: the real
+``anthropic`` client over the offline endpoint, instrumented tools, and then the
+requests the endpoint received and the state returned are compared with the script.
+
+Fixture shapes (``grader/fixtures/exercise-1/*.json``)::
+
+    {"description": "...", "kind": "classification",
+     "items": {"<key>": {"answer": "memória" | "estado de execução", "why": "..."}}}
+
+    {"description": "...", "kind": "run", "task": "...",
+     "workspace": {"files": {...}},            # optional
+     "responses": [<compact scripted responses>],
+     "max_turns": 5,                           # optional; absent = the student's default
+     "expect": {"model_calls": 3, "tokens_used": 1952}}
+
+``expect`` is checked against the script when the fixture loads, so an instructor's
+arithmetic slip is reported as a fixture problem, not as a student mistake.
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.checks.fixture_shape import is_count, problem, required_text, unknown_keys, workspace_problems
+from grader.checks.framework import (
+    NOT_IMPLEMENTED_PREFIX,
+    CheckFailed,
+    Context,
+    Exercise,
+    Fixture,
+    StudentProblem,
+    show,
+)
+
+EXERCISE = Exercise(
+    name="exercise-1",
+    title="Memória e estado de execução: o que morre com o processo",
+    levels={1: "Memória ou estado de execução?", 2: "Escreva o run_agent"},
+)
+
+MEMORY, RUN_STATE = "memória", "estado de execução"
+LABELS = (MEMORY, RUN_STATE)
+
+
+def normalized_label(value: Any) -> str | None:
+    """"Memoria", " estado de execucao " and friends -> the canonical label; None if neither."""
+    if not isinstance(value, str):
+        return None
+    plain = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode().lower()
+    plain = " ".join(plain.split())
+    return {"memoria": MEMORY, "estado de execucao": RUN_STATE}.get(plain)
+
+
+def is_kind(kind: str):
+    return lambda fixture: fixture.data.get("kind") == kind
+
+
+# ----------------------------------------------------------------- fixture shape
+
+
+def expected_run(data: dict) -> tuple[int, int, int] | None:
+    """(model calls, tokens_used, messages) that a correct loop produces on this script."""
+    responses = data.get("responses")
+    if not isinstance(responses, list) or not responses:
+        return None
+    limit = data.get("max_turns", len(responses))
+    calls = tokens = 0
+    messages = 1
+    for response in responses[:limit]:
+        calls += 1
+        usage = response.get("usage") or {}
+        tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        messages += 2 if response.get("stop_reason") == "tool_use" else 1
+        if response.get("stop_reason") != "tool_use":
+            break
+    return calls, tokens, messages
+
+
+@EXERCISE.fixture_validator
+def validate_fixture(data: dict) -> list[str]:
+    kind = data.get("kind")
+    if kind == "classification":
+        problems = unknown_keys(data, {"description", "kind", "items"})
+        problems += required_text(data, "description", "description")
+        items = data.get("items")
+        if not isinstance(items, dict) or not items:
+            return problems + [problem("items", "obrigatório, deveria mapear item -> {answer, why}")]
+        for key, item in items.items():
+            if not isinstance(item, dict) or item.get("answer") not in LABELS:
+                problems.append(problem(f"items.{key}.answer", f"deveria ser {LABELS[0]!r} ou {LABELS[1]!r}"))
+            elif not isinstance(item.get("why"), str) or not item["why"].strip():
+                problems.append(problem(f"items.{key}.why", "obrigatório: a explicação mostrada quando o item está errado"))
+        return problems
+    if kind == "run":
+        return validate_run_fixture(data)
+    return [problem("kind", f"deveria ser \"classification\" ou \"run\" (é {kind!r})")]
+
+
+def validate_run_fixture(data: dict) -> list[str]:
+    from harness.fake_endpoint import expand_response
+
+    problems = unknown_keys(data, {"description", "kind", "task", "workspace", "responses", "max_turns", "expect"})
+    problems += required_text(data, "description", "description")
+    problems += required_text(data, "task", "task")
+    problems += workspace_problems(data.get("workspace"))
+    responses = data.get("responses")
+    if not isinstance(responses, list) or not responses:
+        return problems + [problem("responses", "obrigatório, deveria ser uma lista não vazia de respostas")]
+    for index, response in enumerate(responses):
+        try:
+            expand_response(response, index)
+        except (ValueError, TypeError) as error:
+            problems.append(problem(f"responses[{index}]", str(error)))
+    if "max_turns" in data and (not is_count(data["max_turns"]) or data["max_turns"] < 1):
+        problems.append(problem("max_turns", f"deveria ser um inteiro >= 1 (é {data['max_turns']!r})"))
+    if problems:
+        return problems
+    calls, tokens, _ = expected_run(data)
+    limit = data.get("max_turns", len(responses))
+    ends = any(r.get("stop_reason") != "tool_use" for r in responses[:limit])
+    if not ends and calls < data.get("max_turns", 10**9):
+        problems.append(problem("responses", "o roteiro acaba antes de o modelo encerrar; acrescente uma resposta final ou defina max_turns"))
+    expect = data.get("expect")
+    if not isinstance(expect, dict):
+        return problems + [problem("expect", "obrigatório, deveria ser {model_calls, tokens_used}")]
+    problems += unknown_keys(expect, {"model_calls", "tokens_used"}, "expect")
+    if expect.get("model_calls") != calls:
+        problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {calls} chamada(s) (está {expect.get('model_calls')!r})"))
+    if expect.get("tokens_used") != tokens:
+        problems.append(problem("expect.tokens_used", f"pela soma do usage do roteiro, deveria ser {tokens} (está {expect.get('tokens_used')!r})"))
+    return problems
+
+
+# ----------------------------------------------------------------- level 1
+
+
+def student_classification(ctx: Context) -> dict:
+    answer = ctx.student_answer("CLASSIFICATION")
+    if not isinstance(answer, dict):
+        raise CheckFailed(
+            f"CLASSIFICATION deveria ser um dicionário item -> \"memória\" ou \"estado de execução\", "
+            f"mas é {type(answer).__name__}.",
+            expected="um dict", observed=answer,
+        )
+    return answer
+
+
+@EXERCISE.check(
+    level=1,
+    per_fixture=True,
+    applies=is_kind("classification"),
+    title="Todos os itens classificados",
+    criterion=(
+        "CLASSIFICATION tem uma entrada para cada item da lista, e cada valor é exatamente "
+        "\"memória\" ou \"estado de execução\"."
+    ),
+)
+def every_item_classified(ctx: Context, fixture: Fixture) -> None:
+    answer = student_classification(ctx)
+    items = fixture.data["items"]
+    missing = [key for key in items if key not in answer]
+    if missing:
+        raise CheckFailed(
+            f"Faltou classificar {len(missing)} item(ns): {', '.join(missing)}. Copie as chaves da "
+            "lista ITEMS, sem mudar a grafia.",
+            expected=sorted(items), observed=sorted(answer),
+        )
+    invalid = {key: answer[key] for key in items if normalized_label(answer[key]) is None}
+    if invalid:
+        raise CheckFailed(
+            "Cada valor precisa ser \"memória\" ou \"estado de execução\"; estes não são: "
+            + ", ".join(f"{key}={value!r}" for key, value in invalid.items()) + ".",
+            expected=list(LABELS), observed=invalid,
+        )
+
+
+@EXERCISE.check(
+    level=1,
+    per_fixture=True,
+    applies=is_kind("classification"),
+    title="Cada item no grupo certo",
+    criterion=(
+        "Memória é o que o modelo já viu (inclusive notas em arquivo, como um NOTES.md); "
+        "estado de execução é o que o processo segura para continuar (messages, turns, "
+        "tokens_used, chamadas sem resultado). Cada item coincide com o gabarito."
+    ),
+)
+def classification_matches(ctx: Context, fixture: Fixture) -> None:
+    answer = student_classification(ctx)
+    items = fixture.data["items"]
+    wrong = [key for key in items if key in answer and normalized_label(answer[key]) not in (None, items[key]["answer"])]
+    unusable = [key for key in items if key not in answer or normalized_label(answer[key]) is None]
+    if unusable:
+        raise CheckFailed(
+            f"Há itens sem classificação válida ({', '.join(unusable)}); resolva primeiro a verificação "
+            "\"Todos os itens classificados\".",
+            expected=f"{len(items)} itens classificados", observed=f"{len(items) - len(unusable)} válidos",
+        )
+    if wrong:
+        reasons = " ".join(f"[{key}] {items[key]['why']}" for key in wrong)
+        raise CheckFailed(
+            f"{len(wrong)} de {len(items)} item(ns) no grupo trocado: {', '.join(wrong)}. {reasons}",
+            expected=f"{len(items)} de {len(items)} certos", observed=f"{len(items) - len(wrong)} certos",
+        )
+
+
+# ----------------------------------------------------------------- level 2: one run per fixture
+
+
+@dataclass
+class AgentRun:
+    state: Any
+    requests: list[dict]
+    calls: list  # ToolCall records from the spy
+    problem: StudentProblem | None = None
+    served: list[dict] = field(default_factory=list)  # the scripted responses the loop received
+
+
+def agent_run(ctx: Context, fixture: Fixture) -> AgentRun:
+    """The student's run_agent on this fixture, once per grading run (memoized)."""
+
+    def compute() -> AgentRun:
+        from harness.fake_endpoint import make_stub_client
+
+        run_agent = ctx.student_function("run_agent")
+        client = make_stub_client(fixture.data["responses"])
+        options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
+        problem_found = None
+        with ctx.tools(fixture, "run_agent") as spy:
+            try:
+                state = ctx.call(run_agent, client, fixture.data["task"], **options)
+            except StudentProblem as raised:
+                if raised.message.startswith(NOT_IMPLEMENTED_PREFIX):
+                    raise
+                state, problem_found = None, raised
+            calls = list(spy.calls)
+        requests = list(client.stub_endpoint.requests)
+        served = fixture.data["responses"][: len(requests)]
+        return AgentRun(state, requests, calls, problem_found, served)
+
+    return ctx.memo(f"run_agent:{fixture.name}", compute)
+
+
+def limit_of(fixture: Fixture) -> int | None:
+    return fixture.data.get("max_turns")
+
+
+def ceiling_problem(run: AgentRun, fixture: Fixture) -> CheckFailed | None:
+    """A loop that kept calling past the ceiling (or past the end of the script)."""
+    calls = fixture.expect["model_calls"]
+    if len(run.requests) <= calls:
+        return None
+    limit = limit_of(fixture)
+    if limit is not None and len(run.requests) > limit:
+        return CheckFailed(
+            f"O modelo deste roteiro nunca encerra, e run_agent fez {len(run.requests)} chamadas com "
+            f"max_turns={limit}: o laço precisa parar quando turns chega a max_turns.",
+            expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
+        )
+    return CheckFailed(
+        f"run_agent continuou chamando o modelo depois de uma resposta com stop_reason diferente de "
+        f"\"tool_use\" ({len(run.requests)} chamadas; o roteiro encerra na {calls}ª).",
+        expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
+    )
+
+
+def require_state(run: AgentRun) -> dict:
+    if run.problem is not None:
+        raise run.problem
+    if not isinstance(run.state, dict):
+        raise CheckFailed(
+            f"run_agent deveria devolver o estado de execução (um dict), mas devolveu {show(run.state, 120)}.",
+            expected="dict com version, task, turns, tokens_used, messages, pending_tool_use",
+            observed=run.state,
+        )
+    if not isinstance(run.state.get("messages"), list):
+        raise CheckFailed(
+            "O estado devolvido não tem a lista messages.",
+            expected="state[\"messages\"] uma lista", observed=run.state.get("messages", "<ausente>"),
+        )
+    return run.state
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Para no end_turn ou no teto MAX_TURNS",
+    criterion=(
+        "run_agent para na primeira resposta com stop_reason diferente de \"tool_use\" e nunca faz "
+        "mais que max_turns chamadas ao modelo, mesmo com um modelo que não para; turns conta as chamadas."
+    ),
+)
+def stops_at_the_right_time(ctx: Context, fixture: Fixture) -> None:
+    run = agent_run(ctx, fixture)
+    too_many = ceiling_problem(run, fixture)
+    if too_many:
+        raise too_many
+    state = require_state(run)
+    calls = fixture.expect["model_calls"]
+    if len(run.requests) < calls:
+        raise CheckFailed(
+            f"run_agent parou cedo: fez {len(run.requests)} chamada(s), mas o modelo só encerra na {calls}ª "
+            "(enquanto a resposta vier com stop_reason \"tool_use\", o laço continua).",
+            expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
+        )
+    if state.get("turns") != calls:
+        raise CheckFailed(
+            f"state[\"turns\"] vale {state.get('turns')!r}, mas o modelo foi chamado {calls} vez(es): "
+            "some 1 a turns a cada chamada.",
+            expected=calls, observed=state.get("turns"),
+        )
+
+
+def _blocks(message: dict) -> list[dict]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _tool_use_ids(message: dict) -> list[str]:
+    return [b.get("id") for b in _blocks(message) if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def protocol_diagnosis(messages: list[dict], refusal: str) -> str:
+    """A Portuguese explanation of why the API refused this conversation."""
+    for index, message in enumerate(messages):
+        ids = _tool_use_ids(message) if message.get("role") == "assistant" else []
+        if not ids:
+            continue
+        following = messages[index + 1 : index + 3]
+        if not following or following[0].get("role") != "user":
+            return (f"O turno com {', '.join(ids)} ficou sem resposta: depois da mensagem do assistente "
+                    "precisa vir uma mensagem do usuário com os tool_result.")
+        blocks = _blocks(following[0])
+        answered = [b.get("tool_use_id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if len(following) > 1 and following[1].get("role") == "user" and set(answered) < set(ids):
+            return ("Os tool_result de um mesmo turno foram em mensagens separadas: todos os resultados "
+                    f"de {', '.join(ids)} vão juntos, numa única mensagem do usuário.")
+        missing = [i for i in ids if i not in answered]
+        if missing:
+            return (f"O modelo pediu {len(ids)} ferramenta(s) no mesmo turno ({', '.join(ids)}), mas a "
+                    f"mensagem seguinte não responde a {', '.join(missing)}: cada tool_use precisa do seu "
+                    "tool_result, com o mesmo tool_use_id.")
+        kinds = [b.get("type") for b in blocks if isinstance(b, dict)]
+        first_other = next((i for i, kind in enumerate(kinds) if kind != "tool_result"), len(kinds))
+        if any(kind == "tool_result" for kind in kinds[first_other:]):
+            return "Os tool_result precisam vir primeiro na mensagem do usuário, antes de qualquer texto."
+    return f"A API recusaria a conversa (HTTP 400): {refusal}"
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Todo tool_use respondido, resultados primeiro",
+    criterion=(
+        "Cada turno com ferramentas é respondido com uma única mensagem do usuário que traz um "
+        "tool_result por tool_use, com o mesmo tool_use_id e na mesma ordem, antes de qualquer texto; "
+        "a API aceita cada pedido e a conversa devolvida não termina com um tool_use sem resposta."
+    ),
+)
+def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
+    from harness.fake_endpoint import validate_messages
+
+    run = agent_run(ctx, fixture)
+    for number, body in enumerate(run.requests, start=1):
+        messages = body.get("messages", [])
+        refusal = validate_messages(messages)
+        if refusal:
+            raise CheckFailed(
+                f"A {number}ª chamada ao modelo foi recusada com HTTP 400. " + protocol_diagnosis(messages, refusal),
+                expected="conversa aceita pela API", observed=refusal,
+            )
+    state = require_state(run)
+    messages = state["messages"]
+    for index, message in enumerate(messages):
+        ids = _tool_use_ids(message) if isinstance(message, dict) and message.get("role") == "assistant" else []
+        if not ids:
+            continue
+        if index + 1 >= len(messages):
+            raise CheckFailed(
+                "A conversa devolvida termina com um tool_use sem resposta: quando o teto chega, o turno "
+                "em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
+                expected=f"tool_result para {', '.join(ids)}", observed="a conversa acaba no tool_use",
+            )
+        answered = [b.get("tool_use_id") for b in _blocks(messages[index + 1]) if b.get("type") == "tool_result"]
+        if answered != ids:
+            raise CheckFailed(
+                f"Na conversa devolvida, a mensagem {index + 1} responde a {answered}, mas o modelo pediu "
+                f"{ids}: um tool_result por tool_use, na mesma ordem.",
+                expected=ids, observed=answered,
+            )
+    refusal = validate_messages(messages)
+    if refusal:
+        raise CheckFailed(protocol_diagnosis(messages, refusal), expected="conversa válida", observed=refusal)
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Cada ferramenta roda uma vez e o resultado volta ao modelo",
+    criterion=(
+        "Cada tool_use executa a ferramenta exatamente uma vez, com a entrada pedida, e o tool_result "
+        "leva o content e o is_error que a ferramenta devolveu (um erro de ferramenta vira is_error "
+        "True e o loop continua)."
+    ),
+)
+def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
+    run = agent_run(ctx, fixture)
+    state = require_state(run)
+    expected_calls = [
+        block for response in run.served for block in response["content"] if block.get("type") == "tool_use"
+    ]
+    observed = [(call.name, call.input) for call in run.calls]
+    wanted = [(block["name"], block["input"]) for block in expected_calls]
+    if observed != wanted:
+        if len(observed) > len(wanted) and all(o in wanted for o in observed):
+            message = "Alguma ferramenta rodou mais de uma vez para o mesmo tool_use: execute cada pedido uma vez só."
+        elif len(observed) < len(wanted):
+            message = (f"O modelo pediu {len(wanted)} execução(ões) de ferramenta e só {len(observed)} "
+                       "aconteceram: todos os tool_use de um turno precisam ser executados.")
+        else:
+            message = "As ferramentas executadas não são as que o modelo pediu (nome, entrada ou ordem)."
+        raise CheckFailed(message, expected=wanted, observed=observed)
+    results = {
+        block.get("tool_use_id"): block
+        for message in state["messages"] if isinstance(message, dict) and message.get("role") == "user"
+        for block in _blocks(message) if isinstance(block, dict) and block.get("type") == "tool_result"
+    }
+    for block, call in zip(expected_calls, run.calls):
+        result = results.get(block["id"])
+        if result is None:
+            raise CheckFailed(
+                f"Não há tool_result para {block['id']} ({block['name']}) na conversa devolvida.",
+                expected=call.result, observed="sem tool_result",
+            )
+        content = result.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        if content != call.result["content"]:
+            raise CheckFailed(
+                f"O tool_result de {block['id']} não traz a saída de `{block['name']}`: o content é o "
+                "campo \"content\" do dict que execute_tool devolveu.",
+                expected=call.result["content"], observed=result.get("content"),
+            )
+        if bool(result.get("is_error")) != bool(call.result["is_error"]):
+            raise CheckFailed(
+                f"`{block['name']}` ({block['id']}) terminou com is_error={call.result['is_error']}, mas o "
+                f"tool_result diz is_error={result.get('is_error')!r}: o modelo precisa saber quando a "
+                "ferramenta falhou.",
+                expected=call.result["is_error"], observed=result.get("is_error"),
+            )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="O estado devolvido: tarefa, mensagens e tokens_used",
+    criterion=(
+        "O estado devolvido começa pela tarefa como primeira mensagem do usuário, guarda cada resposta "
+        "como mensagem do assistente, e tokens_used é a soma de input_tokens + output_tokens de todas "
+        "as respostas."
+    ),
+)
+def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
+    run = agent_run(ctx, fixture)
+    state = require_state(run)
+    task = fixture.data["task"]
+    messages = state["messages"]
+    if not messages or messages[0] != {"role": "user", "content": task}:
+        raise CheckFailed(
+            "A primeira mensagem da conversa deveria ser o pedido do usuário, {\"role\": \"user\", "
+            "\"content\": task} (new_run_state já a monta).",
+            expected={"role": "user", "content": task}, observed=messages[0] if messages else "<vazia>",
+        )
+    assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+    if len(assistant) != len(run.served):
+        raise CheckFailed(
+            f"O modelo respondeu {len(run.served)} vez(es), mas a conversa tem {len(assistant)} mensagem(ns) "
+            "do assistente: cada resposta entra em messages.",
+            expected=len(run.served), observed=len(assistant),
+        )
+    _, tokens, count = expected_run({**fixture.data, "responses": fixture.data["responses"]})
+    if len(messages) != count:
+        raise CheckFailed(
+            f"A conversa devolvida tem {len(messages)} mensagens; um loop correto deixa {count} "
+            "(a tarefa, uma mensagem do assistente por resposta e uma do usuário por turno com ferramentas).",
+            expected=count, observed=len(messages),
+        )
+    if state.get("tokens_used") != tokens:
+        used = state.get("tokens_used")
+        only_output = sum(r["usage"]["output_tokens"] for r in run.served)
+        last = run.served[-1]["usage"]
+        if used == only_output:
+            detail = "só output_tokens foram somados; some input_tokens + output_tokens."
+        elif used == last["input_tokens"] + last["output_tokens"]:
+            detail = "o valor é o da última resposta: acumule com +=, não substitua."
+        else:
+            detail = "some input_tokens + output_tokens de cada resposta."
+        raise CheckFailed(f"tokens_used vale {used!r}, mas deveria ser {tokens}: {detail}", expected=tokens, observed=used)
