@@ -492,6 +492,14 @@ def no_orphan_after_rewind(ctx: Context, fixture: Fixture) -> None:
             expected="nenhum efeito novo", observed=run.world_changed or names,
         )
     pending = run.source["pending_tool_use"] or []
+    if not pending and run.calls:
+        names = ", ".join(sorted({c.name for c in run.calls}))
+        raise CheckFailed(
+            f"O turno {run.turn} tem o ponto B, com os resultados já gravados, mas a rebobinagem executou "
+            f"{names} de novo. Voltar ao ponto A e refazer as chamadas troca o resultado que o modelo viu "
+            "por um novo (o mundo pode ter mudado); use o último ponto do turno.",
+            expected="nenhuma ferramenta executada", observed=names,
+        )
     blocks = result_blocks(scene, len(run.source["messages"]))
     ledger = ledger_of(fixture)
     for call in pending:

@@ -1,0 +1,326 @@
+"""Exercise 5 (rewind and fork): the solution scores 100%, the generated exercise fails every
+check as not implemented, and plausible wrong answers fail with a message naming the mistake.
+
+Two gradings go through a real kernel; the wrong answers run the same checks in-process
+(the notebook's cells executed into a dict), which the engine tests show is equivalent.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
+from grader.checks.runner import run_plan
+from grader.engine import grade, load_exercise
+from grader.fixture_loader import load_fixtures
+from tests.grader_support import defining_cell, namespace_of
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "exercise-5.ipynb"
+EXERCISE_NOTEBOOK = ROOT / "exercises" / "exercise-5.ipynb"
+FIXTURES = ROOT / "grader" / "fixtures" / "exercise-5"
+
+
+def solution() -> nbformat.NotebookNode:
+    return nbformat.read(str(SOLUTION), as_version=4)
+
+
+def replaced(name: str, old: str, new: str) -> nbformat.NotebookNode:
+    notebook = solution()
+    cell = defining_cell(notebook, name)
+    assert old in cell.source, f"{old!r} not in the {name} cell"
+    cell.source = cell.source.replace(old, new)
+    return notebook
+
+
+def defined(name: str, source: str) -> nbformat.NotebookNode:
+    notebook = solution()
+    defining_cell(notebook, name).source = source
+    return notebook
+
+
+def graded(notebook, tmp_path, monkeypatch, level) -> dict[str, dict]:
+    namespace, problems = namespace_of(notebook, monkeypatch)
+    exercise = load_exercise("exercise-5")
+    fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
+    session = Session(namespace=namespace, workdir=tmp_path / "checks", check_timeout=30.0, cell_problems=problems)
+    (tmp_path / "checks").mkdir()
+    results = run_plan("exercise-5", exercise.plan(fixtures, level), fixtures, session)
+    return {result["id"]: result for result in results}
+
+
+def failures(results: dict[str, dict]) -> dict[str, str]:
+    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
+
+
+def assert_fails(results, check_id, *words):
+    failed = failures(results)
+    assert check_id in failed, f"{check_id} passed; failures: {sorted(failed)}"
+    for word in words:
+        assert word in failed[check_id], f"{word!r} not in: {failed[check_id]}"
+
+
+# ----------------------------------------------------------------- real kernel
+
+
+def test_solution_scores_100_percent():
+    report = grade("exercise-5", SOLUTION)
+    assert report.notebook_error is None
+    statuses = {check.id: check.status for check in report.checks}
+    assert len(statuses) == 51
+    assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
+    assert {check.level for check in report.checks} == {1, 2, 3}
+
+
+def test_generated_exercise_fails_every_check_as_not_implemented():
+    report = grade("exercise-5", EXERCISE_NOTEBOOK)
+    assert report.checks and all(check.status != "pass" for check in report.checks)
+    assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
+
+
+# ----------------------------------------------------------------- level 1
+
+
+LISTDIR_SORTED = '''import os
+
+def pick_latest_point(run_dir, turn=None):
+    folder = Path(run_dir) / "checkpoints"
+    if not folder.is_dir():
+        return None
+    names = sorted(os.listdir(folder))
+    if turn is not None:
+        names = [name for name in names if name.startswith(f"turn-{turn:03d}-")]
+    return folder / names[-1] if names else None
+'''
+
+NEWEST_FILE = '''def pick_latest_point(run_dir, turn=None):
+    folder = Path(run_dir) / "checkpoints"
+    if not folder.is_dir():
+        return None
+    candidates = [p for p in folder.iterdir() if parse_point_name(p.name)
+                  and (turn is None or parse_point_name(p.name)[0] == turn)]
+    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+'''
+
+EVERY_SUBFOLDER = '''def pick_latest_point(run_dir, turn=None):
+    points = [p for p in Path(run_dir).rglob("turn-*.json") if parse_point_name(p.name)
+              and (turn is None or parse_point_name(p.name)[0] == turn)]
+    return max(points, key=lambda p: parse_point_name(p.name)) if points else None
+'''
+
+
+def test_sorting_the_folder_listing_picks_the_torn_tmp_file(tmp_path, monkeypatch):
+    results = graded(defined("pick_latest_point", LISTDIR_SORTED), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_the_run[queda-gravando-b]", "turn-002-B.json.tmp", "Um .tmp nunca é um ponto")
+    assert_fails(results, "n1.latest_of_each_turn[queda-gravando-b]", ".tmp")
+    assert "n1.latest_of_the_run[equipe-completa]" not in failures(results)
+
+
+def test_trusting_modification_times_fails_on_a_restored_backup(tmp_path, monkeypatch):
+    results = graded(defined("pick_latest_point", NEWEST_FILE), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_the_run[notas-datas-trocadas]", "data de modificação", "backup")
+    assert set(failures(results)) <= {"n1.latest_of_the_run[notas-datas-trocadas]",
+                                      "n1.latest_of_each_turn[notas-datas-trocadas]"}
+
+
+def test_searching_subfolders_picks_a_point_set_aside_by_a_rewind(tmp_path, monkeypatch):
+    results = graded(defined("pick_latest_point", EVERY_SUBFOLDER), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_the_run[ja-rebobinada]", "rewound-001", "FORA da sequência ativa")
+    assert_fails(results, "n1.latest_of_each_turn[ja-rebobinada]", "rewound-001")
+
+
+def test_the_first_point_instead_of_the_last_says_b_comes_after_a(tmp_path, monkeypatch):
+    notebook = replaced("pick_latest_point", "return max(candidates)[1]", "return min(candidates)[1]")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_each_turn[equipe-completa]", "o ponto B é gravado depois do A")
+    assert_fails(results, "n1.latest_of_the_run[equipe-completa]", "turn-003-A.json")
+
+
+def test_ignoring_the_turn_argument_is_named(tmp_path, monkeypatch):
+    notebook = replaced("pick_latest_point", "(turn is None or parsed[0] == turn)", "True")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_each_turn[equipe-completa]", "Pedi o turno 1", "argumento turn")
+    assert not any(id_.startswith("n1.latest_of_the_run") for id_ in failures(results))
+
+
+# ----------------------------------------------------------------- level 2
+
+
+NAIVE_REWIND = '''def rewind_to(run_dir, turn):
+    scene = read_point(Path(run_dir) / "checkpoints" / f"turn-{turn:03d}-A.json")
+    save_checkpoint(scene, Path(run_dir) / CHECKPOINT_FILE)
+    return scene
+'''
+
+
+def test_rewinding_to_point_a_leaves_the_orphan_the_api_refuses(tmp_path, monkeypatch):
+    results = graded(defined("rewind_to", NAIVE_REWIND), tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.scene_of_the_turn[equipe-completa]", "Voltou ao ponto A")
+    assert_fails(results, "n2.no_orphan_after_rewind[equipe-completa]", "HTTP 400", "ponto A sozinho")
+
+
+def test_point_a_closed_again_reruns_what_point_b_had_recorded(tmp_path, monkeypatch):
+    notebook = replaced(
+        "rewind_to", "    path = pick_latest_point(run_dir, turn)\n",
+        '    path = run_dir / "checkpoints" / f"turn-{turn:03d}-A.json"\n    path = path if path.exists() else None\n',
+    )
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.no_orphan_after_rewind[equipe-completa]", "tem o ponto B", "executou read_file de novo")
+    assert "n2.no_orphan_after_rewind[queda-gravando-b]" not in failures(results)
+
+
+def test_skipping_the_closing_step_sends_an_orphan(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to",
+                        '        scene = reconcile(scene, run_dir / EFFECTS_FILE)\n        save_point(run_dir, scene, "B")\n',
+                        "        pass\n")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.no_orphan_after_rewind[queda-gravando-b]", "HTTP 400", "tool_result")
+    assert_fails(results, "n2.no_orphan_after_rewind[notas-leitura-pendente]", "HTTP 400")
+
+
+def test_the_lesson_3_reconcile_ignores_the_receipt_in_the_ledger(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "scene = reconcile(scene, run_dir / EFFECTS_FILE)",
+                        "from harness.resume import reconcile as reconcile_without_ledger\n"
+                        "        scene = reconcile_without_ledger(scene)")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.no_orphan_after_rewind[queda-gravando-b]", "recibo committed", "lição 3")
+
+
+def test_answering_open_calls_by_running_them_resends_the_email(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "scene = reconcile(scene, run_dir / EFFECTS_FILE)",
+                        "from harness.loop import answer_tool_uses\n"
+                        "        scene['messages'].append({'role': 'user', 'content': answer_tool_uses(scene['pending_tool_use'])})\n"
+                        "        scene['pending_tool_use'] = None")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.no_orphan_after_rewind[queda-gravando-b]", "executou send_email de novo", "recibo")
+
+
+def test_leaving_later_points_in_the_sequence_is_named(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n", "")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.later_points_set_aside[equipe-completa]", "ainda tem turn-002-A.json", "história abandonada")
+
+
+def test_deleting_later_points_loses_history(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
+                        "    for later in list((run_dir / 'checkpoints').glob('turn-*.json')):\n"
+                        "        if parse_point_name(later.name)[0] > turn:\n"
+                        "            later.unlink()\n")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.later_points_set_aside[equipe-completa]", "sumiu", "não apaga a história")
+
+
+def test_forgetting_checkpoint_json_keeps_the_abandoned_story(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    save_checkpoint(scene, run_dir / CHECKPOINT_FILE)\n", "")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.checkpoint_json_is_the_scene[equipe-completa]", "turns=3", "história abandonada")
+
+
+def test_a_missing_turn_must_be_a_timeline_error(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", '    if path is None:\n        raise TimelineError(f"não há ponto gravado para o turno {turn}")\n', "")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.unknown_turn_is_refused[equipe-completa]", "levantou TypeError", "TimelineError")
+
+
+# ----------------------------------------------------------------- level 3
+
+
+COPY_THE_FOLDER = '''import shutil
+
+def fork_from(run_dir, turn, new_run_dir):
+    shutil.copytree(run_dir, new_run_dir)
+    scene = read_point(pick_latest_point(new_run_dir, turn))
+    save_checkpoint(scene, Path(new_run_dir) / CHECKPOINT_FILE)
+    return load_timeline(new_run_dir)
+'''
+
+
+def test_copying_the_whole_folder_is_not_a_fork(tmp_path, monkeypatch):
+    results = graded(defined("fork_from", COPY_THE_FOLDER), tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "mesmo timeline_id")
+    assert_fails(results, "n3.own_sequence_and_blank_ledger[equipe-completa]", "sequência inteira")
+    assert_fails(results, "n3.dry_run_keeps_the_world[equipe-completa]", "o mundo mudou", "dry_run true")
+    assert "n3.original_untouched[equipe-completa]" not in failures(results)
+
+
+def test_a_fork_without_dry_run_doubles_the_email(tmp_path, monkeypatch):
+    notebook = replaced("fork_from", '"dry_run": True,', '"dry_run": False,')
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "dry_run deveria ser true")
+    assert_fails(results, "n3.dry_run_keeps_the_world[equipe-completa]", "decidiu mandar um e-mail")
+    assert "n3.original_untouched[equipe-completa]" not in failures(results)
+
+
+def test_writing_the_timeline_into_the_original_folder_is_caught(tmp_path, monkeypatch):
+    notebook = replaced("fork_from", "write_json_atomic(new_run_dir / TIMELINE_FILE, info)",
+                        "write_json_atomic(run_dir / TIMELINE_FILE, info)")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.original_untouched[equipe-completa]", "a pasta original mudou", "alterou timeline.json")
+    assert_fails(results, "n3.original_untouched[notas-datas-trocadas]", "criou timeline.json")
+    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "não tem timeline.json")
+
+
+def test_copying_the_ledger_is_named(tmp_path, monkeypatch):
+    notebook = replaced("fork_from", "    write_json_atomic(ledger, {})\n",
+                        "    import shutil\n    if (run_dir / EFFECTS_FILE).exists():\n"
+                        "        shutil.copy(run_dir / EFFECTS_FILE, ledger)\n")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.own_sequence_and_blank_ledger[equipe-completa]", "livro-razão da original foi copiado")
+    assert "n3.own_sequence_and_blank_ledger[notas-datas-trocadas]" not in failures(results)
+
+
+def test_a_wrong_parent_is_named(tmp_path, monkeypatch):
+    notebook = replaced("fork_from", '"point": source_point}', '"point": point}')
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.identity_and_parent[queda-gravando-b]", "parent deveria registrar de onde a linha veio")
+    assert "n3.identity_and_parent[equipe-completa]" not in failures(results)
+
+
+# ----------------------------------------------------------------- fixtures as data
+
+
+def test_shipped_fixtures_are_valid_and_cover_every_level():
+    exercise = load_exercise("exercise-5")
+    fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
+    assert len(fixtures) == 6
+    assert sum("rewind" in f.expect for f in fixtures) >= 4
+    assert sum("fork" in f.expect for f in fixtures) >= 4
+    assert any(f.data.get("mtimes") for f in fixtures)
+
+
+def test_a_malformed_fixture_names_each_problem():
+    exercise = load_exercise("exercise-5")
+    data = json.loads((FIXTURES / "equipe-completa.json").read_text(encoding="utf-8"))
+    broken = copy.deepcopy(data)
+    broken["run_dir"]["../fora.json"] = {}
+    broken["run_dir"]["checkpoints/turn-001-A.json"]["turns"] = -1
+    broken["expect"]["latest"] = "turn-099-A.json"
+    broken["expect"]["rewind"] = {"turn": 7, "point": "B"}
+    broken["mtimes"] = {"checkpoints/nao-existe.json": 10}
+    problems = exercise.validate_fixture(broken)
+    joined = "\n".join(problems)
+    assert "run_dir.../fora.json" in joined
+    assert "run_dir.checkpoints/turn-001-A.json.turns" in joined
+    assert "expect.latest" in joined and "expect.rewind" in joined and "mtimes.checkpoints/nao-existe.json" in joined
+    assert exercise.validate_fixture(data) == []
+
+
+def test_an_instructor_fixture_is_graded_like_the_shipped_ones(tmp_path, monkeypatch):
+    """A recorded run dropped into a folder: here, equipe-completa asked to rewind to turn 2."""
+    data = json.loads((FIXTURES / "equipe-completa.json").read_text(encoding="utf-8"))
+    data["expect"]["rewind"] = {"turn": 2, "point": "B"}
+    folder = tmp_path / "extra"
+    folder.mkdir()
+    (folder / "rebobinar-turno-2.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    exercise = load_exercise("exercise-5")
+    fixtures = load_fixtures("exercise-5", (folder,), exercise.validate_fixture)
+    namespace, problems = namespace_of(solution(), monkeypatch)
+    session = Session(namespace=namespace, workdir=tmp_path / "checks", check_timeout=30.0, cell_problems=problems)
+    (tmp_path / "checks").mkdir()
+    plan = [p for p in exercise.plan(fixtures, 2) if p.fixture == "rebobinar-turno-2"]
+    results = run_plan("exercise-5", plan, fixtures, session)
+    assert len(results) == 5 and all(r["status"] == "pass" for r in results)
