@@ -1,0 +1,184 @@
+"""The grading engine end to end: a real kernel per test (kept to one each, and few)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from grader import cli, execution
+from grader.engine import grade
+from tests.grader_support import (
+    SOLUTION,
+    make_notebook,
+    solution_notebook,
+    with_definition,
+    write,
+    write_new_fixtures,
+)
+
+SETUP = "from harness.tools import READ_ONLY_TOOLS, execute_tool"
+RESUME_OK = '''def resume_action(cp):
+    return {c["id"]: ("rerun" if c["name"] in READ_ONLY_TOOLS else "is_error") for c in cp["pending_tool_use"] or []}'''
+
+
+@pytest.fixture(scope="module")
+def solution_run(tmp_path_factory):
+    """`grade exercise-3 --json --junit` on the solution, through the CLI."""
+    folder = tmp_path_factory.mktemp("solution")
+    before = SOLUTION.stat().st_mtime_ns, SOLUTION.read_bytes()
+    junit = folder / "results.xml"
+    out = io.StringIO()  # capsys is function-scoped; this fixture is shared by the module
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["exercise-3", "--notebook", str(SOLUTION), "--json", "--junit", str(junit)])
+    after = SOLUTION.stat().st_mtime_ns, SOLUTION.read_bytes()
+    return code, json.loads(out.getvalue()), junit, before, after
+
+
+def test_solution_scores_100_percent_and_exits_0(solution_run):
+    code, report, _, _, _ = solution_run
+    assert code == 0
+    assert report["score"] == 1.0 and report["passed"] is True
+    assert report["total"] == 28 and report["passed_count"] == 28
+    assert set(report["levels"]) == {"1", "2"}
+    assert report["notebook_error"] is None and report["cell_problems"] == []
+    check = report["checks"][0]
+    assert set(check) >= {"id", "level", "fixture", "title", "criterion", "status", "expected",
+                          "observed", "message", "hint_ref", "output"}
+
+
+def test_student_notebook_is_never_written(solution_run):
+    _, _, _, before, after = solution_run
+    assert before == after  # same mtime, same bytes
+
+
+def test_junit_report_lists_every_check(solution_run):
+    _, report, junit, _, _ = solution_run
+    root = ET.parse(junit).getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == report["total"]
+    assert root.find("testsuite").get("failures") == "0"
+    assert {case.get("name") for case in cases} == {c["id"] for c in report["checks"]}
+
+
+def test_generated_exercise_fails_every_check_as_not_implemented(tmp_path):
+    from authoring.exercises import build_exercise_notebook
+
+    exercise, _ = build_exercise_notebook(solution_notebook(), "exercise-3.ipynb")
+    report = grade("exercise-3", write(exercise, tmp_path / "exercise-3.ipynb"))
+    assert report.notebook_error is None
+    assert report.checks and report.score == 0.0
+    for check in report.checks:
+        assert check.status == "fail"
+        assert "ainda não implementado" in check.message.lower(), (check.id, check.message)
+
+
+def test_one_wrong_answer_end_to_end_through_the_kernel_spy(tmp_path):
+    from tests.test_grader_checks import RERUN_EVERYTHING
+
+    notebook = with_definition("reconcile", RERUN_EVERYTHING)
+    report = grade("exercise-3", write(notebook, tmp_path / "rerun.ipynb"), level=2)
+    failed = {c.id: c.message for c in report.checks if not c.passed}
+    assert set(failed) == {"n2.high_impact_not_repeated[cpC]", "n2.high_impact_not_repeated[incident-duplicate-email]"}
+    assert all("reexecutou `send_email`" in message for message in failed.values())
+    assert report.passed is False and 0 < report.score < 1
+
+
+def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
+    notebook = make_notebook(
+        SETUP,
+        'def resume_action(cp):\n    raise ValueError("quebrou")',
+        "def reconcile(cp)\n    return cp",  # syntax error
+        "import sys\nsys.exit()",
+        "while True:\n    pass",
+        "grande = bytearray(3 * 1024 ** 3)",
+        'ROOT_CAUSE = "B"',
+    )
+    report = grade("exercise-3", write(notebook, tmp_path / "bad.ipynb"), cell_timeout=3, memory_limit_mb=1024)
+    assert report.notebook_error is None
+    problems = {p.cell: p.message for p in report.cell_problems}
+    assert "erro de sintaxe" in problems[3]
+    assert "chamou sys.exit()" in problems[4]
+    assert "não terminou em 3 s" in problems[5]
+    assert "ficou sem memória" in problems[6]
+    by_id = {c.id: c for c in report.checks}
+    assert by_id["n2.root_cause_identified"].passed  # the cells after the trouble still ran
+    assert "`resume_action` levantou ValueError: quebrou" in by_id["n1.resume_action_decides[cpB]"].message
+    reconcile_message = by_id["n2.clears_pending[cpB]"].message
+    assert "a célula 3" in reconcile_message and "SyntaxError" in reconcile_message
+
+
+def test_bad_functions_fail_their_checks_and_the_kernel_survives(tmp_path):
+    notebook = make_notebook(
+        SETUP,
+        "def resume_action(cp):\n    while True:\n        pass",
+        "import os\ndef reconcile(cp):\n    os._exit(3)",
+    )
+    report = grade("exercise-3", write(notebook, tmp_path / "bad.ipynb"), check_timeout=1)
+    by_id = {c.id: c.message for c in report.checks}
+    for fixture in ("cpA", "cpB", "cpC", "incident-duplicate-email"):
+        assert "não terminou em 1 s" in by_id[f"n1.resume_action_decides[{fixture}]"]
+        assert "chamou os._exit(3)" in by_id[f"n2.keeps_counters[{fixture}]"]
+    assert "`ROOT_CAUSE` não foi definida no notebook" in by_id["n2.root_cause_identified"]
+
+
+def test_kernel_death_in_a_cell_fails_every_check_with_a_clear_message(tmp_path):
+    notebook = make_notebook(SETUP, RESUME_OK, "import os\nos._exit(1)", 'ROOT_CAUSE = "B"')
+    report = grade("exercise-3", write(notebook, tmp_path / "dies.ipynb"))
+    assert report.notebook_error and "O kernel do Python morreu ao executar a célula 3 (`import os`)" in report.notebook_error
+    assert report.checks and all(c.message == report.notebook_error for c in report.checks)
+
+
+def test_kernel_death_during_a_check_names_that_check(tmp_path):
+    killer = '''import os, signal
+def resume_action(cp):
+    if cp["pending_tool_use"] and cp["pending_tool_use"][0]["name"] == "send_email":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {c["id"]: "rerun" for c in cp["pending_tool_use"] or []}'''
+    report = grade("exercise-3", write(make_notebook(SETUP, killer), tmp_path / "kills.ipynb"))
+    by_id = {c.id: c for c in report.checks}
+    assert by_id["n1.resume_action_decides[cpA]"].passed and by_id["n1.resume_action_decides[cpB]"].passed
+    assert "morreu durante esta verificação" in by_id["n1.resume_action_decides[cpC]"].message
+    assert "durante a verificação n1.resume_action_decides[cpC]" in by_id["n2.root_cause_identified"].message
+
+
+def test_total_timeout_kills_a_kernel_that_ignores_interrupts(tmp_path, monkeypatch):
+    monkeypatch.setattr(execution, "KILL_GRACE", 1.0)
+    stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    report = grade("exercise-3", write(make_notebook(SETUP, stubborn), tmp_path / "stuck.ipynb"),
+                   cell_timeout=60, total_timeout=3)
+    assert "não terminou de executar dentro do limite total de 3 s" in report.notebook_error
+    assert all(not c.passed for c in report.checks)
+
+
+def test_grade_fixtures_reports_malformed_broken_and_new_fixtures(tmp_path, capsys):
+    folder = write_new_fixtures(tmp_path / "private")
+    (folder / "no-turns.json").write_text(json.dumps({
+        "description": "sem turns",
+        "checkpoint": {"version": 1, "task": "t", "tokens_used": 0, "pending_tool_use": None,
+                       "messages": [{"role": "user", "content": "oi"}]},
+        "expect": {"resume_action": {}},
+    }), encoding="utf-8")
+    broken = json.loads((SOLUTION.parent.parent / "grader/fixtures/exercise-3/cpC.json").read_text(encoding="utf-8"))
+    broken["expect"]["resume_action"] = {"toolu_01B": "rerun"}  # wrong: send_email is high impact
+    (folder / "wrong-expectation.json").write_text(json.dumps(broken), encoding="utf-8")
+
+    code = cli.main(["fixtures", "exercise-3", "--fixtures", str(folder),
+                     "--solutions", str(SOLUTION.parent)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "no-turns.json: campo `checkpoint.turns`: obrigatório" in out
+    assert "QUEBRADA  wrong-expectation" in out
+    assert "n1.resume_action_decides[wrong-expectation]" in out
+    for name in ("cpA", "cpB", "cpC", "incident-duplicate-email", "pending-grep", "pending-create-ticket"):
+        assert f"ok        {name}:" in out
+
+
+def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys):
+    from grader.notebook_api import check
+
+    assert check("exercise-3", level=1, notebook=SOLUTION) is None
+    out = capsys.readouterr().out
+    assert "Nível 1" in out and "Pontuação: 4/4 verificações (100%)." in out

@@ -1,0 +1,127 @@
+"""Fixtures as data: discovery, instructor folders, YAML, and shape validation by file and field."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from grader import cli, fixture_loader
+from grader.engine import load_exercise
+from grader.errors import FixtureError
+from grader.fixture_loader import load_fixtures, read_fixture_files
+from tests.grader_support import fixture_data, write_new_fixtures
+
+VALIDATE = load_exercise("exercise-3").validate_fixture
+
+
+def problems_of(folder, name):
+    files = read_fixture_files("exercise-3", [folder], VALIDATE)
+    return next(item.problems for item in files if item.name == name)
+
+
+def test_shipped_fixtures_are_valid_and_discovered_by_file_name():
+    files = read_fixture_files("exercise-3", (), VALIDATE)
+    assert [f.name for f in files] == ["cpA", "cpB", "cpC", "incident-duplicate-email"]
+    assert all(f.problems == [] for f in files)
+    incident = fixture_data("incident-duplicate-email")
+    assert len(incident["workspace"]["outbox"]) == 1 and incident["expect"]["outbox_after"] == 1
+
+
+def test_a_file_dropped_in_the_fixture_folder_is_picked_up(tmp_path, monkeypatch):
+    shipped = tmp_path / "fixtures"
+    (shipped / "exercise-3").mkdir(parents=True)
+    for name in ("cpA", "cpB"):
+        (shipped / "exercise-3" / f"{name}.json").write_text(json.dumps(fixture_data(name)), encoding="utf-8")
+    monkeypatch.setattr(fixture_loader, "FIXTURES_ROOT", shipped)
+    exercise = load_exercise("exercise-3")
+    before = [p.id for p in exercise.plan(load_fixtures("exercise-3", (), VALIDATE))]
+    write_new_fixtures(shipped / "exercise-3")
+    after = [p.id for p in exercise.plan(load_fixtures("exercise-3", (), VALIDATE))]
+    added = set(after) - set(before)
+    assert "n2.reruns_read_only[pending-grep]" in added
+    assert "n2.high_impact_not_repeated[pending-create-ticket]" in added
+    assert "n2.high_impact_not_repeated[cpB]" not in after  # cpB has no high-impact call
+
+
+def test_instructor_folder_can_hold_exercise_subfolders_and_yaml(tmp_path):
+    folder = tmp_path / "private" / "exercise-3"
+    folder.mkdir(parents=True)
+    (folder / "em-yaml.yaml").write_text(yaml.safe_dump(fixture_data("cpB"), allow_unicode=True), encoding="utf-8")
+    names = [f.name for f in load_fixtures("exercise-3", [tmp_path / "private"], VALIDATE)]
+    assert names[-1] == "em-yaml" and len(names) == 5
+
+
+BASE = fixture_data("cpC")
+
+
+def broken(**changes):
+    data = json.loads(json.dumps(BASE))
+    for dotted, value in changes.items():
+        target = data
+        *path, last = dotted.split("__")
+        for key in path:
+            target = target[key]
+        if value is KeyError:
+            del target[last]
+        else:
+            target[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (broken(checkpoint__turns=KeyError), "campo `checkpoint.turns`: obrigatório"),
+        (broken(checkpoint__turns="nove"), "campo `checkpoint.turns`: deveria ser um inteiro >= 0 (é 'nove')"),
+        (broken(checkpoint__version=2), "campo `checkpoint.version`: deveria ser 1 (é 2)"),
+        (broken(checkpoint__pending_tool_use=None), "campo `checkpoint.pending_tool_use`: é null, mas a última mensagem tem tool_use"),
+        (broken(expect__resume_action={"toolu_01B": "reexecutar"}), "campo `expect.resume_action.toolu_01B`: deveria ser \"rerun\" ou \"is_error\""),
+        (broken(expect__resume_action={"toolu_X": "is_error"}), "as chaves deveriam ser exatamente os ids pendentes ['toolu_01B']"),
+        (broken(expect__outbox_after=-1), "campo `expect.outbox_after`: deveria ser um inteiro >= 0"),
+        (broken(expect__surpresa=1), "campo `expect.surpresa`: chave desconhecida"),
+        (broken(workspace__files={"../fora.md": "x"}), "precisa ficar dentro da sandbox"),
+        (broken(description=KeyError), "campo `description`: obrigatório"),
+        (broken(expect=KeyError), "campo `expect`: obrigatório"),
+    ],
+)
+def test_malformed_fixture_names_file_and_field(data, words, tmp_path):
+    (tmp_path / "ruim.json").write_text(json.dumps(data), encoding="utf-8")
+    problems = problems_of(tmp_path, "ruim")
+    assert any(words in problem for problem in problems), problems
+    assert problems and all(problem.startswith(f"{tmp_path / 'ruim.json'}: ") for problem in problems)
+    with pytest.raises(FixtureError) as raised:
+        load_fixtures("exercise-3", [tmp_path], VALIDATE)
+    assert words in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "file_name, content, words",
+    [
+        ("quebrado.json", '{"description": ', "JSON inválido na linha 1"),
+        ("lista.json", "[1]", "deveria ser um objeto (mapeamento) no topo"),
+        ("ruim.yaml", "a: [1, 2", "YAML inválido"),
+    ],
+)
+def test_unreadable_fixture_files(file_name, content, words, tmp_path):
+    (tmp_path / file_name).write_text(content, encoding="utf-8")
+    files = read_fixture_files("exercise-3", [tmp_path], VALIDATE)
+    assert any(words in p for f in files for p in f.problems)
+
+
+def test_duplicate_fixture_name_and_missing_folder(tmp_path):
+    (tmp_path / "cpA.json").write_text(json.dumps(fixture_data("cpA")), encoding="utf-8")
+    duplicated = [p for f in read_fixture_files("exercise-3", [tmp_path], VALIDATE) for p in f.problems]
+    assert any("repete a fixture grader/fixtures/exercise-3/cpA.json" in p for p in duplicated)
+    missing = [p for f in read_fixture_files("exercise-3", [tmp_path / "nada"], VALIDATE) for p in f.problems]
+    assert any("a pasta de fixtures não existe" in p for p in missing)
+
+
+def test_grade_fixtures_shape_only_reports_file_and_field(tmp_path, capsys):
+    (tmp_path / "sem-turns.json").write_text(json.dumps(broken(checkpoint__turns=KeyError)), encoding="utf-8")
+    code = cli.main(["fixtures", "exercise-3", "--fixtures", str(tmp_path), "--shape-only"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "PROBLEMA  sem-turns" in out and "sem-turns.json: campo `checkpoint.turns`: obrigatório" in out
+    assert "forma ok  cpA" in out
+    assert cli.main(["fixtures", "exercise-3", "--shape-only"]) == 0

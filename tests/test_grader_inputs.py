@@ -1,0 +1,164 @@
+"""Bad inputs that never reach a kernel, the CLI's contract, and the report renderers."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from grader import cli, render
+from grader.engine import grade
+from grader.environment import GRADER_ENV
+from grader.errors import UnknownExercise
+from grader.results import CellProblem, CheckResult, GradeReport
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("texto.ipynb", b"print('oi')\n", "o conteúdo não é JSON (linha 1, coluna 1"),
+        ("lista.ipynb", b"[1, 2, 3]", "é JSON, mas não é um notebook do Jupyter"),
+        ("vazio.ipynb", b"", "está vazio"),
+        ("binario.ipynb", bytes(range(256)), "não é texto UTF-8"),
+        ("cortado.ipynb", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {', "não é JSON"),
+        ("estranho.ipynb", b'{"cells": [{"cell_type": "foo"}], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}',
+         "é um notebook corrompido"),
+    ],
+)
+def test_unusable_file_fails_every_check_with_a_portuguese_message(name, content, words, tmp_path):
+    path = tmp_path / name
+    path.write_bytes(content)
+    before = path.stat().st_mtime_ns
+    report = grade("exercise-3", path)
+    assert report.notebook_error and words in report.notebook_error
+    assert report.checks and all(c.status == "fail" and c.message == report.notebook_error for c in report.checks)
+    assert report.score == 0.0 and not report.passed
+    assert path.read_bytes() == content and path.stat().st_mtime_ns == before
+
+
+def test_missing_notebook_and_folder(tmp_path):
+    report = grade("exercise-3", tmp_path / "nao-existe.ipynb")
+    assert "não foi encontrado" in report.notebook_error
+    report = grade("exercise-3", tmp_path)
+    assert "é uma pasta" in report.notebook_error
+
+
+def test_unknown_exercise_names_the_valid_ones(tmp_path):
+    with pytest.raises(UnknownExercise) as raised:
+        grade("exercicio-3", tmp_path / "x.ipynb")
+    message = str(raised.value)
+    assert "Exercício desconhecido: 'exercicio-3'" in message and "exercise-3" in message
+
+
+def test_cli_unknown_exercise_and_level_exit_2(capsys):
+    assert cli.main(["exercise-99"]) == 2
+    assert "Exercício desconhecido: 'exercise-99'" in capsys.readouterr().err
+    assert cli.main(["exercise-3", "--level", "9"]) == 2
+    assert "não tem nível 9; os níveis dele são: 1, 2" in capsys.readouterr().err
+
+
+def test_cli_without_arguments_shows_help(capsys):
+    assert cli.main([]) == 2
+    out = capsys.readouterr().out
+    assert "grade exercise-N" in out and "fixtures" in out
+
+
+def test_cli_default_notebook_is_found_from_the_project_root(tmp_path, monkeypatch, capsys):
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "exercise-3.ipynb").write_text("não é json", encoding="utf-8")
+    (tmp_path / "lessons").mkdir()
+    monkeypatch.chdir(tmp_path / "lessons")
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
+    assert cli.main(["exercise-3", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["notebook"].endswith("exercises/exercise-3.ipynb")
+    assert "não é JSON" in report["notebook_error"]
+
+
+def test_cli_writes_junit_and_exits_1_on_failure(tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text("[]", encoding="utf-8")
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
+    junit = tmp_path / "out" / "junit.xml"
+    assert cli.main(["exercise-3", "--notebook", str(bad), "--junit", str(junit)]) == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == suite.get("tests") != "0"
+    assert "não é um notebook do Jupyter" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ renderers
+
+
+def sample_report() -> GradeReport:
+    checks = [
+        CheckResult("n1.a[cpA]", 1, "cpA", "Decide a ação", "critério 1", "pass", hint_ref="grade hint exercise-3 --level 1"),
+        CheckResult("n2.b[cpC]", 2, "cpC", "Não reenvia <e-mail>", "critério & 2", "fail",
+                    expected="0 envios", observed="1 envio", message="reexecutou `send_email`",
+                    hint_ref="grade hint exercise-3 --level 2", output="olá\n"),
+    ]
+    return GradeReport("exercise-3", checks, notebook="exercises/exercise-3.ipynb", title="Retomando",
+                       level_titles={1: "Nível um", 2: "Nível dois"},
+                       cell_problems=[CellProblem(4, "import sys", "SystemExit", "", "A célula 4 chamou sys.exit()")])
+
+
+def test_text_report_shows_levels_expectations_score_and_hint():
+    text = render.text_report(sample_report())
+    assert "Nível 1 — Nível um  (1/1)" in text and "Nível 2 — Nível dois  (0/1)" in text
+    assert "FALHOU  [cpC] Não reenvia <e-mail>" in text
+    assert "Esperado: 0 envios" in text and "Obtido: 1 envio" in text
+    assert "Problema: reexecutou `send_email`" in text and "Critério: critério & 2" in text
+    assert "A célula 4 chamou sys.exit()" in text
+    assert "Pontuação: 1/2 verificações (50%)." in text
+    assert "grade hint exercise-3 --level 2" in text
+
+
+def test_html_report_escapes_and_marks_status():
+    page = render.html_report(sample_report())
+    assert "Não reenvia &lt;e-mail&gt;" in page and "critério &amp; 2" in page
+    assert page.count('class="ok"') == 1 and page.count('class="no"') == 1
+
+
+def test_json_and_junit_reports():
+    report = sample_report()
+    data = json.loads(render.json_report(report))
+    assert data["score"] == 0.5 and data["passed"] is False
+    assert data["levels"]["2"] == {"title": "Nível dois", "score": 0.0, "passed": False}
+    assert GradeReport.from_dict(data).to_dict() == data
+    suite = ET.fromstring(render.junit_report(report)).find("testsuite")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["n1.a[cpA]", "n2.b[cpC]"]
+    failure = cases[1].find("failure")
+    assert failure.get("message") == "reexecutou `send_email`" and "Esperado: 0 envios" in failure.text
+    assert cases[1].find("system-out").text == "olá\n"
+
+
+# ------------------------------------------------------------------ the in-notebook API
+
+
+def test_check_is_a_no_op_while_the_grader_runs_the_notebook(monkeypatch, capsys):
+    from grader import notebook_api
+
+    monkeypatch.setenv(GRADER_ENV, "1")
+    monkeypatch.setattr(notebook_api.subprocess, "run", lambda *a, **k: pytest.fail("must not grade"))
+    assert notebook_api.check("exercise-3") is None
+    assert "não roda enquanto o corretor executa" in capsys.readouterr().out
+
+
+def test_check_explains_a_grader_error(monkeypatch, capsys, tmp_path):
+    from grader import notebook_api
+
+    monkeypatch.delenv(GRADER_ENV, raising=False)
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
+    notebook_api.check("exercise-42", notebook=tmp_path / "x.ipynb")
+    assert "Não consegui corrigir: grade: Exercício desconhecido: 'exercise-42'" in capsys.readouterr().out
+
+
+def test_fixture_helpers_give_fresh_copies(tmp_path):
+    from grader.notebook_api import fixture_checkpoint, fixture_workspace
+
+    first = fixture_checkpoint("exercise-3", "cpB")
+    first["messages"].clear()
+    assert fixture_checkpoint("exercise-3", "cpB")["messages"]
+    world = fixture_workspace("exercise-3", "incident-duplicate-email", tmp_path)
+    assert len(world.emails()) == 1
+    assert (world.sandbox / "notes" / "conclusoes.md").is_file()
