@@ -82,20 +82,22 @@ def run_checks(
     namespace: dict,
     workdir: Path,
     *,
+    exercise: str = "exercise-3",
     fixture_dirs=(),
     fixtures: list[Fixture] | None = None,
     level: int | None = None,
     check_timeout: float = 10.0,
     cell_problems: list[CellProblemInfo] | None = None,
 ) -> dict[str, dict]:
-    """Plan and run exercise-3's checks in this process; results by check id."""
-    exercise = load_exercise("exercise-3")
+    """Plan and run an exercise's checks in this process; results by check id."""
+    spec = load_exercise(exercise)
     if fixtures is None:
-        fixtures = load_fixtures("exercise-3", fixture_dirs, exercise.validate_fixture)
-    plan = exercise.plan(fixtures, level)
+        fixtures = load_fixtures(exercise, fixture_dirs, spec.validate_fixture)
+    plan = spec.plan(fixtures, level)
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     session = Session(namespace=namespace, workdir=Path(workdir), check_timeout=check_timeout,
                       cell_problems=cell_problems or [])
-    results = run_plan("exercise-3", plan, fixtures, session)
+    results = run_plan(exercise, plan, fixtures, session)
     return {result["id"]: result for result in results}
 
 
