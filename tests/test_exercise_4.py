@@ -1,0 +1,421 @@
+"""Exercise-4: the solution scores 100%, the generated exercise fails every check as not
+implemented, and plausible wrong answers fail the check that names their mistake.
+
+Wrong answers run in-process (the notebook's cells executed into a dict, then the same
+runner the kernel uses); the two end-to-end cases go through the real engine and kernel.
+"""
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.checks.framework import Session
+from grader.checks.runner import run_plan
+from grader.engine import grade, load_exercise
+from grader.fixture_loader import load_fixtures
+from tests.grader_support import namespace_of
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "exercise-4.ipynb"
+EXERCISE = ROOT / "exercises" / "exercise-4.ipynb"
+NOT_IMPLEMENTED = "Ainda não implementado"
+
+
+def solution_notebook() -> nbformat.NotebookNode:
+    return nbformat.read(str(SOLUTION), as_version=4)
+
+
+def with_cell(cell_id: str, source: str) -> nbformat.NotebookNode:
+    notebook = copy.deepcopy(solution_notebook())
+    [cell] = [c for c in notebook.cells if c.get("id") == cell_id]
+    cell.source = source
+    return notebook
+
+
+def with_edit(cell_id: str, old: str, new: str) -> nbformat.NotebookNode:
+    notebook = copy.deepcopy(solution_notebook())
+    [cell] = [c for c in notebook.cells if c.get("id") == cell_id]
+    assert old in cell.source, f"{old!r} not in cell {cell_id}"
+    cell.source = cell.source.replace(old, new)
+    return notebook
+
+
+def run_level(notebook, level: int, tmp_path: Path, monkeypatch) -> dict[str, dict]:
+    namespace, problems = namespace_of(notebook, monkeypatch)
+    exercise = load_exercise("exercise-4")
+    fixtures = load_fixtures("exercise-4", (), exercise.validate_fixture)
+    plan = exercise.plan(fixtures, level)
+    workdir = Path(tempfile.mkdtemp(prefix="checks-", dir=tmp_path))
+    session = Session(namespace=namespace, workdir=workdir, check_timeout=20.0, cell_problems=problems)
+    return {r["id"]: r for r in run_plan("exercise-4", plan, fixtures, session)}
+
+
+def failures(results: dict[str, dict]) -> dict[str, str]:
+    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
+
+
+# ------------------------------------------------------------------ end to end (real kernel)
+
+
+def test_solution_scores_100_percent():
+    report = grade("exercise-4", SOLUTION)
+    assert report.notebook_error is None
+    failed = {c.id: c.message for c in report.checks if c.status != "pass"}
+    assert failed == {}
+    assert {c.level for c in report.checks} == {1, 2, 3, 4}
+    assert len(report.checks) >= 30
+
+
+def test_generated_exercise_fails_every_check_as_not_implemented():
+    report = grade("exercise-4", EXERCISE)
+    assert report.checks
+    for check in report.checks:
+        assert check.status != "pass", check.id
+        assert check.message.startswith(NOT_IMPLEMENTED), (check.id, check.message)
+
+
+# ------------------------------------------------------------------ level 1
+
+ANSWERS_BY_RETURN_VALUE = '''ANSWERS = {
+    "enviar_email_sem_chave": IDEMPOTENTE,          # same return text both times
+    "enviar_email_mesma_chave": NAO_IDEMPOTENTE,    # the second answer differs
+    "ler_arquivo": IDEMPOTENTE,
+    "acrescentar_linha_log": NAO_IDEMPOTENTE,
+    "gravar_status_fixo": IDEMPOTENTE,
+    "somar_contador": NAO_IDEMPOTENTE,
+    "apagar_arquivo_se_existir": NAO_IDEMPOTENTE,   # the second call reports an error
+    "ensure_ticket_mesmo_titulo": NAO_IDEMPOTENTE,  # "criado" then "já existia"
+    "create_ticket_mesmo_titulo": NAO_IDEMPOTENTE,
+}
+'''
+
+ANSWERS_OVERWRITE_MEANS_IDEMPOTENT = '''ANSWERS = {
+    "enviar_email_sem_chave": NAO_IDEMPOTENTE,
+    "enviar_email_mesma_chave": IDEMPOTENTE,
+    "ler_arquivo": IDEMPOTENTE,
+    "acrescentar_linha_log": NAO_IDEMPOTENTE,
+    "gravar_status_fixo": IDEMPOTENTE,
+    "somar_contador": IDEMPOTENTE,                 # "it rewrites the whole file"
+    "apagar_arquivo_se_existir": IDEMPOTENTE,
+    "ensure_ticket_mesmo_titulo": IDEMPOTENTE,
+    "create_ticket_mesmo_titulo": IDEMPOTENTE,     # "tickets.json is rewritten with os.replace"
+}
+'''
+
+ANSWERS_FREE_TEXT = '''ANSWERS = {
+    "enviar_email_sem_chave": "não",
+    "enviar_email_mesma_chave": "sim",
+}
+'''
+
+
+def test_level_1_solution_passes(tmp_path, monkeypatch):
+    assert failures(run_level(solution_notebook(), 1, tmp_path, monkeypatch)) == {}
+
+
+def test_level_1_judging_by_return_value_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell("ex4-03", ANSWERS_BY_RETURN_VALUE), 1, tmp_path, monkeypatch))
+    assert set(failed) == {"n1.answers_judge_by_effect"}
+    message = failed["n1.answers_judge_by_effect"]
+    assert "enviar_email_sem_chave" in message and "valor devolvido é igual" in message
+    assert "mais 3 operação(ões)" in message
+
+
+def test_level_1_rewriting_the_file_is_not_enough(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell("ex4-03", ANSWERS_OVERWRITE_MEANS_IDEMPOTENT), 1, tmp_path, monkeypatch))
+    assert set(failed) == {"n1.answers_judge_by_effect"}
+    assert "acréscimo disfarçado" in failed["n1.answers_judge_by_effect"]
+
+
+def test_level_1_incomplete_or_free_text_answers_fail(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell("ex4-03", ANSWERS_FREE_TEXT), 1, tmp_path, monkeypatch))
+    assert "Faltam operações" in failed["n1.answers_are_complete"]
+    labels = ANSWERS_BY_RETURN_VALUE.replace("NAO_IDEMPOTENTE", '"não"')
+    failed = failures(run_level(with_cell("ex4-03", labels), 1, tmp_path, monkeypatch))
+    assert "não é um dos dois" in failed["n1.answers_are_complete"]
+
+
+# ------------------------------------------------------------------ level 2
+
+LEDGER_CELL = '''def load_effects(path):
+{load}
+
+
+def save_effect(path, tool_use_id, record):
+{save}
+'''
+GOOD_LOAD = '''    try:
+        texto = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        livro = json.loads(texto)
+    except json.JSONDecodeError as erro:
+        raise EffectsLedgerError(path, erro.msg) from None
+    if not isinstance(livro, dict):
+        raise EffectsLedgerError(path, "não é um objeto")
+    for chave, registro in livro.items():
+        if not isinstance(registro, dict) or registro.get("status") not in RECEIPT_STATUSES:
+            raise EffectsLedgerError(path, f"registro inválido: {chave}")
+    return livro'''
+GOOD_SAVE = '''    livro = load_effects(path)
+    livro[tool_use_id] = record
+    write_json_atomic(path, livro)'''
+FORGIVING_LOAD = '''    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}'''
+RAW_ERROR_LOAD = '''    if not Path(path).exists():
+        return {}
+    return json.loads(Path(path).read_text(encoding="utf-8"))'''
+IN_PLACE_SAVE = '''    livro = load_effects(path)
+    livro[tool_use_id] = record
+    with open(path, "w", encoding="utf-8") as arquivo:
+        json.dump(livro, arquivo)'''
+FORGETFUL_SAVE = '''    write_json_atomic(path, {tool_use_id: record})'''
+FRESH_ON_CORRUPT_SAVE = '''    try:
+        livro = load_effects(path)
+    except EffectsLedgerError:
+        livro = {}
+    livro[tool_use_id] = record
+    write_json_atomic(path, livro)'''
+
+
+def ledger_cell(load=GOOD_LOAD, save=GOOD_SAVE):
+    return with_cell("ex4-05", LEDGER_CELL.format(load=load, save=save))
+
+
+def test_level_2_solution_and_a_rewritten_correct_answer_pass(tmp_path, monkeypatch):
+    assert failures(run_level(solution_notebook(), 2, tmp_path, monkeypatch)) == {}
+    assert failures(run_level(ledger_cell(), 2, tmp_path, monkeypatch)) == {}
+
+
+def test_level_2_forgiving_loader_fails_closed_check(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(load=FORGIVING_LOAD), 2, tmp_path, monkeypatch))
+    assert "n2.corrupt_ledger_fails_closed" in failed
+    message = failed["n2.corrupt_ledger_fails_closed"]
+    assert "nunca começou" in message and "falha fechada" in message
+
+
+def test_level_2_raw_json_error_is_not_the_ledger_error(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(load=RAW_ERROR_LOAD), 2, tmp_path, monkeypatch))
+    assert "não com EffectsLedgerError" in failed["n2.corrupt_ledger_fails_closed"]
+    assert "n2.missing_ledger_is_empty" not in failed
+
+
+def test_level_2_writing_in_place_is_not_atomic(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(save=IN_PLACE_SAVE), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.save_effect_is_atomic"}
+    assert "direto no lugar" in failed["n2.save_effect_is_atomic"]
+
+
+def test_level_2_save_that_forgets_other_records_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(save=FORGETFUL_SAVE), 2, tmp_path, monkeypatch))
+    assert "apagou o primeiro registro" in failed["n2.save_effect_round_trips"]
+    assert "substituiu um livro-razão corrompido" in failed["n2.save_effect_refuses_corrupt"]
+
+
+def test_level_2_save_that_starts_over_on_corruption_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(save=FRESH_ON_CORRUPT_SAVE), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.save_effect_refuses_corrupt"}
+
+
+# ------------------------------------------------------------------ level 3
+
+LESSON_3_RECONCILE = '''def reconcile(cp, effects_path):
+    resultados = []
+    for chamada in cp["pending_tool_use"] or []:
+        if chamada["name"] in READ_ONLY_TOOLS:
+            saida = execute_tool(chamada["name"], chamada["input"])
+        else:
+            saida = {"content": "Estado de execução desconhecido.", "is_error": True}
+        resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], **saida})
+    if resultados:
+        cp["messages"].append({"role": "user", "content": resultados})
+    cp["pending_tool_use"] = None
+    return cp
+'''
+
+RERUN_WITH_KEY = '''def reconcile(cp, effects_path):
+    livro = load_effects(effects_path)
+    resultados = []
+    for chamada in cp["pending_tool_use"] or []:
+        registro = livro.get(chamada["id"])
+        if registro is not None and registro["status"] == "committed":
+            saida = registro["result"]
+        else:
+            # "the key makes it safe", so every other call runs again
+            saida = execute_and_record(chamada, effects_path)
+        resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], **saida})
+    if resultados:
+        cp["messages"].append({"role": "user", "content": resultados})
+    cp["pending_tool_use"] = None
+    return cp
+'''
+
+RUN_WITHOUT_KEY_OR_RECEIPT = '''def reconcile(cp, effects_path):
+    livro = load_effects(effects_path)
+    resultados = []
+    for chamada in cp["pending_tool_use"] or []:
+        registro = livro.get(chamada["id"])
+        if registro is not None and registro["status"] in SETTLED_STATUSES:
+            saida = registro["result"]
+        elif chamada["name"] in READ_ONLY_TOOLS:
+            saida = execute_tool(chamada["name"], chamada["input"])
+        else:
+            saida = confirmed_effect(chamada, registro, effects_path)
+            if saida is None:
+                saida = execute_tool(chamada["name"], chamada["input"])
+        resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], **saida})
+    if resultados:
+        cp["messages"].append({"role": "user", "content": resultados})
+    cp["pending_tool_use"] = None
+    return cp
+'''
+
+
+def test_level_3_solution_passes(tmp_path, monkeypatch):
+    results = run_level(solution_notebook(), 3, tmp_path, monkeypatch)
+    assert failures(results) == {}
+    assert len(results) >= 20
+
+
+def test_level_3_lesson_3_reconcile_ignores_the_ledger(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell("ex4-08", LESSON_3_RECONCILE), 3, tmp_path, monkeypatch))
+    assert "resultado registrado no recibo" in failed["n3.each_call_takes_its_way[recibo-committed]"]
+    assert "nunca começou" in failed["n3.each_call_takes_its_way[nunca-comecou]"]
+    assert "lição 3" in failed["n3.each_call_takes_its_way[nunca-comecou]"]
+    assert "n3.world_counts[nunca-comecou]" in failed
+    assert "n3.each_call_takes_its_way[tres-chamadas-no-turno]" in failed
+    # What it does right stays right: nothing pending, and the message shape.
+    assert "n3.closes_every_pending_call[recibo-committed]" not in failed
+
+
+def test_level_3_rerunning_everything_with_the_key_is_still_wrong(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell("ex4-08", RERUN_WITH_KEY), 3, tmp_path, monkeypatch))
+    assert "foi executada de novo" in failed["n3.each_call_takes_its_way[intencao-efeito-feito]"]
+    assert "tinha recibo rejected" in failed["n3.each_call_takes_its_way[recusada-pela-valvula]"]
+    # The key kept the outbox at one email: only the instrumented tools see the repeat.
+    assert "n3.world_counts[intencao-efeito-feito]" not in failed
+
+
+def test_level_3_running_without_key_or_receipt_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell("ex4-08", RUN_WITHOUT_KEY_OR_RECEIPT), 3, tmp_path, monkeypatch))
+    assert "idempotency_key=None" in failed["n3.each_call_takes_its_way[nunca-comecou]"]
+    assert "nenhum registro" in failed["n3.ledger_holds_receipts[nunca-comecou]"]
+    assert "n3.ledger_holds_receipts[intencao-efeito-feito]" not in failed
+
+
+# ------------------------------------------------------------------ level 4
+
+RUNNER = "ex4-11"
+
+
+def runner_edit(old, new):
+    return with_edit(RUNNER, old, new)
+
+
+NO_GATE = ('''                decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)''',
+           '''                decisao = approve()  # no gate''')
+ASKS_POLICY_DIRECTLY = (
+    '''                decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)''',
+    '''                decisao = ctx.approver(chamada) if ctx.approver else approve()''')
+PENDING_AS_APPROVED = ('''                if decisao.verdict == "pending":
+                    raise WaitingForApproval(pending_approval_for(chamada, agora))
+''', "")
+IGNORES_DRY_RUN = ('''                elif ctx.dry_run:
+                    saida = dry_run_output(chamada)
+''', "")
+REJECTION_WITHOUT_RECEIPT = (
+    '''                    save_effect(ctx.effects_path, chamada["id"], make_receipt(chamada, saida, "rejected"))\n''', "")
+APPROVAL_BEFORE_LEDGER = '''def run_tool_uses(tool_uses, ctx):
+    resultados = []
+    for chamada in tool_uses:
+        agora = ctx.clock()
+        decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)
+        registro = load_effects(ctx.effects_path).get(chamada["id"])
+        if registro is not None and registro["status"] in SETTLED_STATUSES:
+            saida = registro["result"]
+        elif chamada["name"] in READ_ONLY_TOOLS:
+            saida = execute_tool(chamada["name"], chamada["input"])
+        elif decisao.verdict == "rejected":
+            saida = {"content": f"recusada: {decisao.reason}", "is_error": True}
+            save_effect(ctx.effects_path, chamada["id"], make_receipt(chamada, saida, "rejected"))
+        elif decisao.verdict == "pending":
+            raise WaitingForApproval(pending_approval_for(chamada, agora))
+        elif ctx.dry_run:
+            saida = dry_run_output(chamada)
+        else:
+            saida = execute_and_record(chamada, ctx.effects_path)
+        resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], **saida})
+    return resultados
+'''
+RECORD_BEFORE_EXECUTE = (
+    '''                    saida = execute_and_record(chamada, ctx.effects_path)''',
+    '''                    save_effect(ctx.effects_path, chamada["id"],
+                                make_receipt(chamada, {"content": "feito", "is_error": False}))
+                    saida = execute_tool(chamada["name"], chamada["input"], idempotency_key=chamada["id"])''')
+
+
+def test_level_4_solution_passes(tmp_path, monkeypatch):
+    assert failures(run_level(solution_notebook(), 4, tmp_path, monkeypatch)) == {}
+
+
+def test_level_4_without_the_gate_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(runner_edit(*NO_GATE), 4, tmp_path, monkeypatch))
+    assert "sem passar pela válvula" in failed["n4.order_and_keys"]
+    assert "n4.rejection_is_an_error_result" in failed and "n4.pending_waits" in failed
+
+
+def test_level_4_asking_the_policy_directly_ignores_recorded_approvals(tmp_path, monkeypatch):
+    failed = failures(run_level(runner_edit(*ASKS_POLICY_DIRECTLY), 4, tmp_path, monkeypatch))
+    assert set(failed) == {"n4.approval_bound_to_input_and_time"}
+    assert "use check_approval" in failed["n4.approval_bound_to_input_and_time"]
+
+
+def test_level_4_pending_treated_as_approved_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(runner_edit(*PENDING_AS_APPROVED), 4, tmp_path, monkeypatch))
+    assert "pendente não é aprovado" in failed["n4.pending_waits"]
+    assert "n4.approval_bound_to_input_and_time" in failed
+
+
+def test_level_4_approval_before_ledger_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(with_cell(RUNNER, APPROVAL_BEFORE_LEDGER), 4, tmp_path, monkeypatch))
+    assert set(failed) == {"n4.ledger_before_approval"}
+    assert "consulte o livro-razão primeiro" in failed["n4.ledger_before_approval"]
+
+
+def test_level_4_ignoring_dry_run_touches_the_world(tmp_path, monkeypatch):
+    failed = failures(run_level(runner_edit(*IGNORES_DRY_RUN), 4, tmp_path, monkeypatch))
+    assert set(failed) == {"n4.dry_run_leaves_world"}
+
+
+def test_level_4_rejection_must_leave_a_receipt(tmp_path, monkeypatch):
+    failed = failures(run_level(runner_edit(*REJECTION_WITHOUT_RECEIPT), 4, tmp_path, monkeypatch))
+    assert set(failed) == {"n4.rejection_is_an_error_result"}
+    assert "rejected" in failed["n4.rejection_is_an_error_result"]
+
+
+def test_level_4_recording_before_executing_fails(tmp_path, monkeypatch):
+    failed = failures(run_level(runner_edit(*RECORD_BEFORE_EXECUTE), 4, tmp_path, monkeypatch))
+    assert "Executar primeiro, registrar depois" in failed["n4.order_and_keys"]
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+def test_fixture_validator_names_the_broken_field():
+    exercise = load_exercise("exercise-4")
+    [fixture] = [f for f in load_fixtures("exercise-4", (), exercise.validate_fixture) if f.name == "recibo-committed"]
+    data = copy.deepcopy(fixture.data)
+    assert exercise.validate_fixture(data) == []
+    data["expect"]["ways"] = {"toolu_01TE2": "confirm"}
+    assert any("expect.ways.toolu_01TE2" in p for p in exercise.validate_fixture(data))
+    data["expect"]["ways"] = {"toolu_outro": "reuse"}
+    assert any("ids pendentes" in p for p in exercise.validate_fixture(data))
+    data["effects"]["toolu_01TE2"]["status"] = "feito"
+    assert any("effects.toolu_01TE2" in p for p in exercise.validate_fixture(data))
