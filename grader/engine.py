@@ -56,6 +56,15 @@ def load_exercise(exercise_name: str, level: int | None = None) -> Exercise:
     return exercise
 
 
+def shown_path(path: Path) -> str:
+    """The notebook's path as the person grading typed it, relative to the cwd when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def _failed(planned: PlannedCheck, message: str) -> CheckResult:
     return CheckResult(
         id=planned.id,
@@ -122,7 +131,7 @@ def grade_with_fixtures(
     report = GradeReport(
         exercise=exercise,
         checks=[],
-        notebook=str(notebook),
+        notebook=shown_path(notebook),
         title=exercise_title(spec_exercise),
         level=level,
         level_titles={n: t for n, t in level_titles(spec_exercise).items() if level in (None, n)},

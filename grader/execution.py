@@ -70,10 +70,10 @@ class _Watchdog:
                 self.fired = True
                 self._deadline = None
                 try:
-                    if self.pgid and self.pgid != os.getpgid(0):
+                    if self.pgid and hasattr(os, "killpg") and self.pgid != os.getpgid(0):
                         os.killpg(self.pgid, signal.SIGKILL)  # the kernel and anything it spawned
                     else:
-                        os.kill(self.pid, signal.SIGKILL)
+                        os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
                 except OSError:
                     pass
 
@@ -108,7 +108,7 @@ def describe_cell_problem(number: int, line: str, ename: str, evalue: str, timed
     if ename in ("SyntaxError", "IndentationError", "TabError"):
         return f"{where} tem um erro de sintaxe ({ename}: {evalue}); nada do que ela define existe."
     if ename == "NotImplementedError":
-        return f"{where} ainda levanta NotImplementedError: ainda não implementada."
+        return f"{where} parou em NotImplementedError: ela usa algo que ainda não foi implementado."
     if ename == "MemoryError":
         return f"{where} ficou sem memória (MemoryError)."
     return f"{where} falhou com {ename}: {evalue}"
@@ -214,7 +214,7 @@ def execute_and_grade(
         with open(stderr_path, "wb") as stderr, client.setup_kernel(env=env, stderr=stderr, stdout=stderr):
             dog.pid, dog.pgid = _kernel_ids(client)
             dog.arm(deadline + KILL_GRACE)
-            if memory_limit_mb:
+            if memory_limit_mb and os.name == "posix":
                 # RLIMIT_DATA counts heap and private anonymous mappings (Linux >= 4.7): the
                 # memory student code allocates, without the shared libraries that RLIMIT_AS
                 # would also count (a kernel with anthropic loaded maps ~800 MB of them).

@@ -23,16 +23,62 @@ def _level_heading(report: GradeReport, level: int, checks: list[CheckResult]) -
     return f"{name}  ({passed}/{len(checks)})"
 
 
-def _check_label(check: CheckResult) -> str:
-    return f"[{check.fixture}] {check.title}" if check.fixture else check.title
+def _indent(label: str, text: str, depth: int = 6, width: int = 100) -> list[str]:
+    prefix = " " * depth + f"{label}: "
+    return textwrap.wrap(
+        text, width=width, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+        break_long_words=False, replace_whitespace=False,
+    ) or [prefix.rstrip()]
 
 
-def _indent(label: str, text: str, width: int = 96) -> list[str]:
-    prefix = f"      {label}: "
-    wrapped = textwrap.wrap(text, width=width, initial_indent=prefix,
-                            subsequent_indent=" " * len(prefix), break_long_words=False,
-                            replace_whitespace=False) or [prefix.rstrip()]
-    return wrapped
+def _groups(checks: list[CheckResult]) -> list[list[CheckResult]]:
+    """Consecutive checks with the same title (one check run on several fixtures)."""
+    groups: list[list[CheckResult]] = []
+    for check in checks:
+        if groups and groups[-1][0].title == check.title and check.fixture is not None:
+            groups[-1].append(check)
+        else:
+            groups.append([check])
+    return groups
+
+
+def _failure_lines(check: CheckResult, depth: int) -> list[str]:
+    lines = []
+    if check.expected:
+        lines += _indent("Esperado", check.expected, depth)
+    if check.observed and check.observed != check.message:
+        lines += _indent("Obtido", check.observed, depth)
+    lines += _indent("Problema", check.message, depth)
+    if check.output.strip():
+        lines += _indent("Saída do seu código", check.output.strip()[-400:], depth)
+    return lines
+
+
+def _group_lines(group: list[CheckResult], verbose: bool, brief: bool) -> list[str]:
+    first = group[0]
+    failed = [c for c in group if not c.passed]
+    if first.fixture is None:
+        lines = [f"  {PASS_WORD if first.passed else FAIL_WORD}  {first.title}"]
+        if (failed and not brief) or verbose:
+            lines += _indent("Critério", first.criterion, 6)
+        if failed and not brief:
+            lines += _failure_lines(first, 6)
+        return lines
+    passed = [c for c in group if c.passed]
+    lines = [f"  {first.title}  ({len(passed)}/{len(group)})"]
+    if (failed and not brief) or verbose:
+        lines += _indent("Critério", first.criterion, 6)
+    if passed:
+        lines.append(f"    {PASS_WORD}  " + " ".join(f"[{c.fixture}]" for c in passed))
+    # Fixtures that fail the same way are listed together, with the explanation once.
+    same_failure: dict[tuple[str, str, str], list[CheckResult]] = {}
+    for check in failed:
+        same_failure.setdefault((check.message, check.expected, check.observed), []).append(check)
+    for checks in same_failure.values():
+        lines.append(f"    {FAIL_WORD}  " + " ".join(f"[{c.fixture}]" for c in checks))
+        if not brief:
+            lines += _failure_lines(checks[0], 8)
+    return lines
 
 
 def text_report(report: GradeReport, verbose: bool = False) -> str:
@@ -41,28 +87,16 @@ def text_report(report: GradeReport, verbose: bool = False) -> str:
         lines.append(f"Notebook: {report.notebook}")
     if report.notebook_error:
         lines += ["", "O notebook não pôde ser corrigido:"]
-        lines += _indent("Motivo", report.notebook_error)
+        lines += _indent("Motivo", report.notebook_error, 2)
     if report.cell_problems:
         lines += ["", "Avisos do notebook (a execução continuou):"]
         for problem in report.cell_problems:
-            lines += textwrap.wrap(problem.message, width=96, initial_indent="  - ", subsequent_indent="    ")
+            lines += textwrap.wrap(problem.message, width=100, initial_indent="  - ", subsequent_indent="    ")
     for level, checks in report.levels().items():
         lines += ["", _level_heading(report, level, checks)]
-        for check in checks:
-            lines.append(f"  {PASS_WORD if check.passed else FAIL_WORD}  {_check_label(check)}")
-            if check.passed and not verbose:
-                continue
-            if report.notebook_error and not check.passed:
-                continue  # the reason is already printed once, above
-            lines += _indent("Critério", check.criterion)
-            if not check.passed:
-                if check.expected:
-                    lines += _indent("Esperado", check.expected)
-                if check.observed and check.observed != check.message:
-                    lines += _indent("Obtido", check.observed)
-                lines += _indent("Problema", check.message)
-                if check.output.strip():
-                    lines += _indent("Saída do seu código", check.output.strip()[-400:])
+        for group in _groups(checks):
+            # With a notebook-level failure the reason is printed once, above.
+            lines += _group_lines(group, verbose, brief=bool(report.notebook_error))
     total = len(report.checks)
     lines += ["", f"Pontuação: {report.passed_count}/{total} verificações ({_percent(report.score)})."]
     if report.passed:

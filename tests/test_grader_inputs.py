@@ -104,7 +104,7 @@ def sample_report() -> GradeReport:
 def test_text_report_shows_levels_expectations_score_and_hint():
     text = render.text_report(sample_report())
     assert "Nível 1 — Nível um  (1/1)" in text and "Nível 2 — Nível dois  (0/1)" in text
-    assert "FALHOU  [cpC] Não reenvia <e-mail>" in text
+    assert "  Não reenvia <e-mail>  (0/1)\n" in text and "    FALHOU  [cpC]\n" in text
     assert "Esperado: 0 envios" in text and "Obtido: 1 envio" in text
     assert "Problema: reexecutou `send_email`" in text and "Critério: critério & 2" in text
     assert "A célula 4 chamou sys.exit()" in text

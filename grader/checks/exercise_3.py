@@ -539,18 +539,19 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
         executed = [c for c in run.calls if c.name == call["name"]]
         block = result_for(run, tool_use_id)
         flagged = bool(block and block.get("is_error") is True)
+        effect = _effect_note(run)
         if executed and flagged:
             raise CheckFailed(
                 f"reconcile executou `{call['name']}` e também marcou is_error: o is_error não desfaz "
                 "o que a ferramenta já fez de novo. Uma ferramenta de alto impacto sem registro não é "
-                "executada; ela só recebe o is_error.",
+                "executada; ela só recebe o is_error." + effect,
                 expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es), com is_error",
             )
         if executed:
             raise CheckFailed(
                 f"reconcile reexecutou `{call['name']}` ({tool_use_id}), uma ferramenta de alto impacto: "
                 "é o bug do incidente — re-rodar toda chamada pendente repete o efeito (um segundo "
-                "e-mail, um chamado a mais).",
+                "e-mail, um chamado a mais)." + effect,
                 expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es)",
             )
         if block is None:
@@ -595,6 +596,15 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
             f"exatamente {expect['tickets_after']}.",
             expected=expect["tickets_after"], observed=run.tickets_after,
         )
+
+
+def _effect_note(run: ReconcileRun) -> str:
+    notes = []
+    if run.emails_after != run.emails_before:
+        notes.append(f"a caixa de saída passou de {run.emails_before} para {run.emails_after} e-mail(s)")
+    if run.tickets_after != run.tickets_before:
+        notes.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
+    return (" Resultado: " + "; ".join(notes) + ".") if notes else ""
 
 
 @EXERCISE.check(

@@ -43,7 +43,11 @@ def exercise_module(name: str):
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise CheckTimeout in this thread after ``seconds`` (and again every 0.2 s, in case
     student code swallows the first one). Only possible in the main thread."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+    if (
+        seconds <= 0
+        or not hasattr(signal, "setitimer")  # Windows: the engine's grading deadline still applies
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 
