@@ -26,7 +26,7 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.checkpoint import load_checkpoint, save_checkpoint, write_json_atomic
+from harness.checkpoint import CHECKPOINT_VERSION, load_checkpoint, save_checkpoint, write_json_atomic
 from harness.effects import EFFECTS_FILE, reconcile
 from harness.loop import MAX_TURNS, call_model, tool_uses_in
 from harness.tool_runner import ToolContext, close_pending, run_tool_uses
@@ -35,6 +35,7 @@ CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_FILE = "checkpoint.json"
 TIMELINE_FILE = "timeline.json"
 SAVE_POINTS = ("A", "B")  # A = antes das ferramentas, B = depois dos resultados
+SCENE_FIELDS = ("task", "turns", "tokens_used", "messages", "pending_tool_use")  # a cena, além de version
 MAIN_TIMELINE_ID = "principal"  # a linha do tempo de uma execução que nunca foi bifurcada
 
 # turn-014-A.json: o número do turno com zeros à esquerda e a letra do ponto.
@@ -189,6 +190,16 @@ def set_aside_points_after(run_dir, turn):
     return target
 
 
+def current_run(run_dir):
+    """O checkpoint.json da execução quando ele é da versão 2 (lição 6); None nos demais casos.
+
+    Na versão 2, o checkpoint.json guarda também o que é da execução e não de um turno
+    (run_id, status, se exige aprovação...); os pontos da sequência guardam só a cena.
+    """
+    path = Path(run_dir) / CHECKPOINT_FILE
+    return read_point(path) if declared_version(path) == 2 else None
+
+
 def close_from_ledger(state, run_dir):
     """Fecha as chamadas abertas da cena pelo reconcile com livro-razão (lição 4).
 
@@ -196,7 +207,8 @@ def close_from_ledger(state, run_dir):
     que exige aprovação (lição 6) isso seria pular a válvula, então ali a rebobinagem
     para e pede a retomada normal, que passa pela aprovação.
     """
-    if state.get("requires_approval"):
+    run = current_run(run_dir) or {}
+    if state.get("requires_approval") or run.get("requires_approval"):
         raise TimelineError(
             "este turno parou com chamadas abertas numa execução que exige aprovação: "
             "retome-a (--resume) para a válvula decidir, ou rebobine para o turno anterior"
@@ -204,19 +216,24 @@ def close_from_ledger(state, run_dir):
     return reconcile(state, Path(run_dir) / EFFECTS_FILE)
 
 
-def reopen_scene(state, reason, timeline=None):
-    """Cenas da versão 2 (lição 6) têm status: a cena escolhida volta como pausada, pronta para --resume.
+def scene_into_run(run_dir, scene, reason):
+    """O que a rebobinagem grava no checkpoint.json: a cena escolhida.
 
-    Numa bifurcação, ``timeline`` é a nova identidade, e a cena ganha também um run_id
-    próprio. Cenas da versão 1 não têm esses campos e passam intactas.
+    Numa execução da lição 6 (checkpoint v2), a cena entra no checkpoint.json atual, que
+    mantém a identidade e as regras da execução (run_id, exigência de aprovação...), e a
+    execução fica pausada, pronta para --resume. Nas demais, é a própria cena.
     """
-    if "status" not in state:
-        return state
-    state.update(status="paused", status_reason=reason, recovery_attempts=0, pending_approval=None)
-    if timeline is not None:
-        state["timeline"] = timeline
-        state["run_id"] = "run-" + timeline["timeline_id"].removeprefix("tl-")
-    return state
+    run = current_run(run_dir)
+    if run is None:
+        return scene
+    run.update({field: scene[field] for field in SCENE_FIELDS})
+    run.update(status="paused", status_reason=reason, recovery_attempts=0, pending_approval=None)
+    return run
+
+
+def scene_only(state):
+    """Só a cena da decisão, no formato v1: o que uma bifurcação copia de um ponto."""
+    return {"version": CHECKPOINT_VERSION, **{field: state[field] for field in SCENE_FIELDS}}
 
 
 def rewind_to(run_dir, turn):
@@ -235,7 +252,7 @@ def rewind_to(run_dir, turn):
         state = close_from_ledger(state, run_dir)
         save_point(run_dir, state, "B")
     set_aside_points_after(run_dir, turn)
-    reopen_scene(state, f"rebobinada para o turno {turn}")
+    state = scene_into_run(run_dir, state, f"rebobinada para o turno {turn}")
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state
 
@@ -258,7 +275,7 @@ def fork_from(run_dir, turn, new_run_dir):
     path = latest_point_or_error(run_dir, turn)
     source_point = parse_point_name(path.name)[1]
     parent = load_timeline(run_dir)
-    state = read_point(path)
+    state = scene_only(read_point(path))
 
     new_run_dir.mkdir(parents=True, exist_ok=True)
     ledger = new_run_dir / EFFECTS_FILE
@@ -274,8 +291,6 @@ def fork_from(run_dir, turn, new_run_dir):
         "dry_run": True,
         "created_at": utc_now(),
     }
-    reopen_scene(state, f"bifurcada de {parent['timeline_id']} no turno {turn}",
-                 timeline={"timeline_id": info["timeline_id"], "parent": info["parent"]})
     write_json_atomic(new_run_dir / TIMELINE_FILE, info)
     save_point(new_run_dir, state, point)
     save_checkpoint(state, new_run_dir / CHECKPOINT_FILE)

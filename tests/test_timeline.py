@@ -376,47 +376,65 @@ def durable_team_email(run_dir):
 from harness.tools import Workspace  # noqa: E402
 
 
-def test_the_runners_version_2_points_are_read_as_they_are(tmp_path):
+def test_the_runners_points_are_scenes_that_read_point_reads(tmp_path):
     _, _, state = durable_team_email(tmp_path / "run")
     point = read_point(pick_latest_point(tmp_path / "run"))
-    assert point["version"] == 2 and point["status"] == "completed"
-    assert point["messages"] == state["messages"]
+    assert point["messages"] == state["messages"] and point["turns"] == state["turns"]
+    assert read_point(tmp_path / "run" / CHECKPOINT_FILE)["version"] == 2  # the run itself is v2
 
 
-def test_rewinding_a_version_2_run_pauses_it_and_resume_takes_the_new_route(tmp_path):
+def test_rewinding_a_durable_run_keeps_its_identity_pauses_it_and_resume_takes_the_new_route(tmp_path):
     from harness.runner import run_durable
 
     run_dir = tmp_path / "run"
-    scenario, world, _ = durable_team_email(run_dir)
+    scenario, world, finished = durable_team_email(run_dir)
     state = rewind_to(run_dir, 1)
-    assert state["status"] == "paused" and state["turns"] == 1
-    assert read_point(run_dir / CHECKPOINT_FILE)["status"] == "paused"
+    assert state["version"] == 2 and state["run_id"] == finished["run_id"]
+    assert state["status"] == "paused" and state["turns"] == 1 and state["pending_tool_use"] is None
+    assert read_point(run_dir / CHECKPOINT_FILE) == state
     resumed = run_durable(make_stub_client(renamed_ids(scenario.responses, "02")), run_dir, resume=True)
     assert resumed["status"] == "completed" and resumed["turns"] == 3
+    assert resumed["run_id"] == finished["run_id"]
     assert len(world.emails()) == 2  # the rewind did not unsend the first one
 
 
-def test_forking_a_version_2_run_gives_the_scene_its_own_identity(tmp_path):
+def test_a_rewind_keeps_the_approval_rule_of_a_durable_run(tmp_path):
     run_dir = tmp_path / "run"
     durable_team_email(run_dir)
-    parent_id = read_point(run_dir / CHECKPOINT_FILE)["run_id"]
-    digest = tree_digest(run_dir)
-    info = fork_from(run_dir, 2, tmp_path / "fork")
-    scene = read_point(tmp_path / "fork" / CHECKPOINT_FILE)
-    assert scene["timeline"] == {"timeline_id": info["timeline_id"], "parent": info["parent"]}
-    assert scene["run_id"] != parent_id and scene["status"] == "paused"
-    assert tree_digest(run_dir) == digest
+    run = json.loads((run_dir / CHECKPOINT_FILE).read_text())
+    run["requires_approval"] = True
+    (run_dir / CHECKPOINT_FILE).write_text(json.dumps(run))
+    assert rewind_to(run_dir, 1)["requires_approval"] is True
 
 
 def test_rewind_refuses_to_run_an_open_call_of_a_run_that_requires_approval(tmp_path):
     run_dir = tmp_path / "run"
     durable_team_email(run_dir)
-    point_a = run_dir / "checkpoints" / "turn-002-A.json"
-    scene = json.loads(point_a.read_text())
-    scene["requires_approval"] = True
-    point_a.write_text(json.dumps(scene))
+    run = json.loads((run_dir / CHECKPOINT_FILE).read_text())
+    run["requires_approval"] = True
+    (run_dir / CHECKPOINT_FILE).write_text(json.dumps(run))
     (run_dir / "checkpoints" / "turn-002-B.json").unlink()
     digest = tree_digest(run_dir)
     with pytest.raises(TimelineError, match="exige aprovação"):
         rewind_to(run_dir, 2)
     assert tree_digest(run_dir) == digest
+
+
+def test_forking_a_durable_run_copies_only_the_scene(tmp_path):
+    run_dir = tmp_path / "run"
+    durable_team_email(run_dir)
+    digest = tree_digest(run_dir)
+    fork_from(run_dir, 2, tmp_path / "fork")
+    scene = read_point(tmp_path / "fork" / CHECKPOINT_FILE)
+    assert set(scene) == {"version", "task", "turns", "tokens_used", "messages", "pending_tool_use"}
+    assert scene["version"] == 1 and scene["turns"] == 2
+    assert tree_digest(run_dir) == digest
+
+
+def test_a_version_2_point_is_read_and_forked_as_a_plain_scene(tmp_path):
+    run_dir = tmp_path / "run"
+    durable_team_email(run_dir)
+    (run_dir / "checkpoints" / "turn-003-A.json").write_bytes((run_dir / CHECKPOINT_FILE).read_bytes())
+    assert read_point(run_dir / "checkpoints" / "turn-003-A.json")["status"] == "completed"
+    fork_from(run_dir, 3, tmp_path / "fork")
+    assert "status" not in read_point(tmp_path / "fork" / CHECKPOINT_FILE)
