@@ -162,3 +162,16 @@ def test_fixture_helpers_give_fresh_copies(tmp_path):
     world = fixture_workspace("exercise-3", "incident-duplicate-email", tmp_path)
     assert len(world.emails()) == 1
     assert (world.sandbox / "notes" / "conclusoes.md").is_file()
+
+
+def test_check_shows_an_html_table_inside_jupyter(monkeypatch):
+    import IPython.display
+
+    from grader import notebook_api
+
+    shown = []
+    monkeypatch.setattr(notebook_api, "_in_jupyter", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    notebook_api._show(sample_report())
+    assert len(shown) == 1 and isinstance(shown[0], IPython.display.HTML)
+    assert '<table class="grade-report">' in shown[0].data and "reexecutou `send_email`" in shown[0].data
