@@ -185,10 +185,15 @@ def test_hint_all_shows_every_tier(state_file):
     assert [f"Dica {n} de 3" in text for n in (1, 2, 3)] == [True, True, True]
 
 
-def test_hint_for_a_level_without_hints_says_so(state_file):
-    code, text = hints.show_hint("exercise-5", level=2)
-    assert code == 0 and "ainda não há dicas para este nível" in text.lower()
-    assert "hints" not in progress.load_state() or not progress.load_state()["hints"]
+def test_hint_for_a_level_without_hints_says_so():
+    from grader.manifest import Exercise, Level
+
+    exercise = Exercise("exercise-9", "Nove", (Level(1, "Primeiro", ()), Level(2, "Segundo", ("uma dica",))))
+    state = progress.empty_state()
+    text = hints.hint_text(exercise, exercise.level(1), state)
+    assert "ainda não há dicas para este nível" in text.lower()
+    assert state["hints"] == {}  # nothing counted as seen
+    assert "Dica 1 de 1" in hints.hint_text(exercise, exercise.level(2), state)
 
 
 def test_hint_errors_for_unknown_exercise_and_level(state_file):
