@@ -353,6 +353,35 @@ class Context:
         root = self._session.fresh_dir(f"{fixture.name}-reference")
         return run_real_tool(root, fixture.workspace, name, input)
 
+    # --- scratch folders and the student's global names
+
+    def fresh_dir(self, label: str) -> Path:
+        """A new empty folder for this check, inside the grading run's work folder."""
+        return self._session.fresh_dir(label)
+
+    def names_bound_to(self, value: Any) -> list[str]:
+        """The student's global names bound to ``value`` (after ``from os import fsync``, say)."""
+        return [name for name, bound in list(self._session.namespace.items()) if bound is value]
+
+    # --- swapping a name the student's code looks up
+
+    @contextmanager
+    def replaced_global(self, name: str, value: Any) -> Iterator[None]:
+        """Bind ``name`` in the student's namespace to ``value`` while the block runs (a spy on
+        a function the student's code calls by its global name, say); the student's own value,
+        or its absence, comes back afterwards."""
+        namespace = self._session.namespace
+        missing = object()
+        previous = namespace.get(name, missing)
+        namespace[name] = value
+        try:
+            yield
+        finally:
+            if previous is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = previous
+
     # --- sharing one run of student code between checks
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:

@@ -1,0 +1,290 @@
+"""Exercise-2: the solution scores 100%, the generated exercise fails every check as not
+implemented, and plausible wrong answers fail the check that names their mistake
+(while the same check ids pass on the solution)."""
+from __future__ import annotations
+
+import pytest
+
+from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
+from tests.exercise_support import (
+    edited,
+    exercise_path,
+    failing,
+    grade_file,
+    replaced,
+    run_checks,
+    solution_notebook,
+    solution_path,
+)
+
+EXERCISE = "exercise-2"
+SAVE = "def save_checkpoint(state, path):"
+LOAD = "def load_checkpoint(path):"
+RUN = "def run_agent(client, state, checkpoint_path, max_turns=MAX_TURNS):"
+
+CRASH = "n1.survives_a_crash_mid_write"
+SERIALIZATION = "n1.survives_a_serialization_error"
+WRITES = "n1.writes_the_state"
+NO_TMP = "n1.no_temporary_left"
+REPLACE = "n1.replaced_in_the_same_folder"
+FSYNC = "n1.fsyncs_file_and_folder"
+LOAD_CHECK = "n2.loads_as_expected[{}]"
+ERROR_FIXTURES = ["load-cut-mid-character", "load-empty", "load-messages-as-object", "load-missing-messages",
+                  "load-missing-pending-tool-use", "load-missing-turns", "load-missing-version",
+                  "load-not-an-object", "load-other-version", "load-pending-as-object", "load-truncated",
+                  "load-turns-as-text", "load-turns-bool"]
+
+
+@pytest.fixture(scope="module")
+def solution_results(tmp_path_factory):
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        yield run_checks(EXERCISE, solution_notebook(EXERCISE), tmp_path_factory.mktemp("solution"), monkeypatch)
+    finally:
+        monkeypatch.undo()
+
+
+def results_for(notebook, tmp_path, monkeypatch, level):
+    return run_checks(EXERCISE, notebook, tmp_path / "checks", monkeypatch, level=level)
+
+
+def test_solution_passes_every_check_in_process(solution_results):
+    assert failing(solution_results) == {}
+    assert len(solution_results) == 6 + 16 + 5 * 4
+
+
+@pytest.mark.slow
+def test_solution_scores_100_percent_in_a_real_kernel():
+    report = grade_file(EXERCISE, solution_path(EXERCISE))
+    assert report.notebook_error is None
+    assert [c.id for c in report.checks if not c.passed] == []
+    assert report.score == 1.0 and len(report.checks) == 42
+
+
+@pytest.mark.slow
+def test_generated_exercise_fails_every_check_as_not_implemented():
+    report = grade_file(EXERCISE, exercise_path(EXERCISE))
+    assert report.checks and not any(c.passed for c in report.checks)
+    assert all(c.message.startswith(NOT_IMPLEMENTED_PREFIX) for c in report.checks), \
+        [c.message for c in report.checks if not c.message.startswith(NOT_IMPLEMENTED_PREFIX)]
+
+
+# ------------------------------------------------------------------ level 1
+
+def save_as(body):
+    return replaced(EXERCISE, SAVE, SAVE + "\n" + body)
+
+
+def level1(body, tmp_path, monkeypatch):
+    return failing(results_for(save_as(body), tmp_path, monkeypatch, level=1))
+
+
+IN_PLACE = '''    with open(path, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+'''
+
+
+def test_overwriting_in_place_loses_the_last_good_checkpoint(tmp_path, monkeypatch, solution_results):
+    failed = level1(IN_PLACE, tmp_path, monkeypatch)
+    assert "o último checkpoint bom foi destruído" in failed[CRASH]
+    assert "sobrescrever no lugar" in failed[CRASH]
+    assert "o último checkpoint bom foi destruído" in failed[SERIALIZATION]
+    assert "não chamou os.replace" in failed[REPLACE]
+    assert WRITES not in failed and NO_TMP not in failed  # it does write the state
+    for check in (CRASH, SERIALIZATION, REPLACE):
+        assert solution_results[check]["status"] == "pass"
+
+
+def test_serializing_first_then_overwriting_still_tears_on_a_crash(tmp_path, monkeypatch):
+    failed = level1('''    text = json.dumps(state)
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)
+''', tmp_path, monkeypatch)
+    assert CRASH in failed and "destruído" in failed[CRASH]
+    assert SERIALIZATION not in failed  # the json error happens before the file is touched
+
+
+ATOMIC_WITHOUT_FSYNC = '''    temporary = os.fspath(path) + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+    os.replace(temporary, path)
+'''
+
+
+def test_atomic_but_without_fsync_fails_only_the_fsync_check(tmp_path, monkeypatch, solution_results):
+    failed = level1(ATOMIC_WITHOUT_FSYNC, tmp_path, monkeypatch)
+    assert set(failed) == {FSYNC}
+    assert "Nenhum os.fsync no arquivo" in failed[FSYNC]
+    assert solution_results[FSYNC]["status"] == "pass"
+
+
+def test_fsync_before_flush_is_caught_by_the_size_at_fsync_time(tmp_path, monkeypatch):
+    notebook = edited(EXERCISE, SAVE, "        file.flush()\n", "")
+    failed = failing(results_for(notebook, tmp_path, monkeypatch, level=1))
+    assert set(failed) == {FSYNC} and "faltou f.flush()" in failed[FSYNC]
+
+
+def test_forgetting_the_folder_fsync(tmp_path, monkeypatch):
+    notebook = edited(EXERCISE, SAVE, "        os.fsync(folder)\n", "        pass\n")
+    failed = failing(results_for(notebook, tmp_path, monkeypatch, level=1))
+    assert set(failed) == {FSYNC} and "Faltou o fsync da pasta" in failed[FSYNC]
+
+
+def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
+    failed = level1('''    descriptor, temporary = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    os.fsync(folder)
+    os.close(folder)
+''', tmp_path, monkeypatch)
+    assert set(failed) == {REPLACE} and "outra pasta" in failed[REPLACE]
+
+
+def test_rename_instead_of_replace_and_a_copy_that_leaves_the_temporary(tmp_path, monkeypatch):
+    failed = level1(ATOMIC_WITHOUT_FSYNC.replace("os.replace", "os.rename"), tmp_path / "rename", monkeypatch)
+    assert "os.rename" in failed[REPLACE] and "Windows" in failed[REPLACE]
+
+    failed = level1(ATOMIC_WITHOUT_FSYNC.replace("os.replace(temporary, path)",
+                                                 "import shutil; shutil.copyfile(temporary, path)"),
+                    tmp_path / "copy", monkeypatch)
+    assert "checkpoint.json.tmp" in failed[NO_TMP]
+    assert "não chamou os.replace" in failed[REPLACE]
+
+
+def test_a_path_object_plus_string_is_reported_with_the_line(tmp_path, monkeypatch):
+    failed = level1(ATOMIC_WITHOUT_FSYNC.replace("os.fspath(path) + ", "path + "), tmp_path, monkeypatch)
+    assert "TypeError" in failed[WRITES] and "linha" in failed[WRITES]
+
+
+# ------------------------------------------------------------------ level 2
+
+def load_as(body):
+    return replaced(EXERCISE, LOAD, LOAD + "\n" + body)
+
+
+def level2(notebook, tmp_path, monkeypatch):
+    return failing(results_for(notebook, tmp_path, monkeypatch, level=2))
+
+
+def test_the_quiet_loader_turns_every_broken_file_into_a_fresh_start(tmp_path, monkeypatch, solution_results):
+    failed = level2(load_as('''    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+'''), tmp_path, monkeypatch)
+    for name in ("load-empty", "load-truncated", "load-cut-mid-character"):
+        assert "devolveu None para um arquivo que existe" in failed[LOAD_CHECK.format(name)]
+        assert solution_results[LOAD_CHECK.format(name)]["status"] == "pass"
+    assert LOAD_CHECK.format("load-absent") not in failed
+    assert LOAD_CHECK.format("load-valid") not in failed
+
+
+def test_a_loader_without_validation_leaks_json_errors_and_accepts_bad_shapes(tmp_path, monkeypatch):
+    failed = level2(load_as('''    if not Path(path).exists():
+        return None
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+'''), tmp_path, monkeypatch)
+    assert "levantou JSONDecodeError" in failed[LOAD_CHECK.format("load-truncated")]
+    assert "aceitou um checkpoint que não presta" in failed[LOAD_CHECK.format("load-missing-messages")]
+    assert "aceitou" in failed[LOAD_CHECK.format("load-other-version")]
+    assert set(failed) == {LOAD_CHECK.format(name) for name in ERROR_FIXTURES}
+
+
+def test_bool_turns_slip_through_isinstance_int(tmp_path, monkeypatch):
+    notebook = edited(EXERCISE, LOAD, "if isinstance(value, bool) or not isinstance(value, expected):",
+                      "if not isinstance(value, expected):")
+    failed = level2(notebook, tmp_path, monkeypatch)
+    assert set(failed) == {LOAD_CHECK.format("load-turns-bool")}
+    assert "aceitou" in failed[LOAD_CHECK.format("load-turns-bool")]
+
+
+def test_a_version_error_that_names_only_one_version(tmp_path, monkeypatch):
+    notebook = edited(EXERCISE, LOAD,
+                      'f"{path}: o arquivo é da versão {version}; este código lê a versão {CHECKPOINT_VERSION}"',
+                      '"versão de checkpoint não suportada"')
+    failed = level2(notebook, tmp_path, monkeypatch)
+    assert set(failed) == {LOAD_CHECK.format("load-other-version")}
+    assert "'2' e '1'" in failed[LOAD_CHECK.format("load-other-version")]
+
+
+def test_reading_text_directly_lets_a_cut_character_escape_as_unicode_error(tmp_path, monkeypatch):
+    notebook = edited(EXERCISE, LOAD, '''        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{path}: não é texto UTF-8 válido (gravação interrompida?)") from None
+''', '''        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+''')
+    failed = level2(notebook, tmp_path, monkeypatch)
+    assert set(failed) == {LOAD_CHECK.format("load-cut-mid-character")}
+    assert "UnicodeDecodeError" in failed[LOAD_CHECK.format("load-cut-mid-character")]
+
+
+def test_a_missing_field_message_that_does_not_name_the_field(tmp_path, monkeypatch):
+    notebook = edited(EXERCISE, LOAD, 'f"{path}: falta o campo obrigatório {field}"', '"checkpoint incompleto"')
+    failed = level2(notebook, tmp_path, monkeypatch)
+    assert "'messages'" in failed[LOAD_CHECK.format("load-missing-messages")]
+    assert LOAD_CHECK.format("load-truncated") not in failed
+
+
+# ------------------------------------------------------------------ level 3
+
+def level3(notebook, tmp_path, monkeypatch):
+    return failing(results_for(notebook, tmp_path, monkeypatch, level=3))
+
+
+def run_edit(old, new):
+    return edited(EXERCISE, RUN, old, new)
+
+
+SEVERAL = "[run-several-tools-per-turn]"
+
+
+def test_saving_only_at_the_end_of_the_turn_misses_point_a(tmp_path, monkeypatch, solution_results):
+    notebook = run_edit("        save_checkpoint(state, checkpoint_path)  # ponto A\n        if response.stop_reason != \"tool_use\":\n            break\n",
+                        "        if response.stop_reason != \"tool_use\":\n            save_checkpoint(state, checkpoint_path)\n            break\n")
+    failed = level3(notebook, tmp_path, monkeypatch)
+    assert "Houve 3 gravação(ões)" in failed["n3.saves_twice_per_tool_turn" + SEVERAL]
+    assert "Não há ponto A no turno 1" in failed["n3.point_a_records_the_decision" + SEVERAL]
+    assert solution_results["n3.point_a_records_the_decision" + SEVERAL]["status"] == "pass"
+
+
+def test_saving_point_a_after_the_tools_ran(tmp_path, monkeypatch, solution_results):
+    notebook = run_edit(
+        "        save_checkpoint(state, checkpoint_path)  # ponto A\n        if response.stop_reason != \"tool_use\":\n            break\n        state[\"messages\"].append({\"role\": \"user\", \"content\": answer_tool_uses(tool_uses)})\n",
+        "        if response.stop_reason != \"tool_use\":\n            save_checkpoint(state, checkpoint_path)\n            break\n        results = answer_tool_uses(tool_uses)\n        save_checkpoint(state, checkpoint_path)  # A tarde demais\n        state[\"messages\"].append({\"role\": \"user\", \"content\": results})\n")
+    failed = level3(notebook, tmp_path, monkeypatch)
+    check = "n3.point_a_comes_before_the_tools" + SEVERAL
+    assert "depois de 1 ferramenta(s)" in failed[check]
+    assert "n3.saves_twice_per_tool_turn" + SEVERAL not in failed
+    assert solution_results[check]["status"] == "pass"
+
+
+def test_point_b_with_pending_left_over(tmp_path, monkeypatch, solution_results):
+    notebook = run_edit('        state["pending_tool_use"] = None\n', "")
+    failed = level3(notebook, tmp_path, monkeypatch)
+    check = "n3.point_b_records_the_results" + SEVERAL
+    assert "pending_tool_use continua" in failed[check]
+    assert solution_results[check]["status"] == "pass"
+
+
+def test_pending_holding_whole_blocks_instead_of_id_name_input(tmp_path, monkeypatch):
+    notebook = run_edit('state["pending_tool_use"] = tool_uses or None',
+                        'state["pending_tool_use"] = [b for b in content if b["type"] == "tool_use"] or None')
+    failed = level3(notebook, tmp_path, monkeypatch)
+    assert "guarde só {id, name, input}" in failed["n3.point_a_records_the_decision" + SEVERAL]
+
+
+def test_only_the_first_of_two_pending_calls(tmp_path, monkeypatch):
+    notebook = run_edit('state["pending_tool_use"] = tool_uses or None', 'state["pending_tool_use"] = tool_uses[:1] or None')
+    failed = level3(notebook, tmp_path, monkeypatch)
+    assert set(failed) == {"n3.point_a_records_the_decision" + SEVERAL}
+    assert "todas ficam pendentes" in failed["n3.point_a_records_the_decision" + SEVERAL]
