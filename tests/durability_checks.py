@@ -176,6 +176,9 @@ def fork_harness(args, env_updates=None, output_path=None) -> int:
             descriptor = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             os.dup2(descriptor, 1)
             os.dup2(descriptor, 2)
+            # pytest swapped sys.stdout/err for its capture files: point them at fd 1 and 2 again
+            sys.stdout = open(1, "w", encoding="utf-8", buffering=1, closefd=False)
+            sys.stderr = open(2, "w", encoding="utf-8", buffering=1, closefd=False)
         for key in ("CRASH_AFTER", "CRASH_MODE", ENDPOINT_LOG_ENV):
             os.environ.pop(key, None)
         os.environ.update(env_updates or {})
@@ -208,3 +211,18 @@ def wait_child(pid, timeout=60.0) -> int:
 
 def run_forked(args, env_updates=None, output_path=None, timeout=60.0) -> int:
     return wait_child(fork_harness(args, env_updates, output_path), timeout)
+
+
+def wait_child_stopped(pid, timeout=60.0) -> None:
+    """Block until the forked child froze itself (CRASH_MODE=stop); fail if it exited instead."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        if done and os.WIFSTOPPED(status):
+            return
+        if done:
+            raise AssertionError(f"child exited ({os.waitstatus_to_exitcode(status)}) instead of stopping")
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError("child did not reach its stop point in time")
