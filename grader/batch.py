@@ -443,6 +443,20 @@ def write_gradebook(path: Path, rows: list[Row], levels: list[int]) -> None:
     os.replace(tmp, path)
 
 
+def gradebook_problem(path: Path) -> str | None:
+    """Why the gradebook could not be written at `path`, or None when it can."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} é uma pasta; indique um arquivo para o gradebook (por exemplo {path / 'gradebook.csv'})."
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".teste"):
+            pass
+    except OSError as error:
+        return f"não consigo gravar o gradebook em {path}: {error.strerror or error}."
+    return None
+
+
 def summary(rows: list[Row]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
@@ -502,6 +516,11 @@ def run(args: argparse.Namespace) -> int:
     except GraderError as error:
         # One clear message now instead of the same failure in every row.
         print(f"grade batch: {error}", file=sys.stderr)
+        return 2
+    problem = gradebook_problem(args.csv)
+    if problem:
+        # Checked before grading, so a long batch never ends with nowhere to write.
+        print(f"grade batch: {problem}", file=sys.stderr)
         return 2
     submissions, ignored = find_submissions(args.submissions, args.exercise)
     if not submissions:

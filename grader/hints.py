@@ -15,13 +15,24 @@ from typing import Any
 from grader.manifest import Exercise, Level, UnknownExerciseError, load_manifest
 from grader.progress import first_unpassed_level, load_state, save_state, warn
 
+def _counters(state: dict[str, Any], exercise: str) -> dict[str, Any]:
+    """The exercise's tier counters, repaired if a hand edit left something else there."""
+    every = state.get("hints")
+    if not isinstance(every, dict):
+        every = state["hints"] = {}
+    counters = every.get(exercise)
+    if not isinstance(counters, dict):
+        counters = every[exercise] = {}
+    return counters
+
+
 def hints_shown(state: dict[str, Any], exercise: str, level: int) -> int:
-    value = state.get("hints", {}).get(exercise, {}).get(str(level), 0)
+    value = _counters(state, exercise).get(str(level), 0)
     return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _remember(state: dict[str, Any], exercise: str, level: int, shown: int) -> None:
-    state.setdefault("hints", {}).setdefault(exercise, {})[str(level)] = shown
+    _counters(state, exercise)[str(level)] = shown
 
 
 def _header(exercise: Exercise, level: Level) -> str:

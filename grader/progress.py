@@ -134,9 +134,11 @@ def record(exercise: str, report: Any, *, path: Path | None = None) -> None:
     """Remember the result of one grading run. Never raises: progress is a convenience."""
     try:
         state = load_state(path)
-        entry = state["exercises"].setdefault(exercise, {"levels": {}})
+        entry = state["exercises"].get(exercise)
+        if not isinstance(entry, dict):
+            entry = state["exercises"][exercise] = {}
         # A run limited to one level (`--level K`) updates that level and keeps the others.
-        entry.setdefault("levels", {}).update(level_counts(report))
+        entry["levels"] = {**_level_entries(entry), **level_counts(report)}
         error = getattr(report, "notebook_error", None)
         entry["notebook_error"] = None if error in (None, "") else str(error)
         entry["score"] = float(getattr(report, "score", 0.0) or 0.0)
@@ -174,11 +176,23 @@ class ExerciseStatus:
         return text
 
 
+def _level_entries(entry: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Per-level counts, skipping anything a hand edit may have left malformed."""
+    levels = entry.get("levels")
+    if not isinstance(levels, dict):
+        return {}
+    return {
+        key: counts for key, counts in levels.items()
+        if isinstance(counts, dict)
+        and isinstance(counts.get("passed"), int) and isinstance(counts.get("total"), int)
+    }
+
+
 def exercise_status(state: dict[str, Any], exercise: Exercise) -> ExerciseStatus:
     entry = state.get("exercises", {}).get(exercise.name)
     if not isinstance(entry, dict):
         return ExerciseStatus(exercise.name, exercise.title, False, False, 0, 0, (), None)
-    levels = entry.get("levels") or {}
+    levels = _level_entries(entry)
     passed_checks = sum(int(counts.get("passed", 0)) for counts in levels.values())
     total_checks = sum(int(counts.get("total", 0)) for counts in levels.values())
     ungraded = tuple(level.number for level in exercise.levels if str(level.number) not in levels)
@@ -196,7 +210,8 @@ def exercise_status(state: dict[str, Any], exercise: Exercise) -> ExerciseStatus
 
 def first_unpassed_level(state: dict[str, Any], exercise: Exercise) -> int | None:
     """The first level of `exercise` whose last result was not a full pass (None: all passed)."""
-    levels = (state.get("exercises", {}).get(exercise.name) or {}).get("levels") or {}
+    entry = state.get("exercises", {}).get(exercise.name)
+    levels = _level_entries(entry) if isinstance(entry, dict) else {}
     for level in exercise.levels:
         counts = levels.get(str(level.number))
         if not counts or counts.get("total", 0) == 0 or counts.get("passed") != counts.get("total"):

@@ -497,3 +497,52 @@ def test_batch_command_writes_one_row_per_submission_whatever_happens(tmp_path, 
     streams = capsys.readouterr()
     assert "6/6" in streams.err  # the progress bar went to stderr
     assert "6 submissão(ões)" in streams.out and str(gradebook) in streams.out
+
+
+def test_hand_edited_state_with_wrong_shapes_is_tolerated(state_file):
+    state_file.write_text(json.dumps({
+        "version": 1,
+        "exercises": {"exercise-1": {"levels": {"1": "passou", "2": {"passed": 1, "total": 1}}}, "exercise-2": 7},
+        "hints": {"exercise-3": 5},
+    }), encoding="utf-8")
+    text = progress.render_list(progress.load_state(), load_manifest())
+    assert "exercise-1" in text and "1 de 1 verificações; nível 1 ainda não corrigido" in text
+    code, hint = hints.show_hint("exercise-3", level=1)
+    assert code == 0 and "Dica 1 de 3" in hint
+    progress.record("exercise-2", report("exercise-2", check(1, PASS)))
+    assert progress.load_state()["exercises"]["exercise-2"]["levels"] == {"1": {"passed": 1, "total": 1}}
+
+
+def test_ctrl_c_during_a_batch_keeps_finished_rows_and_kills_workers(tmp_path, monkeypatch):
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER, encoding="utf-8")
+    monkeypatch.setattr(
+        batch, "_worker_command",
+        lambda submission, options, result: [sys.executable, str(script), str(submission.notebook), str(result)],
+    )
+    folder = tmp_path / "entregas"
+    folder.mkdir()
+    for name in ("ana", "hangs-bruno", "hangs-carla", "hangs-davi"):
+        (folder / f"{name}.ipynb").write_text("{}", encoding="utf-8")
+    submissions, _ = batch.find_submissions(folder, "exercise-3")
+    pool = batch.WorkerPool()
+
+    def press_ctrl_c(row):
+        raise KeyboardInterrupt
+
+    with pytest.raises(batch.BatchInterrupted) as caught:
+        batch.grade_all(submissions, batch.BatchOptions(exercise="exercise-3", hard_timeout=60), [1, 2],
+                        jobs=2, on_row=press_ctrl_c, pool=pool)
+    rows = caught.value.rows
+    assert [row.submission for row in rows] == ["ana", "hangs-bruno", "hangs-carla", "hangs-davi"]
+    assert rows[0].status == batch.PASSED
+    assert {row.status for row in rows[1:]} == {batch.NOT_GRADED}
+    assert not pool._alive  # the hung worker was killed, none was started after
+
+
+def test_batch_refuses_a_gradebook_it_cannot_write(tmp_path, capsys):
+    from grader.cli import main
+
+    (tmp_path / "entregas").mkdir()
+    assert main(["batch", str(tmp_path / "entregas"), "exercise-3", "--csv", str(tmp_path)]) == 2
+    assert "é uma pasta" in capsys.readouterr().err
