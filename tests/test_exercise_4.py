@@ -419,3 +419,67 @@ def test_fixture_validator_names_the_broken_field():
     assert any("ids pendentes" in p for p in exercise.validate_fixture(data))
     data["effects"]["toolu_01TE2"]["status"] = "feito"
     assert any("effects.toolu_01TE2" in p for p in exercise.validate_fixture(data))
+
+
+# ------------------------------------------------------------------ other correct answers pass
+
+OWN_WORDS_RECONCILE = '''def reconcile(cp, effects_path):
+    livro = load_effects(effects_path)
+    blocos = []
+    for c in cp["pending_tool_use"] or []:
+        reg = livro.get(c["id"])
+        if reg and reg["status"] in ("committed", "rejected"):
+            out = reg["result"]
+        elif c["name"] in READ_ONLY_TOOLS:
+            out = execute_tool(c["name"], c["input"])
+        elif reg and find_effect(c["name"], c["id"]):
+            out = {"content": "já feito antes da queda (confirmado pela chave)", "is_error": False}
+            save_effect(effects_path, c["id"], make_receipt(c, out, "committed"))
+        else:
+            record_intent(effects_path, c)
+            out = execute_tool(c["name"], c["input"], idempotency_key=c["id"])
+            save_effect(effects_path, c["id"], make_receipt(c, out))
+        blocos.append({"type": "tool_result", "tool_use_id": c["id"],
+                       "content": out["content"], "is_error": out["is_error"]})
+    if blocos:
+        cp["messages"].append({"role": "user", "content": blocos})
+    cp["pending_tool_use"] = None
+    return cp
+'''
+
+OWN_WORDS_RUNNER = '''def run_tool_uses(tool_uses, ctx):
+    saidas = []
+    for c in tool_uses:
+        reg = load_effects(ctx.effects_path).get(c["id"])
+        if reg and reg["status"] in ("committed", "rejected"):
+            out = reg["result"]
+        elif c["name"] in READ_ONLY_TOOLS:
+            out = execute_tool(c["name"], c["input"])
+        elif reg and find_effect(c["name"], c["id"]):
+            out = {"content": "já feito (confirmado pela chave)", "is_error": False}
+            save_effect(ctx.effects_path, c["id"], make_receipt(c, out, "committed"))
+        else:
+            t = ctx.clock()
+            d = check_approval(c, ctx.approvals_path, ctx.approver, t, ctx.approval_ttl)
+            if d.verdict == "pending":
+                raise WaitingForApproval(pending_approval_for(c, t))
+            if d.verdict == "rejected":
+                out = {"content": "recusada: " + d.reason, "is_error": True}
+                save_effect(ctx.effects_path, c["id"], make_receipt(c, out, "rejected"))
+            elif ctx.dry_run:
+                out = {"content": "[simulação] nada foi executado", "is_error": False}
+            else:
+                record_intent(ctx.effects_path, c)
+                out = execute_tool(c["name"], c["input"], idempotency_key=c["id"])
+                save_effect(ctx.effects_path, c["id"], make_receipt(c, out))
+        saidas.append({"type": "tool_result", "tool_use_id": c["id"], **out})
+    return saidas
+'''
+
+
+def test_level_3_and_4_answers_in_other_words_pass(tmp_path, monkeypatch):
+    notebook = with_cell("ex4-08", OWN_WORDS_RECONCILE)
+    [cell] = [c for c in notebook.cells if c.get("id") == RUNNER]
+    cell.source = OWN_WORDS_RUNNER
+    assert failures(run_level(notebook, 3, tmp_path, monkeypatch)) == {}
+    assert failures(run_level(notebook, 4, tmp_path, monkeypatch)) == {}
