@@ -148,14 +148,18 @@ def write_run_dir(fixture_data: dict, run_dir: Path) -> Path:
 
 
 def fixture_run_dir(name: str, root: str | os.PathLike) -> Path:
-    """The run folder of fixture ``name`` written under ``root`` (to try your functions in the notebook)."""
+    """The run folder of fixture ``name``, written into a NEW folder under ``root`` on every
+    call (to try your functions in the notebook: running a cell twice starts from scratch)."""
+    import tempfile
+
     from grader.fixture_loader import read_fixture_files
 
     for item in read_fixture_files(EXERCISE.name, validate=EXERCISE.validate_fixture):
         if item.name == name:
             if item.problems or item.data is None:
                 raise ValueError("; ".join(item.problems))
-            return write_run_dir(item.data, Path(root) / name)
+            Path(root).mkdir(parents=True, exist_ok=True)
+            return write_run_dir(item.data, Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root)))
     raise KeyError(f"não existe a fixture {name!r} do {EXERCISE.name}")
 
 
