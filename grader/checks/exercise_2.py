@@ -572,7 +572,7 @@ def loads_as_expected(ctx: Context, fixture: Fixture) -> None:
             raise CheckFailed(
                 f"Sem arquivo nenhum ({what}), load_checkpoint deveria devolver None (é o começo normal "
                 f"de uma tarefa), mas {'levantou ' + value if kind != 'value' else 'devolveu ' + show(value, 120)}.",
-                expected=None, observed=value,
+                expected="None", observed=value,
             )
         return
     if expected == "checkpoint":
@@ -590,7 +590,7 @@ def loads_as_expected(ctx: Context, fixture: Fixture) -> None:
                 f"load_checkpoint devolveu None para um arquivo que existe ({what}). None quer dizer "
                 "\"não há checkpoint\", e o harness recomeçaria do zero, repetindo tudo o que já foi feito. "
                 "Levante CheckpointError dizendo o problema.",
-                expected="CheckpointError", observed=None,
+                expected="CheckpointError", observed="None",
             )
         raise CheckFailed(
             f"load_checkpoint aceitou um checkpoint que não presta ({what}) e devolveu {show(value, 120)}.",
@@ -827,7 +827,7 @@ def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
                 f"No ponto B do turno {turn}, pending_tool_use continua {show(save.state.get('pending_tool_use'), 120)}: "
                 "com os resultados registrados nada está pendente; volte-o a None antes de gravar. Senão, "
                 "uma retomada reconciliaria de novo chamadas que já têm resultado.",
-                expected=None, observed=save.state.get("pending_tool_use"),
+                expected="None", observed=save.state.get("pending_tool_use"),
             )
         if save.tools_run < sum(len(tool_uses_of(r)) for r in run.served[:turn]):
             raise CheckFailed(
