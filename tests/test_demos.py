@@ -38,8 +38,11 @@ def test_a_killed_checkpointed_loop_leaves_the_last_completed_turn(tmp_path):
 @pytest.mark.slow
 def test_kill_writer_tears_in_place_writes_and_never_atomic_ones(tmp_path):
     rng = random.Random(7)
-    in_place = [kill_writer(tmp_path / f"in-place-{n}" / "checkpoint.json", "in-place", rng)
-                for n in range(6) if (tmp_path / f"in-place-{n}").mkdir() is None]
+    in_place = []
+    for number in range(6):
+        folder = tmp_path / f"in-place-{number}"
+        folder.mkdir()
+        in_place.append(kill_writer(folder / "checkpoint.json", "in-place", rng))
     atomic_folder = tmp_path / "atomic"
     atomic_folder.mkdir()
     atomic = [kill_writer(atomic_folder / "checkpoint.json", "atomic", rng) for _ in range(6)]
