@@ -251,6 +251,8 @@ def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_T
     run_dir = Path(run_dir)
     if not resume and scenario is None:
         raise ValueError("um começo limpo precisa do cenário (scenario)")
+    if resume and not (run_dir / CHECKPOINT_FILE).exists():  # antes da posse: não cria pasta à toa
+        raise NoCheckpoint(f"não há checkpoint em {run_dir / CHECKPOINT_FILE}; rode sem --resume primeiro")
     lease = acquire_lease(run_dir, owner=owner, seconds=lease_seconds)
     try:
         if resume:

@@ -33,7 +33,7 @@ from harness.runner import (
     run_durable,
 )
 from harness.scenarios import load_scenario
-from harness.timeline import fork_from, list_points, parse_point_name
+from harness.timeline import fork_from, list_points, parse_point_name, rewind_to
 from harness.tools import Workspace, workspace_in_use
 from tests.durability_checks import emails, final_run_problems, ledger_problems, world
 
@@ -136,6 +136,7 @@ def test_resume_of_a_completed_run_does_nothing(tmp_path):
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(NoCheckpoint, match="rode sem --resume"):
         resume(tmp_path / "vazio")
+    assert not (tmp_path / "vazio").exists()
 
 
 def test_the_turn_cap_pauses_and_a_higher_cap_continues(tmp_path):
@@ -375,6 +376,17 @@ def test_an_unknown_checkpoint_version_is_refused_and_left_alone(tmp_path):
         resume(tmp_path)
     assert "v2" in str(error.value)
     assert (tmp_path / CHECKPOINT_FILE).read_bytes() == before
+
+
+def test_rewind_then_resume_reuses_the_ledger_instead_of_sending_again(tmp_path):
+    run_fresh(tmp_path)
+    rewind_to(tmp_path, 1)  # lesson 5: back to the scene after the read, before the email
+    state, requests = resume(tmp_path)
+    assert state["status"] == "completed" and len(requests) == 2
+    answer = state["messages"][4]["content"][0]
+    assert answer["tool_use_id"] == "toolu_01TE2" and answer["is_error"] is False
+    assert len(emails(tmp_path)) == 1  # the same decision found its receipt in the ledger
+    assert final_run_problems(tmp_path) == []
 
 
 def test_a_dry_run_fork_of_a_durable_run_leaves_the_original_untouched(tmp_path):
