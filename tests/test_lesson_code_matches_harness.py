@@ -21,7 +21,9 @@ LESSON_MODULES = {
     3: (["harness.resume"], {"resume_action", "reconcile", "resume_run"}),
     4: (["harness.effects", "harness.approval", "harness.tool_runner"], {"load_effects", "save_effect", "reconcile", "run_tool_uses"}),
     5: (["harness.timeline"], {"pick_latest_point", "rewind_to", "fork_from"}),
-    6: (["harness.crash", "harness.lifecycle", "harness.runner"], {"crash_point"}),
+    6: (["harness.crash", "harness.lifecycle", "harness.runner"],
+        {"parse_crash_after", "crash_point", "execute_run", "main", "remove_run_files", "check_fence",
+         "note_recovery_attempt", "migrate_v1_to_v2"}),
 }
 
 
