@@ -303,6 +303,7 @@ class Context:
             with redirect_stdout(buffer), redirect_stderr(buffer):
                 return function(*args, **kwargs)
         except CheckTimeout:
+            _disarm_alarm()  # the check's time is up; no second alarm while we report it
             raise StudentProblem(
                 f"`{label}` não terminou em {self._session.check_timeout:g} s e foi interrompida: "
                 "há um laço infinito ou uma espera que nunca acaba?"
@@ -400,6 +401,14 @@ class Context:
 
 
 # ----------------------------------------------------------------- messages
+
+
+def _disarm_alarm() -> None:
+    import signal
+    import threading
+
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def not_implemented_message(label: str, error: BaseException) -> str:
