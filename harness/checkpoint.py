@@ -86,4 +86,6 @@ def load_checkpoint(path):
             raise CheckpointError(
                 f"{path}: campo '{field}' com tipo errado: {type(value).__name__}"
             )
+    if not data["messages"]:
+        raise CheckpointError(f"{path}: 'messages' está vazio; toda execução começa pela tarefa")
     return data

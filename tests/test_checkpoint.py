@@ -78,7 +78,6 @@ WRITER = textwrap.dedent(
     from harness.checkpoint import save_checkpoint
     path, mode = sys.argv[1], sys.argv[2]
     turn = 0
-    print("pronto", flush=True)
     while True:
         turn += 1
         state = {"version": 1, "task": "t", "turns": turn, "tokens_used": turn * 10,
@@ -88,6 +87,8 @@ WRITER = textwrap.dedent(
         else:
             with open(path, "w") as f:  # sobrescrever no lugar
                 json.dump(state, f)
+        if turn == 1:
+            print("pronto", flush=True)  # one complete file exists before any kill
     """
 )
 
@@ -120,3 +121,10 @@ def test_sigkill_never_tears_an_atomic_checkpoint_but_tears_an_in_place_one(tmp_
     print(f"atomic: {atomic}  in place: {in_place}")
     assert atomic == {"ok": 25, "torn": 0}
     assert in_place["torn"] > 0
+
+
+def test_empty_messages_are_refused(tmp_path):
+    path = tmp_path / "checkpoint.json"
+    path.write_text(json.dumps(dict(GOOD, messages=[])))
+    with pytest.raises(CheckpointError, match="'messages' está vazio"):
+        load_checkpoint(path)
