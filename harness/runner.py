@@ -151,6 +151,8 @@ def reopen(run_dir, lease, max_recovery_attempts):
         # Uma cena v1 (lições 2 a 5, ou uma rebobinagem) não sabe se a execução usava a
         # válvula: se já houve decisões gravadas aqui, a válvula continua valendo.
         state["requires_approval"] = (Path(run_dir) / APPROVALS_FILE).exists()
+        timeline = load_timeline(run_dir)  # uma bifurcação (lição 5) diz de onde veio
+        state["timeline"] = {"timeline_id": timeline["timeline_id"], "parent": timeline["parent"]}
         close_v1_calls_without_ledger(run_dir, state, lease)
     can_go_on = note_recovery_attempt(state, max_recovery_attempts)
     request = pending_control(run_dir)

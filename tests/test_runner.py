@@ -399,6 +399,8 @@ def test_a_dry_run_fork_of_a_durable_run_leaves_the_original_untouched(tmp_path)
     variant = load_scenario("team-email-variant")
     state, _ = resume(fork, scenario=variant)
     assert state["status"] == "completed"
+    assert state["timeline"] == {"timeline_id": info["timeline_id"], "parent": info["parent"]}
+    assert state["timeline"]["parent"]["turn"] == 1
     dry = [block for message in state["messages"][3:] if isinstance(message["content"], list)
            for block in message["content"] if block.get("type") == "tool_result"]
     assert len(dry) == 2 and all(block["content"].startswith("[dry-run]") for block in dry)
