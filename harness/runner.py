@@ -38,7 +38,7 @@ from harness.approval import (
     record_decision,
     reject,
 )
-from harness.checkpoint import CheckpointError
+from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError
 from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
 from harness.effects import EFFECTS_FILE, EffectsLedgerError
 from harness.fake_endpoint import ScriptedEndpoint
@@ -51,6 +51,7 @@ from harness.lifecycle import (
     LeaseHeld,
     LeaseLost,
     RunNotResumable,
+    acquire_lease,
     apply_control,
     check_resumable,
     clear_control,
@@ -66,12 +67,10 @@ from harness.lifecycle import (
     scene_of,
     set_status,
     stored_version,
-    acquire_lease,
 )
-from harness.checkpoint import CHECKPOINT_VERSION
 from harness.loop import MAX_TURNS, call_model, tool_uses_in
-from harness.resume import reconcile as reconcile_without_ledger
 from harness.model import make_client
+from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import list_scenarios, load_scenario
 from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE, load_timeline, save_point
 from harness.tool_runner import ToolContext, run_tool_uses

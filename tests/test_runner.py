@@ -3,12 +3,11 @@ in-process crash matrix, approvals, pause/cancel, the recovery limit, v1 checkpo
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from harness import cli, crash
+from harness import cli
 from harness.approval import APPROVALS_FILE, input_hash
 from harness.checkpoint import save_checkpoint
 from harness.checkpointed_loop import run_agent as run_lesson2_loop
@@ -35,7 +34,7 @@ from harness.runner import (
 from harness.scenarios import load_scenario
 from harness.timeline import fork_from, list_points, parse_point_name, rewind_to
 from harness.tools import Workspace, workspace_in_use
-from tests.durability_checks import emails, final_run_problems, ledger_problems, world
+from tests.durability_checks import emails, final_run_problems, ledger_problems
 
 TEAM_EMAIL = load_scenario("team-email")
 
