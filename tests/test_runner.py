@@ -34,7 +34,7 @@ from harness.runner import (
 from harness.scenarios import load_scenario
 from harness.timeline import fork_from, list_points, parse_point_name, rewind_to
 from harness.tools import Workspace, workspace_in_use
-from tests.durability_checks import emails, final_run_problems, ledger_problems
+from tests.durability_checks import emails, final_run_problems, ledger_problems, orphan_problems, world
 
 TEAM_EMAIL = load_scenario("team-email")
 
@@ -406,3 +406,46 @@ def test_a_dry_run_fork_of_a_durable_run_leaves_the_original_untouched(tmp_path)
     assert Workspace(fork / WORLD_DIR).emails() == [] and Workspace(fork / WORLD_DIR).tickets() == []
     assert {path: path.read_bytes() for path in original.rglob("*") if path.is_file()} == snapshot
     assert [parse_point_name(p.name) for p in list_points(fork)][0] == (1, "B")
+
+
+# --- the checks used by the crash matrix and the soak can fail ---------------------------------------
+
+def test_the_consistency_checks_see_a_disagreement(tmp_path):
+    run_fresh(tmp_path)
+    assert final_run_problems(tmp_path) == []
+    ledger_path = tmp_path / EFFECTS_FILE
+    good_ledger = ledger_path.read_text()
+    effects = json.loads(good_ledger)
+    effects["toolu_01TE2"]["result"]["content"] = "outra coisa"
+    ledger_path.write_text(json.dumps(effects))
+    assert any("differs" in problem for problem in ledger_problems(tmp_path))
+    effects["toolu_01TE2"]["status"] = "intent"
+    ledger_path.write_text(json.dumps(effects))
+    assert any("ledger says intent" in problem for problem in ledger_problems(tmp_path))
+    ledger_path.write_text("{}")
+    assert any("no ledger record" in problem for problem in ledger_problems(tmp_path))
+    ledger_path.write_text(good_ledger)
+    outbox = world(tmp_path).outbox_path
+    outbox.write_text(outbox.read_text() * 2)
+    assert "outbox holds 2 emails, expected 1" in final_run_problems(tmp_path)
+
+
+def test_the_request_log_catches_an_orphan_tool_use(tmp_path, monkeypatch):
+    """A resume that forgets the pending call sends an orphan tool_use; the log shows it."""
+    import anthropic
+
+    from harness import runner
+
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv(runner.ENDPOINT_LOG_ENV, str(log))
+    crash_fresh_run(tmp_path / "run", monkeypatch, "after-save-A:2")
+
+    def forgetful(run_dir, state, lease, ctx):
+        state["pending_tool_use"] = None
+        return True
+
+    monkeypatch.setattr(runner, "answer_pending", forgetful)
+    with pytest.raises(anthropic.BadRequestError):
+        run_durable(runner.make_run_client(TEAM_EMAIL.responses), tmp_path / "run", TEAM_EMAIL, resume=True)
+    [problem] = orphan_problems(log)
+    assert "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_01TE2" in problem
