@@ -1,4 +1,4 @@
-"""``python -m harness``: rodar, retomar e controlar uma execução durável pela linha de comando.
+"""python -m harness: rodar, retomar e controlar uma execução durável pela linha de comando.
 
     python -m harness run --scenario team-email [--workdir DIR] [--resume] [--approval]
     python -m harness status  --workdir DIR
