@@ -31,7 +31,8 @@ def solution_run(tmp_path_factory):
     before = SOLUTION.stat().st_mtime_ns, SOLUTION.read_bytes()
     junit = folder / "results.xml"
     out = io.StringIO()  # capsys is function-scoped; this fixture is shared by the module
-    with contextlib.redirect_stdout(out):
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        patch.setenv("GRADE_STATE_FILE", str(folder / "grade-state.json"))  # progress stays out of the repo
         code = cli.main(["exercise-3", "--notebook", str(SOLUTION), "--json", "--junit", str(junit)])
     after = SOLUTION.stat().st_mtime_ns, SOLUTION.read_bytes()
     return code, json.loads(out.getvalue()), junit, before, after
@@ -182,9 +183,10 @@ def test_grade_fixtures_reports_malformed_broken_and_new_fixtures(tmp_path, caps
         assert f"ok        {name}:" in out
 
 
-def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys):
+def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeypatch, tmp_path):
     from grader.notebook_api import check
 
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "grade-state.json"))
     assert check("exercise-3", level=1, notebook=SOLUTION) is None
     out = capsys.readouterr().out
     assert "Nível 1" in out and "Pontuação: 4/4 verificações (100%)." in out
