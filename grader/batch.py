@@ -295,17 +295,6 @@ def grade_submission(submission: Submission, options: BatchOptions, levels: list
     return row_from_report(submission, GradeReport.from_dict(payload["report"]), levels, seconds)
 
 
-def skip_slow_optional_imports() -> None:
-    """Keep jsonschema from loading its optional IRI checker in a worker.
-
-    jsonschema (imported by nbformat) tries `rfc3987_syntax`, which compiles a
-    grammar at import time and costs each worker seconds of CPU. Notebook schemas
-    never use the IRI formats it checks, so a worker simply goes without it.
-    """
-    if "rfc3987_syntax" not in sys.modules and "jsonschema" not in sys.modules:
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import now fails fast
-
-
 def worker_main(argv: list[str]) -> int:
     """Grade one notebook and write the report as JSON to the result path."""
     parser = argparse.ArgumentParser(prog="grader.batch --worker")
@@ -316,7 +305,6 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("--memory-mb", type=int, default=None)
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
-    skip_slow_optional_imports()
     try:
         from grader.engine import DEFAULT_CELL_TIMEOUT, grade
 
