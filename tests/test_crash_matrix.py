@@ -162,13 +162,16 @@ def test_the_variant_really_answers_differently(tmp_path):
 
 class Commands:
     """`python -m harness ...` commands on one run folder, each in a forked child process
-    (the same `main` as the subprocess, without paying the interpreter start-up again)."""
+    (the same `main` as the subprocess, without paying the interpreter start-up again).
+    Each process writes its own output file, so what one says never mixes with another."""
 
     def __init__(self, tmp_path):
+        self.folder = tmp_path
         self.run_dir = tmp_path / "run"
         self.log = tmp_path / "requests.jsonl"
-        self.out = tmp_path / "output.txt"
         self.output = ""
+        self._outputs = {}
+        self._count = 0
 
     def _env(self, crash, mode):
         env = {ENDPOINT_LOG_ENV: str(self.log)}
@@ -178,25 +181,25 @@ class Commands:
             env["CRASH_MODE"] = mode
         return env
 
-    def _capture(self, action):
-        offset = self.out.stat().st_size if self.out.exists() else 0
-        result = action()
-        self.output = self.out.read_text(encoding="utf-8")[offset:] if self.out.exists() else ""
-        return result
-
-    def run(self, *extra, crash=None, mode=None, scenario="team-email"):
-        args = run_args(self.run_dir, *extra, scenario=scenario)
-        return self._capture(lambda: run_forked(args, self._env(crash, mode), self.out))
-
-    def command(self, name, *extra):
-        args = [name, "--workdir", str(self.run_dir), *extra]
-        return self._capture(lambda: run_forked(args, {}, self.out))
-
-    def start(self, *extra, crash=None, mode=None):
-        return fork_harness(run_args(self.run_dir, *extra), self._env(crash, mode), self.out)
+    def start(self, *extra, crash=None, mode=None, command=None):
+        self._count += 1
+        out = self.folder / f"output-{self._count:02d}.txt"
+        args = [command, "--workdir", str(self.run_dir), *extra] if command else run_args(self.run_dir, *extra)
+        pid = fork_harness(args, self._env(crash, mode) if not command else {}, out)
+        self._outputs[pid] = out
+        return pid
 
     def finish(self, pid):
-        return self._capture(lambda: wait_child(pid))
+        code = wait_child(pid)
+        out = self._outputs.pop(pid)
+        self.output = out.read_text(encoding="utf-8") if out.exists() else ""
+        return code
+
+    def run(self, *extra, crash=None, mode=None):
+        return self.finish(self.start(*extra, crash=crash, mode=mode))
+
+    def command(self, name, *extra):
+        return self.finish(self.start(*extra, command=name))
 
     def state(self):
         return load_run_checkpoint(self.run_dir / CHECKPOINT_FILE)
