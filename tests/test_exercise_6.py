@@ -1,0 +1,379 @@
+"""Exercise 6 (the verification apparatus): the solution scores 100%, the generated exercise
+fails every check as not implemented, plausible wrong answers fail with a message naming the
+mistake, and on level 2 a verification that cannot fail (always approves, or only checks that
+the run completed) scores zero.
+
+Two gradings go through a real kernel; the wrong answers run the same checks in-process
+(the notebook's cells executed into a dict), which the engine tests show is equivalent.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.buggy_harnesses import REFERENCE, defects, make_harness
+from grader.checks.exercise_6 import CANNOT_FAIL
+from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
+from grader.checks.runner import run_plan
+from grader.engine import grade, load_exercise
+from grader.fixture_loader import load_fixtures
+from harness.crash_lab import run_outcome
+from harness.effects import EFFECTS_FILE
+from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
+from tests.grader_support import defining_cell, namespace_of
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / "exercise-6.ipynb"
+EXERCISE_NOTEBOOK = ROOT / "exercises" / "exercise-6.ipynb"
+DEMO_CELLS = {"ex6-05", "ex6-07", "ex6-09", "ex6-12", "ex6-14"}  # try-it cells: not needed to grade
+
+
+def solution() -> nbformat.NotebookNode:
+    notebook = nbformat.read(str(SOLUTION), as_version=4)
+    notebook.cells = [cell for cell in notebook.cells if cell.get("id") not in DEMO_CELLS]
+    return notebook
+
+
+def replaced(name: str, old: str, new: str) -> nbformat.NotebookNode:
+    notebook = solution()
+    cell = defining_cell(notebook, name)
+    assert old in cell.source, f"{old!r} not in the {name} cell"
+    cell.source = cell.source.replace(old, new)
+    return notebook
+
+
+def with_function(name: str, source: str) -> nbformat.NotebookNode:
+    """The solution with ``name`` redefined by ``source`` in a cell right after its own."""
+    notebook = solution()
+    index = notebook.cells.index(defining_cell(notebook, name))
+    notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
+    return notebook
+
+
+def graded(notebook, tmp_path, monkeypatch, level) -> dict[str, dict]:
+    namespace, problems = namespace_of(notebook, monkeypatch)
+    exercise = load_exercise("exercise-6")
+    fixtures = load_fixtures("exercise-6", (), exercise.validate_fixture)
+    (tmp_path / "checks").mkdir()
+    session = Session(namespace=namespace, workdir=tmp_path / "checks", check_timeout=60.0, cell_problems=problems)
+    results = run_plan("exercise-6", exercise.plan(fixtures, level), fixtures, session)
+    return {result["id"]: result for result in results}
+
+
+def failures(results: dict[str, dict]) -> dict[str, str]:
+    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
+
+
+def assert_fails(results, check_id, *words):
+    failed = failures(results)
+    assert check_id in failed, f"{check_id} passed; failures: {sorted(failed)}"
+    for word in words:
+        assert word in failed[check_id], f"{word!r} not in: {failed[check_id]}"
+
+
+def level_score(results) -> float:
+    return sum(r["status"] == "pass" for r in results.values()) / len(results)
+
+
+@pytest.fixture(autouse=True)
+def no_crash_env(monkeypatch):
+    for key in ("CRASH_AFTER", "CRASH_MODE"):
+        monkeypatch.delenv(key, raising=False)
+
+
+# ----------------------------------------------------------------- real kernel
+
+
+def test_solution_scores_100_percent():
+    report = grade("exercise-6", SOLUTION)
+    assert report.notebook_error is None and report.cell_problems == []
+    statuses = {check.id: check.status for check in report.checks}
+    assert len(statuses) == 25
+    assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
+    assert {check.level for check in report.checks} == {1, 2, 3}
+
+
+def test_generated_exercise_fails_every_check_as_not_implemented():
+    report = grade("exercise-6", EXERCISE_NOTEBOOK)
+    assert len(report.checks) == 25 and all(check.status != "pass" for check in report.checks)
+    assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
+
+
+# ----------------------------------------------------------------- the seeded defects are real
+
+
+@pytest.mark.parametrize("name", [REFERENCE, *defects()])
+def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_path):
+    """Drive each harness through every scenario and observe the symptoms directly (the
+    reference shows none, each defect at least its own), independently of any verification."""
+    harness = make_harness(name, root=tmp_path)
+    symptoms = set()
+
+    run_dir = harness.new_run_dir("envio")
+    assert harness.run(run_dir, crash_after="after-tool-run:1") == 137
+    harness.resume(run_dir)
+    if run_outcome(run_dir).emails > 1:
+        symptoms.add("duplicate")
+
+    run_dir = harness.new_run_dir("recibo")
+    harness.run(run_dir, crash_after="after-effect-write:1")
+    harness.resume(run_dir)
+    if run_outcome(run_dir).emails == 0:
+        symptoms.add("no email")
+
+    run_dir = harness.new_run_dir("contadores")
+    harness.run(run_dir, crash_after="after-save-B:2")
+    harness.resume(run_dir)
+    if (run_outcome(run_dir).turns, run_outcome(run_dir).tokens_used) != (3, 2016):
+        symptoms.add("counters")
+
+    run_dir = harness.new_run_dir("meio-da-gravacao")
+    harness.run(run_dir, crash_after="mid-checkpoint-write:3")
+    if harness.resume(run_dir) != 0:
+        symptoms.add("torn checkpoint")
+
+    run_dir = harness.new_run_dir("livro-corrompido")
+    harness.run(run_dir, crash_after="after-effect-write:1")
+    (run_dir / EFFECTS_FILE).write_text('{"toolu_01TE2": {"sta')
+    if harness.resume(run_dir) == 0:
+        symptoms.add("fails open")
+
+    run_dir = harness.new_run_dir("cancelada")
+    assert harness.run(run_dir, max_turns=1) == 10
+    assert harness.cancel(run_dir) == 0
+    if harness.resume(run_dir) != 12 or load_run_checkpoint(run_dir / CHECKPOINT_FILE)["status"] != "cancelled":
+        symptoms.add("cancel ignored")
+
+    run_dir = harness.new_run_dir("de-novo")
+    harness.run(run_dir)
+    harness.run(run_dir)
+    if run_outcome(run_dir).emails != 1:
+        symptoms.add("stale ledger")
+
+    expected = {
+        REFERENCE: set(),
+        "reruns-pending-calls": {"duplicate"},
+        "receipt-before-execution": {"no email"},
+        "counters-reset-on-resume": {"counters"},
+        "checkpoint-written-in-place": {"torn checkpoint"},
+        "corrupt-ledger-read-as-empty": {"fails open"},
+        "cancelled-run-resumes": {"cancel ignored"},
+        "clean-start-keeps-ledger": {"stale ledger"},
+    }
+    if name == REFERENCE:
+        assert symptoms == set()
+    else:  # a defect may show more than its own symptom (rerunning also ignores the ledger)
+        assert expected[name] <= symptoms, symptoms
+
+
+def test_a_defect_never_leaks_out_of_its_call(tmp_path):
+    from harness import runner, tool_runner
+
+    originals = (runner.reopen, runner.save_run_checkpoint, tool_runner.load_effects)
+    harness = make_harness("checkpoint-written-in-place", root=tmp_path)
+    run_dir = harness.new_run_dir()
+    assert harness.run(run_dir, crash_after="mid-checkpoint-write:2") == 137
+    assert (runner.reopen, runner.save_run_checkpoint, tool_runner.load_effects) == originals
+    with pytest.raises(ValueError, match="rótulo desconhecido"):
+        harness.run(run_dir, crash_after="after-sav-A:1")
+
+
+# ----------------------------------------------------------------- level 1
+
+
+def test_a_single_counter_for_every_label_crashes_on_the_wrong_step(tmp_path, monkeypatch):
+    notebook = replaced("crash_point", "_passes[label] == n", "sum(_passes.values()) == n")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]",
+                 "chamada 2, a 1ª passagem por after-save-A", "por rótulo: _passes[label]")
+
+
+def test_greater_or_equal_crashes_on_every_later_pass(tmp_path, monkeypatch):
+    notebook = replaced("crash_point", "_passes[label] == n", "_passes[label] >= n")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-so-uma-vez]", "(==)", "(>=)")
+    assert "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]" not in failures(results)
+
+
+def test_an_unchecked_label_lets_a_typo_pass_silently(tmp_path, monkeypatch):
+    notebook = replaced("parse_crash_after", "    if label not in CRASH_LABELS:\n        raise ValueError(f\"CRASH_AFTER",
+                        "    if False:\n        raise ValueError(f\"CRASH_AFTER")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.parse_crash_after_reads_the_value[crash-after-rotulo-errado]",
+                 "passa em silêncio", "sem nunca cair")
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-crash-after-errado]", "em silêncio")
+    assert "n1.parse_crash_after_reads_the_value[crash-after-contagem-texto]" not in failures(results)
+
+
+BARE_INT = '''def parse_crash_after(spec):
+    label, _, count = spec.partition(":")
+    if label not in CRASH_LABELS:
+        raise ValueError(f"CRASH_AFTER: rótulo desconhecido {label!r}")
+    return label, int(count) if count else 1
+'''
+
+
+def test_a_bare_int_gives_an_error_that_does_not_say_crash_after(tmp_path, monkeypatch):
+    results = graded(with_function("parse_crash_after", BARE_INT), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.parse_crash_after_reads_the_value[crash-after-contagem-texto]",
+                 "não diz 'CRASH_AFTER'")
+    assert_fails(results, "n1.parse_crash_after_reads_the_value[crash-after-contagem-zero]", "aceitou")
+
+
+def test_counting_only_when_crash_after_is_set_loses_the_counts(tmp_path, monkeypatch):
+    notebook = replaced("crash_point", "    _passes[label] += 1\n    spec = os.environ.get(\"CRASH_AFTER\")\n    if not spec:\n        return\n",
+                        "    spec = os.environ.get(\"CRASH_AFTER\")\n    if not spec:\n        return\n    _passes[label] += 1\n")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-sem-crash-after]",
+                 "crash_counts() não bate", "com ou sem CRASH_AFTER")
+    assert "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]" not in failures(results)
+
+
+OWN_CRASH = '''class SimulatedCrash(Exception):
+    pass
+'''
+
+
+def test_a_home_made_simulated_crash_is_named(tmp_path, monkeypatch):
+    notebook = with_function("parse_crash_after", OWN_CRASH)
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]", "from harness.crash import")
+
+
+# ----------------------------------------------------------------- level 2
+
+
+ALWAYS_APPROVES = '''def verify_resume(harness):
+    return []
+'''
+
+ONLY_COMPLETION = '''def verify_resume(harness):
+    problems = []
+    for label in CRASH_LABELS:
+        run_dir = harness.new_run_dir(label)
+        harness.run(run_dir, crash_after=f"{label}:3" if label == "mid-checkpoint-write" else f"{label}:1")
+        code = harness.resume(run_dir)
+        state = load_run_checkpoint(run_dir / CHECKPOINT_FILE) if code != 2 else None
+        if code != 0 or state is None or state["status"] != "completed":
+            problems.append(f"{label}: a execução não terminou (código {code})")
+    return problems
+'''
+
+ONLY_EMAILS = '''def verify_resume(harness):
+    problems = []
+    for label, n in {"after-save-A": 2, "after-tool-run": 1, "after-effect-write": 1, "mid-checkpoint-write": 3}.items():
+        run_dir = harness.new_run_dir(label)
+        harness.run(run_dir, crash_after=f"{label}:{n}")
+        harness.resume(run_dir)
+        count = len(world_of(run_dir).emails())
+        if count != 1:
+            problems.append(f"{label}: {count} e-mails")
+    return problems
+'''
+
+FORGETS_TO_RESUME = '''def verify_resume(harness):
+    run_dir = harness.new_run_dir("queda")
+    harness.run(run_dir, crash_after="after-tool-run:1")
+    outcome = run_outcome(run_dir)
+    return [] if outcome.status == "completed" and outcome.emails == 1 else [f"status {outcome.status}"]
+'''
+
+NO_RETURN = '''def verify_resume(harness):
+    run_dir = harness.new_run_dir("sem-return")
+    assert harness.run(run_dir) == 0
+'''
+
+
+def test_a_verification_that_always_approves_scores_zero(tmp_path, monkeypatch):
+    results = graded(with_function("verify_resume", ALWAYS_APPROVES), tmp_path, monkeypatch, 2)
+    assert len(results) == 8 and level_score(results) == 0
+    assert all("não consegue falhar" in message for message in failures(results).values())
+
+
+def test_a_verification_that_only_checks_completion_scores_zero(tmp_path, monkeypatch):
+    results = graded(with_function("verify_resume", ONLY_COMPLETION), tmp_path, monkeypatch, 2)
+    assert len(results) == 8 and level_score(results) == 0
+    # It does reject the torn-checkpoint harness, yet earns nothing: it cannot see any defect
+    # under which the run still completes.
+    assert failures(results)["n2.rejects_the_defect[h7-checkpoint-no-lugar]"] == CANNOT_FAIL
+    assert_fails(results, "n2.approves_the_reference[h0-referencia]", "não consegue falhar", "só que a execução terminou")
+
+
+def test_the_completion_only_verification_really_rejects_the_torn_checkpoint(tmp_path):
+    namespace = {"__name__": "__main__"}
+    exec("from harness.crash import CRASH_LABELS\nfrom harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint\n"
+         + ONLY_COMPLETION, namespace)
+    verify = namespace["verify_resume"]
+    assert verify(make_harness(REFERENCE, root=tmp_path / "ref")) == []
+    assert verify(make_harness("checkpoint-written-in-place", root=tmp_path / "torn")) != []
+    assert verify(make_harness("reruns-pending-calls", root=tmp_path / "dup")) == []
+
+
+def test_counting_emails_only_catches_some_defects_and_names_the_rest(tmp_path, monkeypatch):
+    results = graded(with_function("verify_resume", ONLY_EMAILS), tmp_path, monkeypatch, 2)
+    failed = failures(results)
+    assert set(failed) == {"n2.rejects_the_defect[h3-contadores-zerados]",
+                           "n2.rejects_the_defect[h4-livro-razao-corrompido-vazio]",
+                           "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]",
+                           "n2.rejects_the_defect[h6-comeco-limpo-guarda-livro-razao]"}
+    assert_fails(results, "n2.rejects_the_defect[h3-contadores-zerados]", "aprovou um harness com defeito",
+                 "zera turns e tokens_used", "Compare turns e tokens_used")
+    assert_fails(results, "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]", "cancele-a e retome")
+
+
+def test_forgetting_to_resume_rejects_the_reference_and_scores_zero(tmp_path, monkeypatch):
+    results = graded(with_function("verify_resume", FORGETS_TO_RESUME), tmp_path, monkeypatch, 2)
+    assert level_score(results) == 0
+    assert_fails(results, "n2.approves_the_reference[h0-referencia]", "reprovou o harness de referência",
+                 "status running")
+
+
+def test_a_verification_without_return_is_told_so(tmp_path, monkeypatch):
+    results = graded(with_function("verify_resume", NO_RETURN), tmp_path, monkeypatch, 2)
+    assert level_score(results) == 0
+    assert_fails(results, "n2.approves_the_reference[h0-referencia]", "devolveu None", "Esqueceu o return")
+
+
+# ----------------------------------------------------------------- level 3
+
+
+def test_a_token_that_restarts_at_one_cannot_fence_the_old_owner(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", '"token": (record["token"] if record else 0) + 1', '"token": 1')
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.expired_lease_is_taken_over", "precisa crescer")
+    assert_fails(results, "n3.token_only_grows", "maior que todos os anteriores")
+    assert_fails(results, "n3.check_fence_accepts_only_the_current_token")
+    assert "n3.first_lease_gets_token_one" not in failures(results)
+
+
+def test_a_lease_that_never_expires_keeps_a_dead_owner_forever(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", "if record is not None and now < record[\"expires_at\"]:",
+                        "if record is not None:")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.expired_lease_is_taken_over", "já venceu", "prende a execução para sempre")
+    assert "n3.held_lease_is_refused" not in failures(results)
+
+
+def test_strictly_greater_misses_the_expiry_instant(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", "now < record[\"expires_at\"]", "now <= record[\"expires_at\"]")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.expired_lease_is_taken_over", "now >= expires_at")
+    assert set(failures(results)) == {"n3.expired_lease_is_taken_over"}
+
+
+def test_writing_before_checking_lets_the_stale_owner_overwrite(tmp_path, monkeypatch):
+    notebook = replaced("fenced_save",
+                        "    check_fence(run_dir, token)\n    write_json_atomic(Path(run_dir) / \"checkpoint.json\", state)",
+                        "    write_json_atomic(Path(run_dir) / \"checkpoint.json\", state)\n    check_fence(run_dir, token)")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.stale_holder_cannot_write", "gravou por cima", "ANTES de gravar")
+
+
+def test_a_fence_that_accepts_any_newer_token_is_named(tmp_path, monkeypatch):
+    notebook = replaced("check_fence", "if token != current:", "if token < current:")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.check_fence_accepts_only_the_current_token", "O token 3", "igualdade")
+    assert "n3.stale_holder_cannot_write" not in failures(results)
