@@ -1,4 +1,4 @@
-"""Shared checks and process helpers for the durability tests (runner, crash matrix, soak).
+"""Shared checks and process utilities for the durability tests (runner, crash matrix, soak).
 
 Every check returns a list of problems (empty = fine) so the soak test can count them,
 and the other tests can assert on an empty list and see every problem at once.
