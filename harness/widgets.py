@@ -144,7 +144,8 @@ def _yes_no(ok):
 def outcome_summary(outcome):
     """O retrato de uma pasta de execução como pares (rótulo, valor, ok): ok None = só informação."""
     return [
-        ("status", outcome.status or "—", None if outcome.status is None else outcome.status == "completed"),
+        # Só os status finais ganham cor: running ou paused depois de uma queda são esperados.
+        ("status", outcome.status or "—", {"completed": True, "failed": False, "cancelled": False}.get(outcome.status)),
         ("turns", outcome.turns if outcome.turns is not None else "—", None),
         ("tokens_used", outcome.tokens_used if outcome.tokens_used is not None else "—", None),
         ("pending_tool_use", ", ".join(outcome.pending) or "None", None),
@@ -171,7 +172,8 @@ def steps_html(steps):
         return "<p>(nenhum passo ainda)</p>"
     rows = "".join(
         f"<tr><td>{index}</td><td>{html.escape(step.action)}</td><td>{html.escape(step.crash_after or '—')}</td>"
-        f"<td>{html.escape(step.mode)}</td><td>{step.exit_code}</td><td>{html.escape(step.meaning)}</td></tr>"
+        f"<td>{html.escape(step.mode if step.crash_after else '—')}</td><td>{step.exit_code}</td>"
+        f"<td>{html.escape(step.meaning)}</td></tr>"
         for index, step in enumerate(steps, start=1)
     )
     return ('<table class="curso-tabela"><caption>passos</caption><tr><th>#</th><th>ação</th>'
@@ -283,15 +285,22 @@ def crash_explorer(base_dir, scenario="team-email"):
                         "ipywidgets não está instalado: use CrashCase diretamente.")
     from harness.crash import CRASH_LABELS
 
-    label = widgets.Dropdown(options=list(CRASH_LABELS), value="after-tool-run", description="rótulo")
-    n = widgets.BoundedIntText(value=1, min=1, max=9, description="passagem n")
-    mode = widgets.ToggleButtons(options=[("simulada (SimulatedCrash)", "simulada"), ("SIGKILL de verdade", "sigkill")],
-                                 value="simulada", description="modo")
+    wide = {"description_width": "initial"}
+    label = widgets.Dropdown(options=list(CRASH_LABELS), value="after-tool-run", description="rótulo", style=wide)
+    n = widgets.BoundedIntText(value=1, min=1, max=9, description="passagem n", style=wide,
+                               layout=widgets.Layout(width="150px"))
+    mode = widgets.ToggleButtons(options=[("simulada", "simulada"), ("SIGKILL de verdade", "sigkill")],
+                                 tooltips=["SimulatedCrash neste processo (main() sai com 137)",
+                                           "um processo filho de verdade, morto com SIGKILL"],
+                                 value="simulada", description="modo", style={**wide, "button_width": "170px"})
     script = widgets.Dropdown(options=[("o mesmo roteiro", scenario), ("outro roteiro (team-email-variant)",
                                                                         "team-email-variant")],
-                              value=scenario, description="retomar com")
-    crash_button = widgets.Button(description="1. Rodar até a queda", button_style="danger")
-    resume_button = widgets.Button(description="2. Retomar (--resume)", button_style="success", disabled=True)
+                              value=scenario, description="retomar com", style=wide,
+                              layout=widgets.Layout(width="360px"))
+    auto = widgets.Layout(width="auto")
+    crash_button = widgets.Button(description="1. Rodar até a queda", button_style="danger", layout=auto)
+    resume_button = widgets.Button(description="2. Retomar (--resume)", button_style="success", disabled=True,
+                                   layout=auto)
     view = widgets.HTML(value=case.report_html())
 
     def on_crash(_button):
