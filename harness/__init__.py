@@ -8,5 +8,13 @@ Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
 - ``loop`` (lição 1): o loop do agente em memória;
 - ``checkpoint`` e ``checkpointed_loop`` (lição 2): gravar a cena de execução;
 - ``resume`` (lição 3): retomar e reconciliar uma chamada órfã;
-- ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham.
+- ``effects``, ``approval`` e ``tool_runner`` (lição 4): livro-razão de efeitos,
+  registro de intenção, válvula de aprovação e a ordem de cada chamada;
+- ``timeline`` (lição 5): a sequência de checkpoints, rebobinar e bifurcar;
+- ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
+  execução, lease com token de cerca, migração v1 -> v2 e o loop durável completo;
+- ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;
+- ``show``, ``effects_view``, ``widgets``, ``demos`` e ``crash_lab``: o que as lições
+  usam para mostrar (tabelas, linhas do tempo, widgets) e para derrubar processos de
+  verdade.
 """
