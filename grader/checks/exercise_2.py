@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader.checks.fixture_shape import is_count, problem, required_text, unknown_keys, workspace_problems
+from grader.checks.fixture_shape import is_count, problem, required_text, scripted_run_problems, unknown_keys
 from grader.checks.framework import (
     NOT_IMPLEMENTED_PREFIX,
     CheckFailed,
@@ -117,22 +117,7 @@ def validate_load_fixture(data: dict) -> list[str]:
 
 
 def validate_run_fixture(data: dict) -> list[str]:
-    from harness.fake_endpoint import expand_response
-
-    problems = unknown_keys(data, {"description", "kind", "task", "workspace", "responses", "max_turns", "expect"})
-    problems += required_text(data, "description", "description")
-    problems += required_text(data, "task", "task")
-    problems += workspace_problems(data.get("workspace"))
-    responses = data.get("responses")
-    if not isinstance(responses, list) or not responses:
-        return problems + [problem("responses", "obrigatório, deveria ser uma lista não vazia de respostas")]
-    for index, response in enumerate(responses):
-        try:
-            expand_response(response, index)
-        except (ValueError, TypeError) as error:
-            problems.append(problem(f"responses[{index}]", str(error)))
-    if "max_turns" in data and (not is_count(data["max_turns"]) or data["max_turns"] < 1):
-        problems.append(problem("max_turns", "deveria ser um inteiro >= 1"))
+    problems = scripted_run_problems(data)
     if problems:
         return problems
     expect = data.get("expect")

@@ -27,7 +27,8 @@ from typing import Any
 
 from grader.checks.fixture_shape import (
     checkpoint_problems,
-    is_count,
+    count_problems,
+    pending_ids,
     problem,
     required_text,
     unknown_keys,
@@ -87,19 +88,13 @@ def validate_fixture(data: dict) -> list[str]:
         for key, action in actions.items():
             if action not in ACTIONS:
                 problems.append(problem(f"expect.resume_action.{key}", f"deveria ser \"rerun\" ou \"is_error\" (é {action!r})"))
-        checkpoint = data.get("checkpoint")
-        pending = checkpoint.get("pending_tool_use") if isinstance(checkpoint, dict) else None
-        if isinstance(pending, list) or pending is None:
-            ids = [call.get("id") for call in pending or [] if isinstance(call, dict)]
-            if sorted(map(str, actions)) != sorted(map(str, ids)):
-                problems.append(problem(
-                    "expect.resume_action",
-                    f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
-                ))
-    for key in ("outbox_after", "tickets_after"):
-        if key in expect and not is_count(expect[key]):
-            problems.append(problem(f"expect.{key}", f"deveria ser um inteiro >= 0 (é {expect[key]!r})"))
-    return problems
+        ids = pending_ids(data.get("checkpoint"))
+        if ids is not None and sorted(map(str, actions)) != sorted(map(str, ids)):
+            problems.append(problem(
+                "expect.resume_action",
+                f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
+            ))
+    return problems + count_problems(expect, ("outbox_after", "tickets_after"), "expect")
 
 
 # ----------------------------------------------------------------- fixture helpers

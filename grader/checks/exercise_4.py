@@ -38,7 +38,8 @@ from typing import Any, Iterator
 
 from grader.checks.fixture_shape import (
     checkpoint_problems,
-    is_count,
+    count_problems,
+    pending_ids,
     problem,
     required_text,
     unknown_keys,
@@ -157,16 +158,10 @@ def validate_fixture(data: dict) -> list[str]:
             problems.append(problem(f"expect.ways.{key}", "\"reuse\" pede um recibo committed ou rejected em effects"))
         elif way == "confirm" and effects.get(key, {}).get("status") != "intent":
             problems.append(problem(f"expect.ways.{key}", "\"confirm\" pede um registro de intenção em effects"))
-    checkpoint = data.get("checkpoint")
-    pending = checkpoint.get("pending_tool_use") if isinstance(checkpoint, dict) else None
-    if isinstance(pending, list) or pending is None:
-        ids = [call.get("id") for call in pending or [] if isinstance(call, dict)]
-        if sorted(map(str, ways)) != sorted(map(str, ids)):
-            problems.append(problem("expect.ways", f"as chaves deveriam ser exatamente os ids pendentes {ids}"))
-    for key in ("outbox_after", "tickets_after"):
-        if key in expect and not is_count(expect[key]):
-            problems.append(problem(f"expect.{key}", f"deveria ser um inteiro >= 0 (é {expect[key]!r})"))
-    return problems
+    ids = pending_ids(data.get("checkpoint"))
+    if ids is not None and sorted(map(str, ways)) != sorted(map(str, ids)):
+        problems.append(problem("expect.ways", f"as chaves deveriam ser exatamente os ids pendentes {ids}"))
+    return problems + count_problems(expect, ("outbox_after", "tickets_after"), "expect")
 
 
 # ----------------------------------------------------------------- shared helpers

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 CHECKPOINT_FIELDS = ("version", "task", "turns", "tokens_used", "messages", "pending_tool_use")
+SCRIPTED_RUN_KEYS = {"description", "kind", "task", "workspace", "responses", "max_turns", "expect"}
 
 
 def problem(field: str, text: str) -> str:
@@ -28,6 +29,14 @@ def required_text(data: dict, key: str, field: str) -> list[str]:
     if not isinstance(value, str) or not value.strip():
         return [problem(field, "obrigatório, deveria ser um texto não vazio")]
     return []
+
+
+def count_problems(data: dict, keys: tuple[str, ...], field: str) -> list[str]:
+    """Each of ``keys`` that ``data`` has must be an integer >= 0."""
+    return [
+        problem(f"{field}.{key}", f"deveria ser um inteiro >= 0 (é {data[key]!r})")
+        for key in keys if key in data and not is_count(data[key])
+    ]
 
 
 def _tool_uses(message: dict) -> list[dict]:
@@ -95,6 +104,15 @@ def pending_problems(pending: Any, messages: Any, field: str) -> list[str]:
     return problems
 
 
+def pending_ids(checkpoint: Any) -> list | None:
+    """The ids of the checkpoint's pending calls ([] when nothing is pending); None when
+    pending_tool_use is not a list or null (checkpoint_problems reports that)."""
+    pending = checkpoint.get("pending_tool_use") if isinstance(checkpoint, dict) else None
+    if not (isinstance(pending, list) or pending is None):
+        return None
+    return [call.get("id") for call in pending or [] if isinstance(call, dict)]
+
+
 def checkpoint_problems(checkpoint: Any, field: str = "checkpoint", versions: tuple[int, ...] = (1,)) -> list[str]:
     """Shape of a run state / checkpoint v1 (version, task, turns, tokens_used, messages,
     pending_tool_use)."""
@@ -106,9 +124,7 @@ def checkpoint_problems(checkpoint: Any, field: str = "checkpoint", versions: tu
     if checkpoint["version"] not in versions:
         problems.append(problem(f"{field}.version", f"deveria ser {' ou '.join(map(str, versions))} (é {checkpoint['version']!r})"))
     problems += required_text(checkpoint, "task", f"{field}.task")
-    for key in ("turns", "tokens_used"):
-        if not is_count(checkpoint[key]):
-            problems.append(problem(f"{field}.{key}", f"deveria ser um inteiro >= 0 (é {checkpoint[key]!r})"))
+    problems += count_problems(checkpoint, ("turns", "tokens_used"), field)
     problems += messages_problems(checkpoint["messages"], f"{field}.messages")
     problems += pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], f"{field}.pending_tool_use")
     return problems
@@ -132,4 +148,27 @@ def workspace_problems(workspace: Any, field: str = "workspace") -> list[str]:
         value = workspace.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
             problems.append(problem(f"{field}.{key}", "deveria ser uma lista de objetos"))
+    return problems
+
+
+def scripted_run_problems(data: dict) -> list[str]:
+    """Shape of a fixture that runs the student's loop against a scripted model: description,
+    task, the optional workspace, responses the offline endpoint can serve, and max_turns >= 1
+    when present. ``expect`` is the exercise's to check, once this shape is fine."""
+    from harness.fake_endpoint import expand_response
+
+    problems = unknown_keys(data, SCRIPTED_RUN_KEYS)
+    problems += required_text(data, "description", "description")
+    problems += required_text(data, "task", "task")
+    problems += workspace_problems(data.get("workspace"))
+    responses = data.get("responses")
+    if not isinstance(responses, list) or not responses:
+        return problems + [problem("responses", "obrigatório, deveria ser uma lista não vazia de respostas")]
+    for index, response in enumerate(responses):
+        try:
+            expand_response(response, index)
+        except (ValueError, TypeError) as error:
+            problems.append(problem(f"responses[{index}]", str(error)))
+    if "max_turns" in data and (not is_count(data["max_turns"]) or data["max_turns"] < 1):
+        problems.append(problem("max_turns", f"deveria ser um inteiro >= 1 (é {data['max_turns']!r})"))
     return problems
