@@ -28,12 +28,13 @@ from typing import Any
 
 from grader.checks.fixture_shape import problem, required_text, scripted_run_problems, unknown_keys
 from grader.checks.framework import (
-    NOT_IMPLEMENTED_PREFIX,
     CheckFailed,
     Context,
     Exercise,
     Fixture,
     StudentProblem,
+    content_blocks,
+    is_kind,
     show,
 )
 
@@ -54,10 +55,6 @@ def normalized_label(value: Any) -> str | None:
     plain = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode().lower()
     plain = " ".join(plain.split())
     return {"memoria": MEMORY, "estado de execucao": RUN_STATE}.get(plain)
-
-
-def is_kind(kind: str):
-    return lambda fixture: fixture.data.get("kind") == kind
 
 
 # ----------------------------------------------------------------- fixture shape
@@ -216,14 +213,8 @@ def agent_run(ctx: Context, fixture: Fixture) -> AgentRun:
         run_agent = ctx.student_function("run_agent")
         client = make_stub_client(fixture.data["responses"])
         options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
-        problem_found = None
         with ctx.tools(fixture, "run_agent") as spy:
-            try:
-                state = ctx.call(run_agent, client, fixture.data["task"], **options)
-            except StudentProblem as raised:
-                if raised.message.startswith(NOT_IMPLEMENTED_PREFIX):
-                    raise
-                state, problem_found = None, raised
+            state, problem_found = ctx.call_or_problem(run_agent, client, fixture.data["task"], **options)
             calls = list(spy.calls)
         requests = list(client.stub_endpoint.requests)
         served = fixture.data["responses"][: len(requests)]
@@ -309,7 +300,7 @@ def _blocks(message: dict) -> list[dict]:
 
 
 def _tool_use_ids(message: dict) -> list[str]:
-    return [b.get("id") for b in _blocks(message) if isinstance(b, dict) and b.get("type") == "tool_use"]
+    return [b.get("id") for b in content_blocks(message, "tool_use")]
 
 
 def protocol_diagnosis(messages: list[dict], refusal: str) -> str:
@@ -417,7 +408,7 @@ def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
     results = {
         block.get("tool_use_id"): block
         for message in state["messages"] if isinstance(message, dict) and message.get("role") == "user"
-        for block in _blocks(message) if isinstance(block, dict) and block.get("type") == "tool_result"
+        for block in content_blocks(message, "tool_result")
     }
     for block, call in zip(expected_calls, run.calls):
         result = results.get(block["id"])

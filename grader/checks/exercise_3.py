@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
 
 from grader.checks.fixture_shape import (
     checkpoint_problems,
@@ -34,7 +33,16 @@ from grader.checks.fixture_shape import (
     unknown_keys,
     workspace_problems,
 )
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, StudentProblem, show
+from grader.checks.framework import (
+    CheckFailed,
+    Context,
+    Exercise,
+    Fixture,
+    StudentProblem,
+    block_text,
+    content_blocks,
+    show,
+)
 
 EXERCISE = Exercise(
     name="exercise-3",
@@ -116,15 +124,6 @@ def call_by_id(fixture: Fixture, tool_use_id: str) -> dict:
 def checks_world(fixture: Fixture) -> bool:
     expect = fixture.expect
     return bool(ids_expecting(fixture, "is_error")) or "outbox_after" in expect or "tickets_after" in expect
-
-
-def block_text(content: Any) -> str | None:
-    """The text of a tool_result's content (a string or a list of text blocks)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
-        return "".join(str(b.get("text", "")) for b in content)
-    return None
 
 
 # ----------------------------------------------------------------- level 1
@@ -282,18 +281,11 @@ def answer_message(run: ReconcileRun) -> tuple[dict | None, int]:
     return (added[0] if added else None), len(added)
 
 
-def tool_results(message: dict) -> list[dict]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
 def result_for(run: ReconcileRun, tool_use_id: str) -> dict | None:
     message, _ = answer_message(run)
     if message is None:
         return None
-    return next((b for b in tool_results(message) if b.get("tool_use_id") == tool_use_id), None)
+    return next((b for b in content_blocks(message, "tool_result") if b.get("tool_use_id") == tool_use_id), None)
 
 
 @EXERCISE.check(
@@ -350,7 +342,7 @@ def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
             f"A mensagem com os tool_result deve ter role \"user\" (tem {message.get('role')!r}).",
             expected="role user", observed=message.get("role"),
         )
-    results = tool_results(message)
+    results = content_blocks(message, "tool_result")
     got = [block.get("tool_use_id") for block in results]
     names = {call["id"]: call["name"] for call in pending}
     for tool_use_id in got:
@@ -567,11 +559,7 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
                 "que não se sabe se a ação aconteceu, para ele reavaliar.",
                 expected="um texto explicando o estado desconhecido", observed=block.get("content"),
             )
-    grew = []
-    if run.emails_after != run.emails_before:
-        grew.append(f"a caixa de saída passou de {run.emails_before} para {run.emails_after} e-mail(s)")
-    if run.tickets_after != run.tickets_before:
-        grew.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
+    grew = world_changes(run)
     if grew:
         raise CheckFailed(
             "reconcile mudou o mundo: " + "; ".join(grew) + ". Nenhum efeito de alto impacto pode "
@@ -593,12 +581,18 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
         )
 
 
-def _effect_note(run: ReconcileRun) -> str:
-    notes = []
+def world_changes(run: ReconcileRun) -> list[str]:
+    """What reconcile did to the outbox and the tickets, in words ([] when nothing)."""
+    changes = []
     if run.emails_after != run.emails_before:
-        notes.append(f"a caixa de saída passou de {run.emails_before} para {run.emails_after} e-mail(s)")
+        changes.append(f"a caixa de saída passou de {run.emails_before} para {run.emails_after} e-mail(s)")
     if run.tickets_after != run.tickets_before:
-        notes.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
+        changes.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
+    return changes
+
+
+def _effect_note(run: ReconcileRun) -> str:
+    notes = world_changes(run)
     return (" Resultado: " + "; ".join(notes) + ".") if notes else ""
 
 

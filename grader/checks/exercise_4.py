@@ -52,6 +52,8 @@ from grader.checks.framework import (
     Exercise,
     Fixture,
     StudentProblem,
+    block_text,
+    content_blocks,
     show,
 )
 
@@ -179,14 +181,6 @@ def read_ledger(path: Path) -> dict | None:
 def status_in(path: Path, tool_use_id: str) -> str | None:
     record = (read_ledger(path) or {}).get(tool_use_id)
     return record.get("status") if isinstance(record, dict) else None
-
-
-def block_text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
-        return "".join(str(b.get("text", "")) for b in content)
-    return None
 
 
 def world(name: str, **spec: Any) -> Fixture:
@@ -460,12 +454,8 @@ def save_effect_is_atomic(ctx: Context) -> None:
             )
         path.write_bytes(before)
         with recorded_replace(fail=True):
-            try:
-                ctx.call(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
-            except StudentProblem as problem_:
-                if problem_.message.startswith(NOT_IMPLEMENTED_PREFIX):
-                    raise
-                # the simulated crash surfaces as an exception: that is expected
+            # the simulated crash surfaces as an exception: that is expected
+            ctx.call_or_problem(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
         after = path.read_bytes() if path.exists() else b""
     if after != before:
         raise CheckFailed(
@@ -489,13 +479,9 @@ def save_effect_refuses_corrupt(ctx: Context) -> None:
     with ctx.tools(world("n2-gravar-corrompido")) as spy:
         path = Path(spy.workspace.root) / "effects.json"
         path.write_text(corrupt, encoding="utf-8")
-        try:
-            observed = ctx.call(capturing(save_effect, ledger_error_class()), path, "toolu_b2",
-                                receipt("toolu_b2", "segundo"))
-        except StudentProblem as problem_:
-            if problem_.message.startswith(NOT_IMPLEMENTED_PREFIX):
-                raise
-            observed = problem_
+        returned, problem_ = ctx.call_or_problem(capturing(save_effect, ledger_error_class()), path, "toolu_b2",
+                                                 receipt("toolu_b2", "segundo"))
+        observed = problem_ or returned
         after = path.read_text(encoding="utf-8")
     if after != corrupt:
         raise CheckFailed(
@@ -563,11 +549,7 @@ def answer_block(run: ReconcileRun, tool_use_id: str) -> dict | None:
     before, after = run.before["messages"], run.after["messages"]
     if len(after) != len(before) + 1 or after[: len(before)] != before:
         return None
-    content = after[-1].get("content")
-    if not isinstance(content, list):
-        return None
-    return next((b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
-                 and b.get("tool_use_id") == tool_use_id), None)
+    return next((b for b in content_blocks(after[-1], "tool_result") if b.get("tool_use_id") == tool_use_id), None)
 
 
 @EXERCISE.check(
@@ -600,9 +582,8 @@ def closes_every_pending_call(ctx: Context, fixture: Fixture) -> None:
                 expected="1 mensagem nova", observed=f"{len(added)} mensagens novas",
             )
         message = added[0]
-        content = message.get("content") if isinstance(message, dict) else None
-        answered = [b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-            if isinstance(content, list) else []
+        answered = [b.get("tool_use_id") for b in content_blocks(message, "tool_result")] \
+            if isinstance(message, dict) else []
         if message.get("role") != "user" or answered != ids:
             raise CheckFailed(
                 "A mensagem nova deveria ser {\"role\": \"user\"} com um tool_result por chamada pendente, "

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import checkpoint_problems, problem, required_text, unknown_keys, workspace_problems
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, StudentProblem, show
+from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, content_blocks, show
 
 EXERCISE = Exercise(
     name="exercise-5",
@@ -55,6 +55,13 @@ HIGH_IMPACT = ("send_email", "create_ticket")
 def _point(name: Any) -> tuple[int, str] | None:
     match = POINT_NAME.fullmatch(name) if isinstance(name, str) else None
     return (int(match.group(1)), match.group(2)) if match else None
+
+
+def active_point_name(relative: str) -> str | None:
+    """``turn-NNN-P.json`` when ``relative`` (a path inside the run folder) is a point of the
+    active sequence, that is, directly in checkpoints/; None otherwise."""
+    folder, _, name = relative.partition("/")
+    return name if folder == CHECKPOINTS and "/" not in name and _point(name) else None
 
 
 def _safe_relative(path: str) -> bool:
@@ -91,8 +98,7 @@ def validate_fixture(data: dict) -> list[str]:
     if not isinstance(expect, dict):
         return problems + [problem("expect", "obrigatório, deveria ser um objeto com latest e latest_by_turn")]
     problems += unknown_keys(expect, {"latest", "latest_by_turn", "rewind", "rewind_missing_turn", "fork"}, "expect")
-    active = {path.split("/", 1)[1] for path in run_dir if path.startswith(f"{CHECKPOINTS}/")
-              and path.count("/") == 1 and _point(path.split("/", 1)[1])}
+    active = {name for name in map(active_point_name, run_dir) if name}
 
     def names_a_point(value: Any, where: str) -> None:
         if value is not None and value not in active:
@@ -454,10 +460,7 @@ def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
 def result_blocks(scene: dict, count: int) -> dict[str, dict]:
     if len(scene["messages"]) <= count:
         return {}
-    content = scene["messages"][count].get("content")
-    if not isinstance(content, list):
-        return {}
-    return {b.get("tool_use_id"): b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"}
+    return {b.get("tool_use_id"): b for b in content_blocks(scene["messages"][count], "tool_result")}
 
 
 @EXERCISE.check(
@@ -556,11 +559,10 @@ def later_points_set_aside(ctx: Context, fixture: Fixture) -> None:
             "Mova-os para uma subpasta (set_aside_points_after faz isso).",
             expected=f"nenhum ponto depois do turno {run.turn}", observed=later,
         )
-    before_points = {k: v for k, v in run.before.items() if k.count("/") == 1 and k.startswith(f"{CHECKPOINTS}/")
-                     and _point(k.split("/")[1])}
+    before_points = {k: v for k, v in run.before.items() if active_point_name(k)}
     kept_bytes = list(run.after.values())
     for relative, data in before_points.items():
-        turn, point = _point(relative.split("/")[1])
+        turn, point = _point(active_point_name(relative))
         if turn > run.turn:
             if data not in kept_bytes:
                 raise CheckFailed(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.checks.framework import content_blocks
+
 CHECKPOINT_FIELDS = ("version", "task", "turns", "tokens_used", "messages", "pending_tool_use")
 SCRIPTED_RUN_KEYS = {"description", "kind", "task", "workspace", "responses", "max_turns", "expect"}
 
@@ -39,13 +41,6 @@ def count_problems(data: dict, keys: tuple[str, ...], field: str) -> list[str]:
     ]
 
 
-def _tool_uses(message: dict) -> list[dict]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
-
-
 def messages_problems(messages: Any, field: str) -> list[str]:
     if not isinstance(messages, list) or not messages:
         return [problem(field, "deveria ser uma lista não vazia de mensagens")]
@@ -74,7 +69,7 @@ def pending_problems(pending: Any, messages: Any, field: str) -> list[str]:
     tool_use blocks of the last assistant message."""
     if pending is None:
         if isinstance(messages, list) and messages and isinstance(messages[-1], dict) \
-                and messages[-1].get("role") == "assistant" and _tool_uses(messages[-1]):
+                and messages[-1].get("role") == "assistant" and content_blocks(messages[-1], "tool_use"):
             return [problem(field, "é null, mas a última mensagem tem tool_use sem tool_result; "
                                    "liste essas chamadas aqui")]
         return []
@@ -92,7 +87,7 @@ def pending_problems(pending: Any, messages: Any, field: str) -> list[str]:
     if problems or not isinstance(messages, list) or not messages:
         return problems
     last = messages[-1]
-    uses = {b.get("id"): b for b in _tool_uses(last)} if isinstance(last, dict) else {}
+    uses = {b.get("id"): b for b in content_blocks(last, "tool_use")} if isinstance(last, dict) else {}
     if not isinstance(last, dict) or last.get("role") != "assistant" or not uses:
         return [problem(field, "há chamadas pendentes, mas a última mensagem não é do assistente com tool_use")]
     for index, call in enumerate(pending):

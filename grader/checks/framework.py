@@ -107,6 +107,11 @@ class Fixture:
         return cls(name=data["name"], data=data["data"], source=data.get("source", ""))
 
 
+def is_kind(kind: str) -> Callable[[Fixture], bool]:
+    """For ``applies=``: the fixtures whose ``kind`` field is ``kind``."""
+    return lambda fixture: fixture.data.get("kind") == kind
+
+
 # ----------------------------------------------------------------- declarations
 
 
@@ -335,6 +340,19 @@ class Context:
             os._exit = real_exit
             self.output = (self.output + buffer.getvalue())[-OUTPUT_LIMIT:]
 
+    def call_or_problem(
+        self, function: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> tuple[Any, StudentProblem | None]:
+        """``call`` for checks that judge what the code did even when it went wrong: the
+        StudentProblem comes back as the second value instead of failing the check (the first
+        is then None). Code that is not implemented yet still fails as not implemented."""
+        try:
+            return self.call(function, *args, **kwargs), None
+        except StudentProblem as problem:
+            if problem.message.startswith(NOT_IMPLEMENTED_PREFIX):
+                raise
+            return None, problem
+
     # --- instrumented tools
 
     @contextmanager
@@ -400,6 +418,27 @@ class Context:
         return value
 
 
+# ----------------------------------------------------------------- conversation content
+
+
+def content_blocks(message: dict, block_type: str) -> list[dict]:
+    """The blocks of ``block_type`` ("tool_use", "tool_result"...) in a message's content;
+    [] when the content is plain text."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict) and block.get("type") == block_type]
+
+
+def block_text(content: Any) -> str | None:
+    """The text of a tool_result's content (a string or a list of text blocks); None otherwise."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "".join(str(b.get("text", "")) for b in content)
+    return None
+
+
 # ----------------------------------------------------------------- messages
 
 
@@ -461,5 +500,8 @@ __all__ = [
     "Fixture",
     "PlannedCheck",
     "StudentProblem",
+    "block_text",
+    "content_blocks",
+    "is_kind",
     "show",
 ]
