@@ -6,12 +6,11 @@ import copy
 from pathlib import Path
 
 import nbformat
+import pytest
 
-from grader.checks.framework import Session
-from grader.checks.runner import run_plan
-from grader.engine import grade, load_exercise
-from grader.fixture_loader import load_fixtures
-from tests.grader_support import namespace_of
+from grader.engine import grade
+from tests import grader_support
+from tests.grader_support import failing, namespace_of  # noqa: F401 - failing: for the exercise tests
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,18 +53,26 @@ def run_checks(exercise: str, notebook: nbformat.NotebookNode, workdir: Path, mo
                level: int | None = None, check_timeout: float = 10.0) -> dict[str, dict]:
     """Execute the notebook's cells into a dict, then run the exercise's checks on it."""
     namespace, problems = namespace_of(notebook, monkeypatch)
-    spec = load_exercise(exercise)
-    fixtures = load_fixtures(exercise, (), spec.validate_fixture)
-    plan = spec.plan(fixtures, level)
-    session = Session(namespace=namespace, workdir=Path(workdir), check_timeout=check_timeout,
-                      cell_problems=problems)
-    return {result["id"]: result for result in run_plan(exercise, plan, fixtures, session)}
+    return grader_support.run_checks(namespace, workdir, exercise=exercise, level=level,
+                                     check_timeout=check_timeout, cell_problems=problems)
 
 
-def failing(results: dict[str, dict]) -> dict[str, str]:
-    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
+def solution_results_fixture(exercise: str):
+    """A module-scoped fixture: the exercise's checks run once on its solution, in-process.
+    Bind it in a test module as ``solution_results = solution_results_fixture(EXERCISE)``."""
+
+    @pytest.fixture(scope="module")
+    def solution_results(tmp_path_factory):
+        monkeypatch = pytest.MonkeyPatch()
+        try:
+            yield run_checks(exercise, solution_notebook(exercise), tmp_path_factory.mktemp("solution"), monkeypatch)
+        finally:
+            monkeypatch.undo()
+
+    return solution_results
 
 
 def grade_file(exercise: str, path: Path):
     """One real grading run: a fresh kernel executes the notebook, then the checks run in it."""
     return grade(exercise, path)
+

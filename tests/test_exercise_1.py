@@ -15,6 +15,7 @@ from tests.exercise_support import (
     run_checks,
     solution_notebook,
     solution_path,
+    solution_results_fixture,
 )
 
 EXERCISE = "exercise-1"
@@ -23,13 +24,7 @@ CLASSIFY = "n1.classification_matches[memory-vs-run-state]"
 COMPLETE = "n1.every_item_classified[memory-vs-run-state]"
 
 
-@pytest.fixture(scope="module")
-def solution_results(tmp_path_factory):
-    monkeypatch = pytest.MonkeyPatch()
-    try:
-        yield run_checks(EXERCISE, solution_notebook(EXERCISE), tmp_path_factory.mktemp("solution"), monkeypatch)
-    finally:
-        monkeypatch.undo()
+solution_results = solution_results_fixture(EXERCISE)
 
 
 def results_for(notebook, tmp_path, monkeypatch, level=None):

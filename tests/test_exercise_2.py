@@ -13,8 +13,8 @@ from tests.exercise_support import (
     grade_file,
     replaced,
     run_checks,
-    solution_notebook,
     solution_path,
+    solution_results_fixture,
 )
 
 EXERCISE = "exercise-2"
@@ -35,13 +35,7 @@ ERROR_FIXTURES = ["load-cut-mid-character", "load-empty", "load-messages-as-obje
                   "load-turns-as-text", "load-turns-bool"]
 
 
-@pytest.fixture(scope="module")
-def solution_results(tmp_path_factory):
-    monkeypatch = pytest.MonkeyPatch()
-    try:
-        yield run_checks(EXERCISE, solution_notebook(EXERCISE), tmp_path_factory.mktemp("solution"), monkeypatch)
-    finally:
-        monkeypatch.undo()
+solution_results = solution_results_fixture(EXERCISE)
 
 
 def results_for(notebook, tmp_path, monkeypatch, level):

@@ -13,11 +13,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.checks.framework import Session
-from grader.checks.runner import run_plan
 from grader.engine import grade, load_exercise
 from grader.fixture_loader import load_fixtures
-from tests.grader_support import namespace_of
+from tests.exercise_support import failing as failures
+from tests.exercise_support import run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "exercise-4.ipynb"
@@ -45,17 +44,8 @@ def with_edit(cell_id: str, old: str, new: str) -> nbformat.NotebookNode:
 
 
 def run_level(notebook, level: int, tmp_path: Path, monkeypatch) -> dict[str, dict]:
-    namespace, problems = namespace_of(notebook, monkeypatch)
-    exercise = load_exercise("exercise-4")
-    fixtures = load_fixtures("exercise-4", (), exercise.validate_fixture)
-    plan = exercise.plan(fixtures, level)
-    workdir = Path(tempfile.mkdtemp(prefix="checks-", dir=tmp_path))
-    session = Session(namespace=namespace, workdir=workdir, check_timeout=20.0, cell_problems=problems)
-    return {r["id"]: r for r in run_plan("exercise-4", plan, fixtures, session)}
-
-
-def failures(results: dict[str, dict]) -> dict[str, str]:
-    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
+    workdir = Path(tempfile.mkdtemp(prefix="checks-", dir=tmp_path))  # a test may grade several notebooks
+    return run_checks("exercise-4", notebook, workdir, monkeypatch, level=level, check_timeout=20.0)
 
 
 # ------------------------------------------------------------------ end to end (real kernel)

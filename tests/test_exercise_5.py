@@ -17,6 +17,8 @@ from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
 from grader.checks.runner import run_plan
 from grader.engine import grade, load_exercise
 from grader.fixture_loader import load_fixtures
+from tests.exercise_support import failing as failures
+from tests.exercise_support import run_checks
 from tests.grader_support import defining_cell, namespace_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,17 +46,7 @@ def defined(name: str, source: str) -> nbformat.NotebookNode:
 
 
 def graded(notebook, tmp_path, monkeypatch, level) -> dict[str, dict]:
-    namespace, problems = namespace_of(notebook, monkeypatch)
-    exercise = load_exercise("exercise-5")
-    fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
-    session = Session(namespace=namespace, workdir=tmp_path / "checks", check_timeout=30.0, cell_problems=problems)
-    (tmp_path / "checks").mkdir()
-    results = run_plan("exercise-5", exercise.plan(fixtures, level), fixtures, session)
-    return {result["id"]: result for result in results}
-
-
-def failures(results: dict[str, dict]) -> dict[str, str]:
-    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
+    return run_checks("exercise-5", notebook, tmp_path / "checks", monkeypatch, level=level, check_timeout=30.0)
 
 
 def assert_fails(results, check_id, *words):
