@@ -22,9 +22,7 @@ from harness.approval import (
 from harness.effects import load_effects
 from harness.tool_runner import ToolContext, run_tool_uses
 from harness.tools import Workspace, use_workspace
-
-EMAIL = {"id": "toolu_mail1", "name": "send_email",
-         "input": {"to": "team@example.com", "subject": "Conclusões", "body": "oi"}}
+from tests.tool_calls import EMAIL
 
 
 class Clock:

@@ -18,18 +18,12 @@ from harness.effects import (
 )
 from harness.fake_endpoint import validate_messages
 from harness.tools import Workspace, execute_tool, find_effect, use_workspace
-
-EMAIL = {"id": "toolu_mail1", "name": "send_email",
-         "input": {"to": "team@example.com", "subject": "Conclusões", "body": "oi"}}
-READ = {"id": "toolu_read1", "name": "read_file", "input": {"path": "notes.md"}}
-TICKET = {"id": "toolu_tick1", "name": "create_ticket", "input": {"title": "Migrar job"}}
+from tests.tool_calls import EMAIL, READ, TICKET, notes_world
 
 
 @pytest.fixture
 def world(tmp_path):
-    workspace = use_workspace(Workspace(tmp_path / "world"))
-    workspace.add_files({"notes.md": "conclusões da semana\n"})
-    return workspace
+    return notes_world(tmp_path, "conclusões da semana\n")
 
 
 @pytest.fixture

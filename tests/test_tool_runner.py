@@ -21,18 +21,12 @@ from harness.tool_runner import (
     run_tool_uses,
 )
 from harness.tools import Workspace, execute_tool, use_workspace
-
-EMAIL = {"id": "toolu_mail1", "name": "send_email",
-         "input": {"to": "team@example.com", "subject": "Conclusões", "body": "oi"}}
-READ = {"id": "toolu_read1", "name": "read_file", "input": {"path": "notes.md"}}
-TICKET = {"id": "toolu_tick1", "name": "create_ticket", "input": {"title": "Migrar job"}}
+from tests.tool_calls import EMAIL, READ, TICKET, notes_world
 
 
 @pytest.fixture
 def world(tmp_path):
-    workspace = use_workspace(Workspace(tmp_path / "world"))
-    workspace.add_files({"notes.md": "conclusões\n"})
-    return workspace
+    return notes_world(tmp_path, "conclusões\n")
 
 
 @pytest.fixture(autouse=True)
