@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from grader import results
+
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 1024
-# Extra time the worker gets beyond the grading timeout (kernel start, checks,
-# shutdown) before the batch kills it as a last resort.
+# Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
+# batch kills it as a last resort; worker_deadline adds the kernel's start-up time.
 WORKER_GRACE_SECONDS = 60.0
 
 # Row statuses, stable words an instructor can filter on in a spreadsheet.
@@ -40,6 +42,7 @@ PASSED = "aprovado"
 INCOMPLETE = "incompleto"
 TIMED_OUT = "tempo_esgotado"
 KERNEL_DIED = "kernel_morreu"
+KERNEL_START_FAILED = "kernel_nao_iniciou"
 INVALID_NOTEBOOK = "notebook_invalido"
 NO_NOTEBOOK = "sem_notebook"
 NOTEBOOK_ERROR = "erro_no_notebook"
@@ -134,18 +137,28 @@ def find_submissions(folder: Path, exercise: str) -> tuple[list[Submission], lis
 # ------------------------------------------------------------------ rows
 
 
-def classify_notebook_error(message: str) -> str:
-    """The row status for a report whose notebook did not run to the end."""
-    text = message.lower()
-    if any(word in text for word in ("tempo", "timeout", "não terminou", "limite total")):
-        return TIMED_OUT
-    if "kernel" in text and any(word in text for word in ("morreu", "caiu", "died")):
-        return KERNEL_DIED
-    if any(word in text for word in ("notebook válido", "não é um notebook", "corrompido", "está vazio", "json")):
-        return INVALID_NOTEBOOK
-    if "não consegui executar" in text:
-        return WORKER_FAILED
-    return NOTEBOOK_ERROR
+STATUS_BY_ERROR_KIND = {
+    results.TIMEOUT: TIMED_OUT,
+    results.KERNEL_DIED: KERNEL_DIED,
+    results.KERNEL_START_FAILED: KERNEL_START_FAILED,
+    results.INVALID_NOTEBOOK: INVALID_NOTEBOOK,
+    results.NOTEBOOK_UNREADABLE: NOTEBOOK_ERROR,
+    results.GRADER_ERROR: WORKER_FAILED,
+}
+
+
+def status_for_error_kind(kind: str | None) -> str:
+    """The row status for a report that stopped short, from the kind the engine recorded."""
+    return STATUS_BY_ERROR_KIND.get(kind, NOTEBOOK_ERROR)
+
+
+# (status, reason) of a row whose checks, not the notebook, stopped short; each
+# check's own message in the report says which one was running.
+_CHECKS_STOPPED = {
+    results.KERNEL_DIED: (KERNEL_DIED, "o kernel morreu durante as verificações"),
+    results.TIMEOUT: (TIMED_OUT, "as verificações passaram do limite de tempo"),
+    results.GRADER_ERROR: (WORKER_FAILED, "a correção parou com um erro inesperado"),
+}
 
 
 def _percent(value: float) -> float:
@@ -167,9 +180,13 @@ def row_from_report(submission: Submission, report: Any, levels: list[int], seco
     names = [f"N{check.level} {check.fixture + ': ' if check.fixture else ''}{check.title}" for check in failed[:3]]
     more = f" (e mais {len(failed) - 3})" if len(failed) > 3 else ""
     failures = ("falhou: " + "; ".join(names) + more) if failed else ""
+    kind = getattr(report, "notebook_error_kind", None)
     if report.notebook_error:
-        status = classify_notebook_error(str(report.notebook_error))
+        status = status_for_error_kind(kind)
         message = str(report.notebook_error)
+    elif kind in _CHECKS_STOPPED:
+        status, reason = _CHECKS_STOPPED[kind]
+        message = "; ".join(filter(None, [reason, failures]))
     elif timed_out_cells:
         # One cell looped past its limit; the rest still ran and was graded.
         status = TIMED_OUT
@@ -290,9 +307,7 @@ def grade_submission(submission: Submission, options: BatchOptions, levels: list
             return failure_row(submission, WORKER_FAILED, f"o processo de correção {how} sem resultado{detail}", levels, seconds)
     if "error" in payload:
         return failure_row(submission, WORKER_FAILED, payload["error"], levels, seconds)
-    from grader.results import GradeReport
-
-    return row_from_report(submission, GradeReport.from_dict(payload["report"]), levels, seconds)
+    return row_from_report(submission, results.GradeReport.from_dict(payload["report"]), levels, seconds)
 
 
 def worker_main(argv: list[str]) -> int:
@@ -478,8 +493,12 @@ def plan_summary(exercise: str, fixture_dirs: tuple[Path, ...]) -> tuple[list[in
 
 def worker_deadline(timeout: float, checks: int) -> float:
     from grader.engine import DEFAULT_CHECK_TIMEOUT
+    from grader.execution import START_ATTEMPTS, STARTUP_TIMEOUT
 
-    return timeout + DEFAULT_CHECK_TIMEOUT * max(1, checks) + WORKER_GRACE_SECONDS
+    # The notebook's time limit starts when its kernel is ready, so a slow start
+    # (or a second one) comes on top of it.
+    start_up = START_ATTEMPTS * STARTUP_TIMEOUT
+    return timeout + DEFAULT_CHECK_TIMEOUT * max(1, checks) + start_up + WORKER_GRACE_SECONDS
 
 
 def run(args: argparse.Namespace) -> int:

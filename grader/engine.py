@@ -16,7 +16,7 @@ from grader.errors import GraderError
 from grader.execution import execute_and_grade
 from grader.fixture_loader import load_fixtures
 from grader.notebook_file import read_notebook
-from grader.results import FAIL, CheckResult, GradeReport
+from grader.results import FAIL, KERNEL_DIED, CheckResult, GradeReport
 
 DEFAULT_CELL_TIMEOUT = 60.0
 DEFAULT_TOTAL_TIMEOUT = 300.0
@@ -79,13 +79,17 @@ def _failed(planned: PlannedCheck, message: str) -> CheckResult:
     )
 
 
-def _missing_result_message(planned: PlannedCheck, grading_error: str | None, culprit: str | None) -> str:
-    if grading_error == "KERNEL_DIED":
+def _missing_result_message(
+    planned: PlannedCheck, error_kind: str | None, grading_error: str | None, culprit: str | None
+) -> str:
+    if error_kind == KERNEL_DIED:
         if planned.id == culprit:
             return (
                 "O kernel do Python morreu durante esta verificação: o seu código encerrou o "
                 "processo (um sinal, um travamento) ou estourou a memória."
             )
+        if culprit is None:
+            return "Não executada: o kernel do Python morreu antes de a primeira verificação começar."
         return f"Não executada: o kernel do Python morreu antes, durante a verificação {culprit}."
     return grading_error or "Não executada: a correção parou antes desta verificação."
 
@@ -138,8 +142,8 @@ def grade_with_fixtures(
     )
     nb, problem = read_notebook(Path(notebook))
     if problem is not None:
-        report.notebook_error = problem
-        report.checks = [_failed(planned, problem) for planned in plan]
+        report.notebook_error, report.notebook_error_kind = problem.message, problem.kind
+        report.checks = [_failed(planned, problem.message) for planned in plan]
         return report
 
     with tempfile.TemporaryDirectory(prefix="grade-") as temporary:
@@ -164,6 +168,7 @@ def grade_with_fixtures(
         )
 
     report.cell_problems = execution.cell_problems
+    report.notebook_error_kind = execution.error_kind
     if execution.notebook_error is not None:
         report.notebook_error = execution.notebook_error
         report.checks = [_failed(planned, execution.notebook_error) for planned in plan]
@@ -176,6 +181,6 @@ def grade_with_fixtures(
         if planned.id in results:
             report.checks.append(CheckResult.from_dict(results[planned.id]))
         else:
-            message = _missing_result_message(planned, execution.grading_error, culprit)
+            message = _missing_result_message(planned, execution.error_kind, execution.grading_error, culprit)
             report.checks.append(_failed(planned, message))
     return report

@@ -3,25 +3,39 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
+from grader.results import INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE
 
-def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
-    """(notebook, None) or (None, a Portuguese explanation). The file is only read."""
+
+class NotebookProblem(NamedTuple):
+    message: str  # Portuguese, ready to show
+    kind: str  # INVALID_NOTEBOOK (the content) or NOTEBOOK_UNREADABLE (the file itself)
+
+
+def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, NotebookProblem | None]:
+    """(notebook, None) or (None, why it is unusable). The file is only read."""
     path = Path(path)
     shown = path.name
     if not path.exists():
-        return None, (
+        return None, NotebookProblem(
             f"O notebook {shown} não foi encontrado ({path}). Confira o caminho; o padrão é "
-            "exercises/exercise-N.ipynb na pasta do curso."
+            "exercises/exercise-N.ipynb na pasta do curso.",
+            NOTEBOOK_UNREADABLE,
         )
     if path.is_dir():
-        return None, f"{shown} é uma pasta, não um notebook (.ipynb)."
+        return None, NotebookProblem(f"{shown} é uma pasta, não um notebook (.ipynb).", NOTEBOOK_UNREADABLE)
     try:
         raw = path.read_bytes()
     except OSError as error:
-        return None, f"Não consegui ler {shown}: {error.strerror}."
+        return None, NotebookProblem(f"Não consegui ler {shown}: {error.strerror}.", NOTEBOOK_UNREADABLE)
+    notebook, message = _parse(raw, shown)
+    return notebook, None if message is None else NotebookProblem(message, INVALID_NOTEBOOK)
+
+
+def _parse(raw: bytes, shown: str) -> tuple[nbformat.NotebookNode | None, str | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

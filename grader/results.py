@@ -7,6 +7,15 @@ from typing import Any
 PASS = "pass"
 FAIL = "fail"
 
+# Why a grading stopped short (GradeReport.notebook_error_kind), set where it is detected.
+INVALID_NOTEBOOK = "invalid_notebook"  # the file is not a usable notebook
+NOTEBOOK_UNREADABLE = "notebook_unreadable"  # missing, a folder, or cannot be read
+KERNEL_START_FAILED = "kernel_start_failed"  # no kernel could be started (the student's code never ran)
+KERNEL_DIED = "kernel_died"  # the kernel died while running the student's code
+TIMEOUT = "timeout"  # the notebook or the checks ran out of time
+GRADER_ERROR = "grader_error"  # the grader itself failed (a broken connection, a runner error)
+ERROR_KINDS = (INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE, KERNEL_START_FAILED, KERNEL_DIED, TIMEOUT, GRADER_ERROR)
+
 
 @dataclass
 class CheckResult:
@@ -60,6 +69,10 @@ class GradeReport:
     level_titles: dict[int, str] = field(default_factory=dict)
     notebook_error: str | None = None
     cell_problems: list[CellProblem] = field(default_factory=list)
+    # One of ERROR_KINDS. Set with notebook_error, and also when the kernel died or the
+    # time ran out during the checks: notebook_error stays None then, because the checks
+    # that finished before keep their results.
+    notebook_error_kind: str | None = None
 
     @property
     def passed_count(self) -> int:
@@ -105,6 +118,7 @@ class GradeReport:
                 for level, checks in self.levels().items()
             },
             "notebook_error": self.notebook_error,
+            "notebook_error_kind": self.notebook_error_kind,
             "cell_problems": [problem.to_dict() for problem in self.cell_problems],
             "checks": [check.to_dict() for check in self.checks],
         }
@@ -119,5 +133,6 @@ class GradeReport:
             level=data.get("level"),
             level_titles={int(k): v.get("title", "") for k, v in data.get("levels", {}).items()},
             notebook_error=data.get("notebook_error"),
+            notebook_error_kind=data.get("notebook_error_kind"),
             cell_problems=[CellProblem(**item) for item in data.get("cell_problems", [])],
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import socket
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -45,6 +47,7 @@ def test_solution_scores_100_percent_and_exits_0(solution_run):
     assert report["total"] == 28 and report["passed_count"] == 28
     assert set(report["levels"]) == {"1", "2"}
     assert report["notebook_error"] is None and report["cell_problems"] == []
+    assert report["notebook_error_kind"] is None
     check = report["checks"][0]
     assert set(check) >= {"id", "level", "fixture", "title", "criterion", "status", "expected",
                           "observed", "message", "hint_ref", "output"}
@@ -135,6 +138,7 @@ def test_kernel_death_in_a_cell_fails_every_check_with_a_clear_message(tmp_path)
     notebook = make_notebook(SETUP, RESUME_OK, "import os\nos._exit(1)", 'ROOT_CAUSE = "B"')
     report = grade("exercise-3", write(notebook, tmp_path / "dies.ipynb"))
     assert report.notebook_error and "O kernel do Python morreu ao executar a célula 3 (`import os`)" in report.notebook_error
+    assert report.notebook_error_kind == "kernel_died"
     assert report.checks and all(c.message == report.notebook_error for c in report.checks)
 
 
@@ -149,6 +153,8 @@ def resume_action(cp):
     assert by_id["n1.resume_action_decides[cpA]"].passed and by_id["n1.resume_action_decides[cpB]"].passed
     assert "morreu durante esta verificação" in by_id["n1.resume_action_decides[cpC]"].message
     assert "durante a verificação n1.resume_action_decides[cpC]" in by_id["n2.root_cause_identified"].message
+    # The notebook itself ran, so notebook_error stays empty; the kind still says what stopped the checks.
+    assert report.notebook_error is None and report.notebook_error_kind == "kernel_died"
 
 
 def test_total_timeout_kills_a_kernel_that_ignores_interrupts(tmp_path, monkeypatch):
@@ -157,7 +163,75 @@ def test_total_timeout_kills_a_kernel_that_ignores_interrupts(tmp_path, monkeypa
     report = grade("exercise-3", write(make_notebook(SETUP, stubborn), tmp_path / "stuck.ipynb"),
                    cell_timeout=60, total_timeout=3)
     assert "não terminou de executar dentro do limite total de 3 s" in report.notebook_error
+    assert report.notebook_error_kind == "timeout"
     assert all(not c.passed for c in report.checks)
+
+
+@pytest.fixture
+def taken_port():
+    """A local TCP port some other process already holds (bound and listening)."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    yield holder.getsockname()[1]
+    holder.close()
+
+
+def tcp_on(port: int) -> dict:
+    """Kernel manager settings for TCP with the shell port fixed to ``port``."""
+    return {"transport": "tcp", "ip": "127.0.0.1", "cache_ports": False, "shell_port": port}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="kernels talk over Unix sockets only on POSIX")
+def test_a_port_taken_while_the_kernel_starts_does_not_kill_the_grading(tmp_path, monkeypatch, taken_port):
+    # Over TCP the ports are chosen before the kernel binds them; another process binding
+    # one in between (here, from the start) used to kill the kernel at start-up.
+    from jupyter_client.connect import LocalPortCache
+
+    monkeypatch.setattr(LocalPortCache, "find_available_port", lambda self, ip: taken_port)
+    report = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "ok.ipynb"), level=1)
+    assert report.notebook_error is None and report.notebook_error_kind is None
+    assert report.checks and report.passed
+
+
+def test_kernel_sockets_live_in_the_grading_folder_when_they_can(tmp_path):
+    first, retry = execution.kernel_connection(tmp_path, 1), execution.kernel_connection(tmp_path, 2)
+    if os.name == "posix":
+        assert first == {"transport": "ipc", "ip": str(tmp_path / "kernel")}
+    else:
+        assert first == {"transport": "tcp"}
+    assert retry == {"transport": "tcp"}  # a folder that cannot hold sockets still gets a kernel
+    too_deep = tmp_path / ("x" * 120)
+    assert execution.kernel_connection(too_deep, 1) == {"transport": "tcp"}  # longer than a socket path may be
+
+
+def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch, taken_port):
+    real = execution.kernel_connection
+    attempts = []
+
+    def first_start_collides(workdir, attempt):
+        attempts.append(attempt)
+        return tcp_on(taken_port) if attempt == 1 else real(workdir, attempt)
+
+    monkeypatch.setattr(execution, "kernel_connection", first_start_collides)
+    report = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "ok.ipynb"), level=1)
+    assert attempts == [1, 2]
+    assert report.notebook_error is None and report.notebook_error_kind is None
+    assert report.checks and report.passed
+
+
+def test_a_kernel_that_never_starts_is_a_start_failure_not_a_dead_kernel(tmp_path, monkeypatch, taken_port):
+    from grader import batch
+
+    monkeypatch.setattr(execution, "kernel_connection", lambda workdir, attempt: tcp_on(taken_port))
+    report = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "ok.ipynb"), level=1)
+    assert report.notebook_error_kind == "kernel_start_failed"
+    assert report.notebook_error.startswith("Não consegui iniciar o kernel do Python que executaria o notebook (tentei 2 vezes;")
+    assert "não no seu notebook" in report.notebook_error and "Address already in use" in report.notebook_error
+    assert "morreu" not in report.notebook_error
+    assert report.checks and all(c.message == report.notebook_error for c in report.checks)
+    row = batch.row_from_report(batch.Submission("bruno", tmp_path / "ok.ipynb", label="ok.ipynb"), report, [1])
+    assert row.status == batch.KERNEL_START_FAILED
 
 
 def test_grade_fixtures_reports_malformed_broken_and_new_fixtures(tmp_path, capsys):

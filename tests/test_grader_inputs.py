@@ -31,6 +31,7 @@ def test_unusable_file_fails_every_check_with_a_portuguese_message(name, content
     before = path.stat().st_mtime_ns
     report = grade("exercise-3", path)
     assert report.notebook_error and words in report.notebook_error
+    assert report.notebook_error_kind == "invalid_notebook"
     assert report.checks and all(c.status == "fail" and c.message == report.notebook_error for c in report.checks)
     assert report.score == 0.0 and not report.passed
     assert path.read_bytes() == content and path.stat().st_mtime_ns == before
@@ -38,9 +39,9 @@ def test_unusable_file_fails_every_check_with_a_portuguese_message(name, content
 
 def test_missing_notebook_and_folder(tmp_path):
     report = grade("exercise-3", tmp_path / "nao-existe.ipynb")
-    assert "não foi encontrado" in report.notebook_error
+    assert "não foi encontrado" in report.notebook_error and report.notebook_error_kind == "notebook_unreadable"
     report = grade("exercise-3", tmp_path)
-    assert "é uma pasta" in report.notebook_error
+    assert "é uma pasta" in report.notebook_error and report.notebook_error_kind == "notebook_unreadable"
 
 
 def test_unknown_exercise_names_the_valid_ones(tmp_path):
@@ -72,7 +73,7 @@ def test_cli_default_notebook_is_found_from_the_project_root(tmp_path, monkeypat
     assert cli.main(["exercise-3", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["notebook"].endswith("exercises/exercise-3.ipynb")
-    assert "não é JSON" in report["notebook_error"]
+    assert "não é JSON" in report["notebook_error"] and report["notebook_error_kind"] == "invalid_notebook"
 
 
 def test_cli_writes_junit_and_exits_1_on_failure(tmp_path, monkeypatch, capsys):
@@ -124,6 +125,9 @@ def test_json_and_junit_reports():
     assert data["score"] == 0.5 and data["passed"] is False
     assert data["levels"]["2"] == {"title": "Nível dois", "score": 0.0, "passed": False}
     assert GradeReport.from_dict(data).to_dict() == data
+    assert data["notebook_error_kind"] is None
+    stopped = GradeReport("exercise-3", report.checks, notebook_error_kind="kernel_died")
+    assert GradeReport.from_dict(stopped.to_dict()).notebook_error_kind == "kernel_died"
     suite = ET.fromstring(render.junit_report(report)).find("testsuite")
     cases = suite.findall("testcase")
     assert [c.get("name") for c in cases] == ["n1.a[cpA]", "n2.b[cpC]"]

@@ -20,8 +20,8 @@ def check(level: int, status: str, name: str = "c", fixture: str | None = None) 
     return CheckResult(id=f"{name}-{level}", level=level, fixture=fixture, title=f"verificação {name}", criterion="critério", status=status)
 
 
-def report(exercise: str, *checks: CheckResult, notebook_error: str | None = None) -> GradeReport:
-    return GradeReport(exercise=exercise, checks=list(checks), notebook_error=notebook_error)
+def report(exercise: str, *checks: CheckResult, notebook_error: str | None = None, kind: str | None = None) -> GradeReport:
+    return GradeReport(exercise=exercise, checks=list(checks), notebook_error=notebook_error, notebook_error_kind=kind)
 
 
 @pytest.fixture
@@ -313,7 +313,9 @@ def test_rows_from_reports_and_the_gradebook_csv():
     assert partial.status == batch.INCOMPLETE
     assert partial.level_scores == {1: 100.0, 2: 50.0} and partial.total == 66.7
     assert "N2 incident-duplicate-email: verificação dup" in partial.message
-    timed_out = batch.row_from_report(sub, report("exercise-3", check(1, FAIL), notebook_error="Tempo esgotado: a célula 4 passou de 30 s."), [1, 2])
+    timed_out = batch.row_from_report(
+        sub, report("exercise-3", check(1, FAIL), notebook_error="Tempo esgotado: a célula 4 passou de 30 s.", kind="timeout"), [1, 2]
+    )
     assert timed_out.status == batch.TIMED_OUT and timed_out.level_scores == {1: 0.0, 2: None}
     missing = batch.failure_row(batch.Submission("davi", None, "nenhum notebook .ipynb na pasta", "davi/"), batch.NO_NOTEBOOK, "nenhum notebook .ipynb na pasta", [1, 2])
     text = batch.gradebook_text([full, partial, timed_out, missing], [1, 2])
@@ -325,17 +327,47 @@ def test_rows_from_reports_and_the_gradebook_csv():
 
 
 @pytest.mark.parametrize(
-    "message, status",
+    "kind, status",
     [
-        ("Tempo esgotado: a célula 3 rodou por mais de 10 s.", batch.TIMED_OUT),
-        ("O kernel morreu durante a célula 2 (memória?).", batch.KERNEL_DIED),
-        ("x.ipynb não é um notebook válido: o conteúdo não é JSON (linha 1, coluna 1).", batch.INVALID_NOTEBOOK),
-        ("x.ipynb é um notebook corrompido: bad.", batch.INVALID_NOTEBOOK),
-        ("Algo inesperado.", batch.NOTEBOOK_ERROR),
+        ("timeout", batch.TIMED_OUT),
+        ("kernel_died", batch.KERNEL_DIED),
+        ("kernel_start_failed", batch.KERNEL_START_FAILED),
+        ("invalid_notebook", batch.INVALID_NOTEBOOK),
+        ("notebook_unreadable", batch.NOTEBOOK_ERROR),
+        ("grader_error", batch.WORKER_FAILED),
+        (None, batch.NOTEBOOK_ERROR),
     ],
 )
-def test_notebook_errors_are_classified(message, status):
-    assert batch.classify_notebook_error(message) == status
+def test_a_notebook_error_row_takes_its_status_from_the_kind_the_engine_recorded(kind, status):
+    sub = batch.Submission("ana", Path("ana.ipynb"), label="ana.ipynb")
+    # The same words under every kind: the status never comes from the message's wording.
+    row = batch.row_from_report(sub, report("exercise-3", check(1, FAIL), notebook_error="O kernel morreu (tempo esgotado).", kind=kind), [1])
+    assert row.status == status and row.message == "O kernel morreu (tempo esgotado)."
+
+
+def test_a_start_failure_is_never_reported_as_a_dead_kernel():
+    sub = batch.Submission("bruno", Path("bruno.ipynb"), label="bruno.ipynb")
+    message = ("Não consegui iniciar o kernel do Python que executaria o notebook (tentei 2 vezes; "
+               "RuntimeError: Kernel died before replying to kernel_info).")
+    row = batch.row_from_report(sub, report("exercise-3", check(1, FAIL), notebook_error=message, kind="kernel_start_failed"), [1])
+    assert row.status == "kernel_nao_iniciou" != batch.KERNEL_DIED
+
+
+@pytest.mark.parametrize(
+    "kind, status, reason",
+    [
+        ("kernel_died", batch.KERNEL_DIED, "o kernel morreu durante as verificações"),
+        ("timeout", batch.TIMED_OUT, "as verificações passaram do limite de tempo"),
+        ("grader_error", batch.WORKER_FAILED, "a correção parou com um erro inesperado"),
+    ],
+)
+def test_checks_that_stopped_short_keep_their_scores_and_say_why(kind, status, reason):
+    sub = batch.Submission("ana", Path("ana.ipynb"), label="ana.ipynb")
+    row = batch.row_from_report(sub, report("exercise-3", check(1, PASS), check(2, FAIL, "dup"), kind=kind), [1, 2])
+    assert (row.status, row.level_scores, row.total) == (status, {1: 100.0, 2: 0.0}, 50.0)
+    assert row.message == f"{reason}; falhou: N2 verificação dup"
+    untouched = batch.row_from_report(sub, report("exercise-3", check(1, PASS), check(2, FAIL, "dup")), [1, 2])
+    assert untouched.status == batch.INCOMPLETE and untouched.message == "falhou: N2 verificação dup"
 
 
 def test_progress_bar_plain_lines_when_not_a_terminal():
