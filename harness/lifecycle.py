@@ -153,6 +153,8 @@ def _read_json_object(path):
             text = file.read()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as error:
+        raise CheckpointError(f"{path}: o arquivo não é texto UTF-8 válido: {error.reason}") from None
     if not text.strip():
         raise CheckpointError(f"{path}: arquivo vazio (gravação interrompida?)")
     try:

@@ -151,6 +151,9 @@ def test_missing_empty_and_truncated_files(tmp_path):
     path.write_text(json.dumps(new_run_checkpoint(TASK))[:40])
     with pytest.raises(CheckpointError, match="truncado"):
         load_run_checkpoint(path)
+    path.write_bytes(json.dumps({"task": "conclusões"}, ensure_ascii=False).encode("utf-8")[:-5])  # cut inside "õ"
+    with pytest.raises(CheckpointError, match="UTF-8"):
+        load_run_checkpoint(path)
 
 
 def test_a_crash_mid_write_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch):
