@@ -15,10 +15,14 @@ from __future__ import annotations
 import argparse
 import html
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import bleach
 import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 from authoring.glossary import build_plan, lesson_title
@@ -51,10 +55,23 @@ def clean_html(element) -> str:
     return bleach.clean(text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES)
 
 
-def make_exporter() -> HTMLExporter:
-    exporter = HTMLExporter(sanitize_html=True, language_code="pt")
+def make_exporter(sanitize: bool = True) -> HTMLExporter:
+    exporter = HTMLExporter(sanitize_html=sanitize, language_code="pt")
     exporter.register_filter("clean_html", clean_html)
     return exporter
+
+
+def execute_lesson(notebook: nbformat.NotebookNode, lessons_dir: Path, timeout: int = 300) -> None:
+    """Run a lesson top to bottom in a fresh kernel, so its outputs (tables, timelines) go
+    into the page. It runs from a scratch copy of lessons/, like the test suite does, so
+    the files a lesson writes never land in the repository. Cells tagged
+    `raises-exception` keep their error as output; any other error stops the export."""
+    with tempfile.TemporaryDirectory(prefix="course-site-") as scratch:
+        workdir = Path(scratch) / "lessons"
+        shutil.copytree(lessons_dir, workdir)
+        client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                                resources={"metadata": {"path": str(workdir)}})
+        client.execute()
 
 
 def html_name(notebook_name: str) -> str:
@@ -99,15 +116,24 @@ def index_page(entries: list[tuple[str, str]], glossary_href: str) -> str:
 """
 
 
-def build_site(root: Path, out: Path) -> list[Path]:
-    """Write the HTML pages into `out`; return the paths written (index last)."""
+def build_site(root: Path, out: Path, execute: bool = False) -> list[Path]:
+    """Write the HTML pages into `out`; return the paths written (index last).
+
+    With `execute`, each lesson runs first and its outputs are exported too. Those
+    outputs are the course's own HTML (styled tables, SVG timelines), which the
+    sanitizer would escape into text, so an executed site is exported unsanitized:
+    build it only from lessons you trust, as you would run them.
+    """
     plan = build_plan(root)
     out.mkdir(parents=True, exist_ok=True)
-    exporter = make_exporter()
+    exporter = make_exporter(sanitize=not execute)
     written: list[Path] = []
     entries: list[tuple[str, str]] = []
     for lesson in plan.lessons:
         title = lesson_title(lesson.marked, f"Lição {lesson.number}")
+        if execute:
+            print(f"course site: executando {lesson.path.name} ...", flush=True)
+            execute_lesson(lesson.marked, root / "lessons")
         target = out / html_name(lesson.path.name)
         target.write_text(export_notebook(exporter, lesson.marked, title), encoding="utf-8")
         written.append(target)
@@ -124,13 +150,18 @@ def build_site(root: Path, out: Path) -> list[Path]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help=f"pasta de saída (padrão: {DEFAULT_OUT}/ na raiz do projeto)")
+    parser.add_argument("--execute", action="store_true",
+                        help="executa cada lição antes de exportar, para a página trazer as saídas")
 
 
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root)
     out = args.out if args.out is not None else root / DEFAULT_OUT
     try:
-        written = build_site(root, out)
+        written = build_site(root, out, execute=args.execute)
+    except CellExecutionError as exc:
+        print(f"course site: uma lição falhou ao executar; nada mais foi exportado.\n{exc}")
+        return 1
     except GlossaryError as exc:
         print(f"course site: glossary.yaml tem {len(exc.problems)} problema(s); nada foi exportado.")
         for problem in exc.problems:

@@ -599,6 +599,33 @@ def test_site_exports_lessons_with_hover_definitions_and_an_index(tmp_path):
     assert 'href="03-retomando.html"' in glossary_page
 
 
+def test_executed_site_carries_the_lessons_outputs(tmp_path):
+    lesson = lesson_three_notebook()
+    lesson.cells.append(nbformat.v4.new_code_cell(
+        "from IPython.display import HTML\nHTML('<table class=\"saida\"><tr><td>1 e-mail</td></tr></table>')",
+        id="code-9"))
+    failing = nbformat.v4.new_code_cell("raise RuntimeError('de propósito')", id="code-10")
+    failing.metadata["tags"] = ["raises-exception"]
+    lesson.cells.append(failing)
+    root = project(tmp_path, SMALL, {"03-retomando.ipynb": lesson})
+    build_site(root, tmp_path / "site", execute=True)
+    page = (tmp_path / "site" / "03-retomando.html").read_text(encoding="utf-8")
+    assert '<table class="saida"><tr><td>1 e-mail</td></tr></table>' in page  # the output, not escaped text
+    assert "RuntimeError" in page and "de propósito" in page  # a tagged error stays as the cell's output
+    assert '<abbr class="glossario" title="Um tool_use sem tool_result.">chamada órfã</abbr>' in page
+    assert not (root / "lessons" / ".ipynb_checkpoints").exists()
+
+
+def test_executed_site_stops_on_an_unexpected_error(tmp_path, capsys):
+    from authoring.cli import main
+
+    lesson = lesson_three_notebook()
+    lesson.cells.append(nbformat.v4.new_code_cell("1 / 0", id="code-9"))
+    root = project(tmp_path, SMALL, {"03-retomando.ipynb": lesson})
+    assert main(["--root", str(root), "site", "--execute", "--out", str(tmp_path / "site")]) == 1
+    assert "uma lição falhou ao executar" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------- the real lessons
 
 def real_lessons() -> list[Path]:
