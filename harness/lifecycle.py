@@ -320,7 +320,8 @@ def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise LeaseHeld(f"a trava de posse de {run_dir} ficou ocupada por mais de "
-                                    f"{wait_seconds:.0f} s; outro processo está preso com ela") from None
+                                    f"{wait_seconds:.0f} s; outro worker a segura (por exemplo, no meio de uma "
+                                    f"chamada de ferramenta): tente de novo em instantes") from None
                 time.sleep(0.01)
         yield
     finally:
