@@ -10,7 +10,7 @@ import pytest
 
 from grader.engine import grade
 from tests import grader_support
-from tests.grader_support import failing, namespace_of  # noqa: F401 - failing: for the exercise tests
+from tests.grader_support import defining_cell, failing, namespace_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +47,22 @@ def edited(exercise: str, marker: str, old: str, new: str) -> nbformat.NotebookN
     assert old in cell.source, f"{old!r} not found in the cell containing {marker!r}"
     cell.source = cell.source.replace(old, new)
     return notebook
+
+
+def edited_definition(notebook: nbformat.NotebookNode, name: str, old: str, new: str) -> nbformat.NotebookNode:
+    """``notebook`` with ``old`` replaced by ``new`` in the cell that defines ``name``."""
+    cell = defining_cell(notebook, name)
+    assert old in cell.source, f"{old!r} not in the {name} cell"
+    cell.source = cell.source.replace(old, new)
+    return notebook
+
+
+def assert_fails(results: dict[str, dict], check_id: str, *words: str) -> None:
+    """``check_id`` failed, and its message contains every one of ``words``."""
+    failed = failing(results)
+    assert check_id in failed, f"{check_id} passed; failures: {sorted(failed)}"
+    for word in words:
+        assert word in failed[check_id], f"{word!r} not in: {failed[check_id]}"
 
 
 def run_checks(exercise: str, notebook: nbformat.NotebookNode, workdir: Path, monkeypatch,

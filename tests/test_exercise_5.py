@@ -11,14 +11,13 @@ import json
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
 from grader.checks.runner import run_plan
 from grader.engine import grade, load_exercise
 from grader.fixture_loader import load_fixtures
+from tests.exercise_support import assert_fails, edited_definition, run_checks
 from tests.exercise_support import failing as failures
-from tests.exercise_support import run_checks
 from tests.grader_support import defining_cell, namespace_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,11 +31,7 @@ def solution() -> nbformat.NotebookNode:
 
 
 def replaced(name: str, old: str, new: str) -> nbformat.NotebookNode:
-    notebook = solution()
-    cell = defining_cell(notebook, name)
-    assert old in cell.source, f"{old!r} not in the {name} cell"
-    cell.source = cell.source.replace(old, new)
-    return notebook
+    return edited_definition(solution(), name, old, new)
 
 
 def defined(name: str, source: str) -> nbformat.NotebookNode:
@@ -47,13 +42,6 @@ def defined(name: str, source: str) -> nbformat.NotebookNode:
 
 def graded(notebook, tmp_path, monkeypatch, level) -> dict[str, dict]:
     return run_checks("exercise-5", notebook, tmp_path / "checks", monkeypatch, level=level, check_timeout=30.0)
-
-
-def assert_fails(results, check_id, *words):
-    failed = failures(results)
-    assert check_id in failed, f"{check_id} passed; failures: {sorted(failed)}"
-    for word in words:
-        assert word in failed[check_id], f"{word!r} not in: {failed[check_id]}"
 
 
 # ----------------------------------------------------------------- real kernel

@@ -8,7 +8,6 @@ Two gradings go through a real kernel; the wrong answers run the same checks in-
 """
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import nbformat
@@ -16,14 +15,14 @@ import pytest
 
 from grader.buggy_harnesses import REFERENCE, defects, make_harness
 from grader.checks.exercise_6 import CANNOT_FAIL
-from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
-from grader.checks.runner import run_plan
-from grader.engine import grade, load_exercise
-from grader.fixture_loader import load_fixtures
+from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
+from grader.engine import grade
 from harness.crash_lab import run_outcome
 from harness.effects import EFFECTS_FILE
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
-from tests.grader_support import defining_cell, namespace_of
+from tests.exercise_support import assert_fails, edited_definition, run_checks
+from tests.exercise_support import failing as failures
+from tests.grader_support import defining_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "exercise-6.ipynb"
@@ -38,11 +37,7 @@ def solution() -> nbformat.NotebookNode:
 
 
 def replaced(name: str, old: str, new: str) -> nbformat.NotebookNode:
-    notebook = solution()
-    cell = defining_cell(notebook, name)
-    assert old in cell.source, f"{old!r} not in the {name} cell"
-    cell.source = cell.source.replace(old, new)
-    return notebook
+    return edited_definition(solution(), name, old, new)
 
 
 def with_function(name: str, source: str) -> nbformat.NotebookNode:
@@ -54,24 +49,7 @@ def with_function(name: str, source: str) -> nbformat.NotebookNode:
 
 
 def graded(notebook, tmp_path, monkeypatch, level) -> dict[str, dict]:
-    namespace, problems = namespace_of(notebook, monkeypatch)
-    exercise = load_exercise("exercise-6")
-    fixtures = load_fixtures("exercise-6", (), exercise.validate_fixture)
-    (tmp_path / "checks").mkdir()
-    session = Session(namespace=namespace, workdir=tmp_path / "checks", check_timeout=60.0, cell_problems=problems)
-    results = run_plan("exercise-6", exercise.plan(fixtures, level), fixtures, session)
-    return {result["id"]: result for result in results}
-
-
-def failures(results: dict[str, dict]) -> dict[str, str]:
-    return {id_: r["message"] for id_, r in results.items() if r["status"] != "pass"}
-
-
-def assert_fails(results, check_id, *words):
-    failed = failures(results)
-    assert check_id in failed, f"{check_id} passed; failures: {sorted(failed)}"
-    for word in words:
-        assert word in failed[check_id], f"{word!r} not in: {failed[check_id]}"
+    return run_checks("exercise-6", notebook, tmp_path / "checks", monkeypatch, level=level, check_timeout=60.0)
 
 
 def level_score(results) -> float:
