@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
+import symtable
 from pathlib import Path
 
 import nbformat
@@ -21,8 +23,25 @@ def lesson_path(number: int) -> Path | None:
     return matches[0] if matches else None
 
 
+# Cell magics whose body still runs as Python in the notebook's own namespace.
+PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun"}
+# Names the IPython kernel provides without an import.
+KERNEL_NAMES = {"display", "get_ipython", "In", "Out", "exit", "quit"}
+
+
+def runs_in_kernel(cell_source: str) -> bool:
+    """False for a cell magic that is not Python here (%%writefile writes a file, %%bash runs a shell)."""
+    first = cell_source.lstrip().split("\n", 1)[0]
+    if not first.startswith("%%"):
+        return True
+    magic = first[2:].split()
+    return bool(magic) and magic[0] in PYTHON_CELL_MAGICS
+
+
 def _python_source(cell_source: str) -> str:
     # IPython magics and shell escapes are not Python; blank them so line numbers stay.
+    if not runs_in_kernel(cell_source):
+        return ""
     lines = []
     for line in cell_source.splitlines():
         stripped = line.lstrip()
@@ -53,14 +72,71 @@ def definitions_in_source(source: str) -> dict[str, ast.AST]:
     }
 
 
+def code_cell_sources(path: Path) -> list[str]:
+    """The Python source of every code cell the kernel runs (magics and shell lines blanked)."""
+    notebook = nbformat.read(path, as_version=4)
+    return [_python_source(cell.source) for cell in notebook.cells if cell.cell_type == "code"]
+
+
 def lesson_definitions(path: Path) -> dict[str, ast.AST]:
     """Top-level functions and classes defined in the lesson's code cells (last one wins)."""
-    notebook = nbformat.read(path, as_version=4)
     found: dict[str, ast.AST] = {}
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            found.update(definitions_in_source(_python_source(cell.source)))
+    for source in code_cell_sources(path):
+        found.update(definitions_in_source(source))
     return found
+
+
+def _scopes(table: symtable.SymbolTable):
+    yield table
+    for child in table.get_children():
+        yield from _scopes(child)
+
+
+def module_bindings(sources: list[str]) -> set[str]:
+    """Names the cells bind in the notebook's namespace: imports, assignments, defs, `global` writes."""
+    bound: set[str] = set()
+    for source in sources:
+        for table in _scopes(symtable.symtable(source, "<cell>", "exec")):
+            for symbol in table.get_symbols():
+                top_level = table.get_type() == "module"
+                if (top_level and (symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace())) \
+                        or (symbol.is_declared_global() and symbol.is_assigned()):
+                    bound.add(symbol.get_name())
+    return bound
+
+
+def global_names_used(source: str) -> dict[str, set[str]]:
+    """For each top-level function or class of a cell: the global names its body reads.
+
+    Nested functions, lambdas and comprehensions included; names they resolve to an
+    enclosing scope are not global. Default values, decorators and annotations run at
+    definition time, in the cell itself, and are left to the execution test.
+    """
+    table = symtable.symtable(source, "<cell>", "exec")
+    used: dict[str, set[str]] = {}
+    for child in table.get_children():
+        if child.get_type() not in ("function", "class"):
+            continue
+        names = used.setdefault(child.get_name(), set())
+        for scope in _scopes(child):
+            if scope.get_type() == "class":
+                continue  # a class body reads its own names first; its methods are scopes below
+            names.update(symbol.get_name() for symbol in scope.get_symbols()
+                         if symbol.is_global() and symbol.is_referenced())
+    return used
+
+
+def unresolved_names(sources: list[str]) -> dict[str, list[str]]:
+    """Function (or class) -> the global names it reads that nothing in the notebook provides."""
+    available = module_bindings(sources) | set(dir(builtins)) | KERNEL_NAMES
+    missing: dict[str, list[str]] = {}
+    for source in sources:
+        for name, used in global_names_used(source).items():
+            lacking = sorted(used - available)
+            if lacking:
+                missing.setdefault(name, [])
+                missing[name] = sorted(set(missing[name]) | set(lacking))
+    return missing
 
 
 def module_definitions(module_name: str) -> dict[str, ast.AST]:
