@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from grader import results
+from grader.points import shown as shown_points
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 1024
@@ -69,6 +70,8 @@ class Row:
     total_checks: int = 0
     message: str = ""
     seconds: float = 0.0
+    points: float = 0.0
+    max_points: float | None = None  # None when nothing was graded (the gradebook fills it in)
 
 
 @dataclass(frozen=True)
@@ -166,11 +169,9 @@ def _percent(value: float) -> float:
 
 
 def row_from_report(submission: Submission, report: Any, levels: list[int], seconds: float = 0.0) -> Row:
-    grouped: dict[int, list[Any]] = {}
-    for check in report.checks:
-        grouped.setdefault(int(check.level), []).append(check)
+    graded_levels = report.levels()
     level_scores = {
-        level: (_percent(sum(c.passed for c in grouped[level]) / len(grouped[level])) if grouped.get(level) else None)
+        level: (_percent(report.level_score(level)) if graded_levels.get(level) else None)
         for level in levels
     }
     passed = sum(check.passed for check in report.checks)
@@ -201,11 +202,13 @@ def row_from_report(submission: Submission, report: Any, levels: list[int], seco
         notebook=submission.label,
         status=status,
         level_scores=level_scores,
-        total=_percent(passed / total) if total else 0.0,
+        total=_percent(report.score) if total else 0.0,
         passed_checks=passed,
         total_checks=total,
         message=" ".join(message.split()),
         seconds=seconds,
+        points=report.points_earned,
+        max_points=report.points_possible,
     )
 
 
@@ -417,10 +420,14 @@ class BatchInterrupted(Exception):
 
 
 def csv_columns(levels: list[int]) -> list[str]:
-    return ["submissao", "notebook", "situacao", *[f"nivel_{level}" for level in levels], "total", "verificacoes", "mensagem", "segundos"]
+    return [
+        "submissao", "notebook", "situacao", *[f"nivel_{level}" for level in levels], "total",
+        "pontos", "pontos_possiveis", "verificacoes", "mensagem", "segundos",
+    ]
 
 
-def gradebook_text(rows: list[Row], levels: list[int]) -> str:
+def gradebook_text(rows: list[Row], levels: list[int], max_points: float | None = None) -> str:
+    """The CSV; ``max_points`` (the plan's) fills the column of rows that graded nothing."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(csv_columns(levels))
@@ -431,6 +438,9 @@ def gradebook_text(rows: list[Row], levels: list[int]) -> str:
             row.status,
             *["" if row.level_scores.get(level) is None else f"{row.level_scores[level]:g}" for level in levels],
             f"{row.total:g}",
+            shown_points(row.points),
+            "" if (row.max_points if row.max_points is not None else max_points) is None
+            else shown_points(row.max_points if row.max_points is not None else max_points),
             f"{row.passed_checks}/{row.total_checks}",
             row.message,
             f"{row.seconds:.1f}",
@@ -438,11 +448,11 @@ def gradebook_text(rows: list[Row], levels: list[int]) -> str:
     return buffer.getvalue()
 
 
-def write_gradebook(path: Path, rows: list[Row], levels: list[int]) -> None:
+def write_gradebook(path: Path, rows: list[Row], levels: list[int], max_points: float | None = None) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(gradebook_text(rows, levels), encoding="utf-8")
+    tmp.write_text(gradebook_text(rows, levels, max_points), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -481,14 +491,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
 
-def plan_summary(exercise: str, fixture_dirs: tuple[Path, ...]) -> tuple[list[int], int]:
-    """(levels, number of checks) of the exercise; raises GraderError for a bad name or fixture."""
+def _plan(exercise: str, fixture_dirs: tuple[Path, ...]):
     from grader.engine import load_exercise
     from grader.fixture_loader import load_fixtures
 
     spec = load_exercise(exercise)
     fixtures = load_fixtures(exercise, fixture_dirs, spec.validate_fixture)
-    return sorted(spec.levels), len(spec.plan(list(fixtures), None))
+    return sorted(spec.levels), spec.plan(list(fixtures), None)
+
+
+def plan_summary(exercise: str, fixture_dirs: tuple[Path, ...]) -> tuple[list[int], int]:
+    """(levels, number of checks) of the exercise; raises GraderError for a bad name or fixture."""
+    levels, plan = _plan(exercise, fixture_dirs)
+    return levels, len(plan)
+
+
+def plan_max_points(exercise: str, fixture_dirs: tuple[Path, ...]) -> float:
+    """What the whole exercise is worth; raises GraderError for bad points in the manifest."""
+    from grader.points import points_for
+
+    _, plan = _plan(exercise, fixture_dirs)
+    return sum(points_for(exercise, plan).values())
 
 
 def worker_deadline(timeout: float, checks: int) -> float:
@@ -520,6 +543,7 @@ def run(args: argparse.Namespace) -> int:
     fixture_dirs = tuple(folder.resolve() for folder in args.fixtures)
     try:
         levels, checks = plan_summary(args.exercise, fixture_dirs)
+        max_points = plan_max_points(args.exercise, fixture_dirs)
     except GraderError as error:
         # One clear message now instead of the same failure in every row.
         print(f"grade batch: {error}", file=sys.stderr)
@@ -547,10 +571,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
     except BatchInterrupted as interrupted:
-        write_gradebook(args.csv, interrupted.rows, levels)
+        write_gradebook(args.csv, interrupted.rows, levels, max_points)
         print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
         return 130
-    write_gradebook(args.csv, rows, levels)
+    write_gradebook(args.csv, rows, levels, max_points)
     print(summary(rows))
     print(f"Gradebook: {args.csv}")
     return 0

@@ -16,6 +16,7 @@ from grader.errors import GraderError
 from grader.execution import execute_and_grade
 from grader.fixture_loader import load_fixtures
 from grader.notebook_file import read_notebook
+from grader.points import points_for
 from grader.results import FAIL, KERNEL_DIED, CheckResult, GradeReport
 
 DEFAULT_CELL_TIMEOUT = 60.0
@@ -94,6 +95,13 @@ def _missing_result_message(
     return grading_error or "Não executada: a correção parou antes desta verificação."
 
 
+def with_points(report: GradeReport, points: dict[str, float]) -> GradeReport:
+    """Give each check of ``report`` the points the manifest says it is worth."""
+    for check in report.checks:
+        check.points = points.get(check.id, check.points)
+    return report
+
+
 def grade(
     exercise: str,
     notebook: Path,
@@ -132,6 +140,7 @@ def grade_with_fixtures(
     """``grade`` with fixtures already loaded (``grade fixtures`` passes only the valid ones)."""
     exercise = spec_exercise.name
     plan = spec_exercise.plan(list(fixtures), level)
+    points = points_for(exercise, plan)  # a bad points entry stops here, before any kernel
     report = GradeReport(
         exercise=exercise,
         checks=[],
@@ -144,7 +153,7 @@ def grade_with_fixtures(
     if problem is not None:
         report.notebook_error, report.notebook_error_kind = problem.message, problem.kind
         report.checks = [_failed(planned, problem.message) for planned in plan]
-        return report
+        return with_points(report, points)
 
     with tempfile.TemporaryDirectory(prefix="grade-") as temporary:
         workdir = Path(temporary)
@@ -172,7 +181,7 @@ def grade_with_fixtures(
     if execution.notebook_error is not None:
         report.notebook_error = execution.notebook_error
         report.checks = [_failed(planned, execution.notebook_error) for planned in plan]
-        return report
+        return with_points(report, points)
 
     results = {r["result"]["id"]: r["result"] for r in execution.records if "result" in r}
     started = [r["started"] for r in execution.records if "started" in r]
@@ -183,4 +192,4 @@ def grade_with_fixtures(
         else:
             message = _missing_result_message(planned, execution.error_kind, execution.grading_error, culprit)
             report.checks.append(_failed(planned, message))
-    return report
+    return with_points(report, points)

@@ -19,6 +19,7 @@ _EXERCISE_NAME = re.compile(r"^exercise-(\d+)$")
 _TOP_KEYS = {"version", "exercises"}
 _EXERCISE_KEYS = {"name", "title", "levels"}
 _LEVEL_KEYS = {"level", "title", "hints"}
+_OPTIONAL_LEVEL_KEYS = {"points", "check_points"}
 
 
 class ManifestError(ValueError):
@@ -34,6 +35,10 @@ class Level:
     number: int
     title: str
     hints: tuple[str, ...]
+    # What the level is worth (None: one point per check run) and the points of named
+    # checks within it; grader/points.py turns both into points per check.
+    points: float | None = None
+    check_points: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,10 @@ def _fail(source: Path, where: str, problem: str) -> ManifestError:
     return ManifestError(f"{source.name}: {where}: {problem}")
 
 
-def _check_keys(source: Path, where: str, data: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(data) - allowed)
+def _check_keys(source: Path, where: str, data: dict, allowed: set[str], optional: set[str] = frozenset()) -> None:
+    unknown = sorted(set(data) - allowed - optional)
     if unknown:
-        raise _fail(source, where, f"chave desconhecida {unknown[0]!r} (aceitas: {', '.join(sorted(allowed))})")
+        raise _fail(source, where, f"chave desconhecida {unknown[0]!r} (aceitas: {', '.join(sorted(allowed | optional))})")
     missing = sorted(allowed - set(data))
     if missing:
         raise _fail(source, where, f"falta a chave {missing[0]!r}")
@@ -98,10 +103,26 @@ def _text(source: Path, where: str, value: object) -> str:
     return " ".join(value.split())
 
 
+def _points(source: Path, where: str, value: object, allow_zero: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
+        wanted = "um número maior ou igual a zero" if allow_zero else "um número maior que zero"
+        raise _fail(source, where, f"deveria ser {wanted}, é {value!r}")
+    return float(value)
+
+
+def _check_points(source: Path, where: str, value: object) -> tuple[tuple[str, float], ...]:
+    if not isinstance(value, dict) or not value:
+        raise _fail(source, where, "deveria ser um mapeamento nome_da_verificacao: pontos")
+    return tuple(
+        (_text(source, where, name), _points(source, f"{where}.{name}", points, allow_zero=True))
+        for name, points in value.items()
+    )
+
+
 def _parse_level(source: Path, where: str, data: object, expected_number: int) -> Level:
     if not isinstance(data, dict):
         raise _fail(source, where, "cada nível deveria ser um mapeamento com level, title e hints")
-    _check_keys(source, where, data, _LEVEL_KEYS)
+    _check_keys(source, where, data, _LEVEL_KEYS, _OPTIONAL_LEVEL_KEYS)
     number = data["level"]
     if not isinstance(number, int) or isinstance(number, bool) or number != expected_number:
         raise _fail(source, f"{where}.level", f"deveria ser {expected_number} (níveis numerados 1, 2, 3... em ordem), é {number!r}")
@@ -112,6 +133,8 @@ def _parse_level(source: Path, where: str, data: object, expected_number: int) -
         number=number,
         title=_text(source, f"{where}.title", data["title"]),
         hints=tuple(_text(source, f"{where}.hints[{i}]", hint) for i, hint in enumerate(hints)),
+        points=_points(source, f"{where}.points", data["points"], allow_zero=False) if "points" in data else None,
+        check_points=_check_points(source, f"{where}.check_points", data["check_points"]) if "check_points" in data else (),
     )
 
 

@@ -7,6 +7,7 @@ import json
 import textwrap
 import xml.etree.ElementTree as ET
 
+from grader.points import shown as shown_points
 from grader.results import CheckResult, GradeReport
 
 PASS_WORD, FAIL_WORD = "PASSOU", "FALHOU"
@@ -20,7 +21,18 @@ def _level_heading(report: GradeReport, level: int, checks: list[CheckResult]) -
     title = report.level_titles.get(level, "")
     passed = sum(c.passed for c in checks)
     name = f"Nível {level}" + (f" — {title}" if title else "")
-    return f"{name}  ({passed}/{len(checks)})"
+    points = f"; {_points_text(checks)}" if _weighted(report) else ""
+    return f"{name}  ({passed}/{len(checks)}{points})"
+
+
+def _weighted(report: GradeReport) -> bool:
+    """Whether the manifest gave points; with one point per check, points repeat the counts."""
+    return any(check.points != 1 for check in report.checks)
+
+
+def _points_text(checks: list[CheckResult]) -> str:
+    earned = sum(c.points_earned for c in checks)
+    return f"{shown_points(earned)}/{shown_points(sum(c.points for c in checks))} pontos"
 
 
 def _indent(label: str, text: str, depth: int = 6, width: int = 100) -> list[str]:
@@ -98,7 +110,11 @@ def text_report(report: GradeReport, verbose: bool = False) -> str:
             # With a notebook-level failure the reason is printed once, above.
             lines += _group_lines(group, verbose, brief=bool(report.notebook_error))
     total = len(report.checks)
-    lines += ["", f"Pontuação: {report.passed_count}/{total} verificações ({_percent(report.score)})."]
+    if _weighted(report):
+        lines += ["", f"Pontuação: {_points_text(report.checks)} ({_percent(report.score)}); "
+                      f"{report.passed_count}/{total} verificações passaram."]
+    else:
+        lines += ["", f"Pontuação: {report.passed_count}/{total} verificações ({_percent(report.score)})."]
     if report.passed:
         lines.append("Tudo certo: todas as verificações passaram.")
     else:
@@ -117,7 +133,8 @@ def html_report(report: GradeReport) -> str:
         ".grade-report .no{color:#cf222e;font-weight:bold}</style>"
     )
     parts = [style, f"<h4>{esc(report.exercise)} — {esc(report.title)}: "
-             f"{report.passed_count}/{len(report.checks)} ({_percent(report.score)})</h4>"]
+             f"{esc(_points_text(report.checks))} ({_percent(report.score)}), "
+             f"{report.passed_count}/{len(report.checks)} verificações</h4>"]
     if report.notebook_error:
         parts.append(f"<p><b>O notebook não pôde ser corrigido:</b> {esc(report.notebook_error)}</p>")
     if report.cell_problems:
@@ -125,7 +142,7 @@ def html_report(report: GradeReport) -> str:
         parts.append(f"<p>Avisos do notebook:</p><ul>{items}</ul>")
     parts.append(
         '<table class="grade-report"><thead><tr><th>Nível</th><th>Fixture</th><th>Verificação</th>'
-        "<th>Resultado</th><th>Esperado</th><th>Obtido / problema</th></tr></thead><tbody>"
+        "<th>Resultado</th><th>Pontos</th><th>Esperado</th><th>Obtido / problema</th></tr></thead><tbody>"
     )
     for level, checks in report.levels().items():
         for check in checks:
@@ -134,7 +151,8 @@ def html_report(report: GradeReport) -> str:
             parts.append(
                 f"<tr><td>{level}</td><td>{esc(check.fixture or '—')}</td>"
                 f"<td>{esc(check.title)}<br><small>{esc(check.criterion)}</small></td>"
-                f"<td>{status}</td><td>{esc(check.expected if not check.passed else '')}</td>"
+                f"<td>{status}</td><td>{shown_points(check.points_earned)}/{shown_points(check.points)}</td>"
+                f"<td>{esc(check.expected if not check.passed else '')}</td>"
                 f"<td>{esc(problem)}</td></tr>"
             )
     parts.append("</tbody></table>")
@@ -148,6 +166,13 @@ def json_report(report: GradeReport) -> str:
     return json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n"
 
 
+def _points_properties(element: ET.Element, earned: float, possible: float) -> None:
+    """JUnit has no field for points; properties carry them (readers show or ignore them)."""
+    properties = ET.SubElement(element, "properties")
+    ET.SubElement(properties, "property", name="pontos", value=shown_points(earned))
+    ET.SubElement(properties, "property", name="pontos_possiveis", value=shown_points(possible))
+
+
 def junit_report(report: GradeReport) -> str:
     failures = len(report.failed())
     suites = ET.Element("testsuites", name="grade", tests=str(len(report.checks)), failures=str(failures))
@@ -155,12 +180,14 @@ def junit_report(report: GradeReport) -> str:
         suites, "testsuite", name=report.exercise, tests=str(len(report.checks)),
         failures=str(failures), errors="0", skipped="0",
     )
+    _points_properties(suite, report.points_earned, report.points_possible)
     if report.notebook_error:
         ET.SubElement(suite, "system-err").text = report.notebook_error
     for check in report.checks:
         case = ET.SubElement(
             suite, "testcase", classname=f"{report.exercise}.nivel-{check.level}", name=check.id,
         )
+        _points_properties(case, check.points_earned, check.points)
         if not check.passed:
             failure = ET.SubElement(case, "failure", message=check.message, type="falhou")
             failure.text = "\n".join(

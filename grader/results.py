@@ -30,10 +30,15 @@ class CheckResult:
     message: str = ""
     hint_ref: str = ""
     output: str = ""
+    points: float = 1.0  # what the check is worth (grader/points.py); earned only when it passes
 
     @property
     def passed(self) -> bool:
         return self.status == PASS
+
+    @property
+    def points_earned(self) -> float:
+        return self.points if self.passed else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -42,6 +47,14 @@ class CheckResult:
     def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
         known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
         return cls(**known)
+
+
+def _fraction(checks: list[CheckResult]) -> float:
+    # Rounded so that shares such as 22.5/23 add back up to the level's points exactly.
+    possible = round(sum(check.points for check in checks), 9)
+    if possible > 0:
+        return round(sum(check.points_earned for check in checks), 9) / possible
+    return sum(check.passed for check in checks) / len(checks) if checks else 0.0
 
 
 @dataclass
@@ -79,8 +92,17 @@ class GradeReport:
         return sum(1 for check in self.checks if check.passed)
 
     @property
+    def points_earned(self) -> float:
+        return round(sum(check.points_earned for check in self.checks), 9)
+
+    @property
+    def points_possible(self) -> float:
+        return round(sum(check.points for check in self.checks), 9)
+
+    @property
     def score(self) -> float:
-        return self.passed_count / len(self.checks) if self.checks else 0.0
+        """Fraction of the points earned (of the checks passed when every check is worth 0)."""
+        return _fraction(self.checks)
 
     @property
     def passed(self) -> bool:
@@ -93,8 +115,7 @@ class GradeReport:
         return grouped
 
     def level_score(self, level: int) -> float:
-        checks = self.levels().get(level, [])
-        return sum(c.passed for c in checks) / len(checks) if checks else 0.0
+        return _fraction(self.levels().get(level, []))
 
     def failed(self) -> list[CheckResult]:
         return [check for check in self.checks if not check.passed]
@@ -109,11 +130,15 @@ class GradeReport:
             "passed": self.passed,
             "passed_count": self.passed_count,
             "total": len(self.checks),
+            "points": self.points_earned,
+            "max_points": self.points_possible,
             "levels": {
                 str(level): {
                     "title": self.level_titles.get(level, ""),
                     "score": self.level_score(level),
                     "passed": all(c.passed for c in checks),
+                    "points": round(sum(c.points_earned for c in checks), 9),
+                    "max_points": round(sum(c.points for c in checks), 9),
                 }
                 for level, checks in self.levels().items()
             },

@@ -123,7 +123,7 @@ def test_json_and_junit_reports():
     report = sample_report()
     data = json.loads(render.json_report(report))
     assert data["score"] == 0.5 and data["passed"] is False
-    assert data["levels"]["2"] == {"title": "Nível dois", "score": 0.0, "passed": False}
+    assert data["levels"]["2"] == {"title": "Nível dois", "score": 0.0, "passed": False, "points": 0.0, "max_points": 1.0}
     assert GradeReport.from_dict(data).to_dict() == data
     assert data["notebook_error_kind"] is None
     stopped = GradeReport("exercise-3", report.checks, notebook_error_kind="kernel_died")

@@ -320,7 +320,7 @@ def test_rows_from_reports_and_the_gradebook_csv():
     missing = batch.failure_row(batch.Submission("davi", None, "nenhum notebook .ipynb na pasta", "davi/"), batch.NO_NOTEBOOK, "nenhum notebook .ipynb na pasta", [1, 2])
     text = batch.gradebook_text([full, partial, timed_out, missing], [1, 2])
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == ["submissao", "notebook", "situacao", "nivel_1", "nivel_2", "total", "verificacoes", "mensagem", "segundos"]
+    assert list(rows[0]) == ["submissao", "notebook", "situacao", "nivel_1", "nivel_2", "total", "pontos", "pontos_possiveis", "verificacoes", "mensagem", "segundos"]
     assert rows[1]["nivel_2"] == "50" and rows[1]["verificacoes"] == "2/3"
     assert rows[2]["situacao"] == "tempo_esgotado" and rows[2]["nivel_2"] == ""
     assert rows[3]["situacao"] == "sem_notebook" and rows[3]["notebook"] == "davi/"
