@@ -101,6 +101,20 @@ def _notebooks_in(folder: Path) -> list[Path]:
     return sorted(found, key=lambda p: (len(p.relative_to(folder).parts), str(p)))
 
 
+def notebook_in_folder(folder: Path, exercise: str) -> tuple[Path | None, str | None]:
+    """(the notebook a student's folder hands in, or None and why): the one named
+    ``exercise-N.ipynb`` at any depth, else the folder's only notebook."""
+    notebooks = _notebooks_in(folder)
+    preferred = [path for path in notebooks if path.name == f"{exercise}.ipynb"]
+    if preferred:
+        return preferred[0], None
+    if len(notebooks) == 1:
+        return notebooks[0], None
+    if not notebooks:
+        return None, "nenhum notebook .ipynb na pasta"
+    return None, f"{len(notebooks)} notebooks na pasta e nenhum se chama {exercise}.ipynb"
+
+
 def find_submissions(folder: Path, exercise: str) -> tuple[list[Submission], list[str]]:
     """(submissions, ignored entry names). Files are `*.ipynb`; folders hold one notebook."""
     submissions: list[Submission] = []
@@ -118,20 +132,11 @@ def find_submissions(folder: Path, exercise: str) -> tuple[list[Submission], lis
             name = entry.stem if taken.count(entry.stem) == 1 else entry.name
             submissions.append(found(name, entry))
         elif entry.is_dir():
-            notebooks = _notebooks_in(entry)
-            preferred = [path for path in notebooks if path.name == f"{exercise}.ipynb"]
-            if preferred:
-                submissions.append(found(entry.name, preferred[0]))
-            elif len(notebooks) == 1:
-                submissions.append(found(entry.name, notebooks[0]))
-            elif not notebooks:
-                submissions.append(Submission(entry.name, None, "nenhum notebook .ipynb na pasta", entry.name + "/"))
+            notebook, problem = notebook_in_folder(entry, exercise)
+            if notebook is not None:
+                submissions.append(found(entry.name, notebook))
             else:
-                submissions.append(Submission(
-                    entry.name, None,
-                    f"{len(notebooks)} notebooks na pasta e nenhum se chama {exercise}.ipynb",
-                    entry.name + "/",
-                ))
+                submissions.append(Submission(entry.name, None, problem, entry.name + "/"))
         else:
             ignored.append(entry.name)
     return submissions, ignored
