@@ -19,7 +19,8 @@ from tests.exercise_support import (
 )
 
 EXERCISE = "exercise-1"
-RUN_FIXTURES = ["never-stops", "several-tools-per-turn", "single-tool", "tool-error"]
+RUN_FIXTURES = ["never-stops", "several-tools-per-turn", "single-tool", "tool-error"]  # each asks for tools
+ANSWER_AT_ONCE = "answer-at-once"  # the first turn ends: the tool checks do not apply to it
 CLASSIFY = "n1.classification_matches[memory-vs-run-state]"
 COMPLETE = "n1.every_item_classified[memory-vs-run-state]"
 
@@ -33,7 +34,7 @@ def results_for(notebook, tmp_path, monkeypatch, level=None):
 
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
-    assert len(solution_results) == 2 + 4 * len(RUN_FIXTURES)
+    assert len(solution_results) == 2 + 4 * len(RUN_FIXTURES) + 2
 
 
 @pytest.mark.slow
@@ -41,7 +42,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 18
+    assert report.score == 1.0 and len(report.checks) == 20
 
 
 @pytest.mark.slow
@@ -188,3 +189,13 @@ def test_forgetting_to_return_the_state(tmp_path, monkeypatch):
     notebook = run_agent_with("    return state\n", "    print(state['turns'])\n")
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     assert "deveria devolver o estado de execução" in failed["n2.stops_at_the_right_time[single-tool]"]
+
+
+def test_a_loop_that_never_calls_the_model_fails_the_tool_checks_as_nothing_observed(tmp_path, monkeypatch, solution_results):
+    notebook = replaced(EXERCISE, RUN_AGENT, RUN_AGENT + "\n    return new_run_state(task)\n")
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    for name in RUN_FIXTURES:
+        for check in (f"n2.every_tool_use_answered[{name}]", f"n2.tool_results_carry_outputs[{name}]"):
+            assert failed[check].startswith("Nada observado:"), failed[check]
+            assert solution_results[check]["status"] == "pass"
+    assert "n2.every_tool_use_answered[answer-at-once]" not in solution_results  # no tool_use to answer there

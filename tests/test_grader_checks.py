@@ -21,9 +21,13 @@ from tests.grader_support import (
     write_new_fixtures,
 )
 
-ALL_FIXTURES = ["cpA", "cpB", "cpC", "incident-duplicate-email"]
-PENDING = ["cpB", "cpC", "incident-duplicate-email"]
-HIGH_IMPACT = ["cpC", "incident-duplicate-email"]
+ALL_FIXTURES = ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras", "grep-pendente",
+                "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos", "primeiro-turno"]
+PENDING = [name for name in ALL_FIXTURES if name != "cpA"]
+HIGH_IMPACT = ["chamado-pendente", "cpC", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos"]
+EMAIL_PENDING = ["cpC", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos"]
+READ_ONLY = ["cpB", "duas-leituras", "grep-pendente", "leitura-e-email-juntos", "primeiro-turno"]
+SEVERAL_PENDING = ["duas-leituras", "incidente-duas-chamadas", "leitura-e-email-juntos"]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +48,9 @@ def grade_notebook(notebook, tmp_path, monkeypatch, **options):
 
 def test_solution_passes_every_check(solution_results):
     assert failing(solution_results) == {}
-    assert len(solution_results) == 28
+    # resume_action and every reconcile check per fixture; clears_pending only where something is pending;
+    # the read-only and high-impact checks where the fixture has such calls; plus ROOT_CAUSE.
+    assert len(solution_results) == 10 + 1 + 4 * 10 + 9 + 5 + 5
     levels = {r["level"] for r in solution_results.values()}
     assert levels == {1, 2}
 
@@ -83,9 +89,9 @@ RESUME_MUTATES = '''def resume_action(cp):
     "source, failing_fixtures, words",
     [
         (RESUME_ALL_RERUN, HIGH_IMPACT, "é de alto impacto"),
-        (RESUME_ALL_ERROR, ["cpB"], "é somente leitura"),
+        (RESUME_ALL_ERROR, READ_ONLY, "é somente leitura"),
         (RESUME_NONE_WHEN_EMPTY, ["cpA"], "devolveu None"),
-        (RESUME_EXECUTES, ["cpB"], "resume_action executou read_file"),
+        (RESUME_EXECUTES, READ_ONLY, "resume_action executou"),
         (RESUME_MUTATES, PENDING, "alterou o checkpoint"),
     ],
     ids=["all-rerun", "all-is-error", "none-when-empty", "executes-tools", "mutates-checkpoint"],
@@ -157,7 +163,7 @@ EXECUTE_AND_FLAG = '''def reconcile(cp):
 SIX_MISTAKES = {
     "re-runs every pending call": (
         lambda: with_definition("reconcile", RERUN_EVERYTHING),
-        {f"n2.high_impact_not_repeated[{n}]" for n in HIGH_IMPACT},
+        {f"n2.high_impact_not_repeated[{n}]" for n in EMAIL_PENDING},
         "reexecutou `send_email`",
     ),
     "deletes the assistant message": (
@@ -177,7 +183,7 @@ SIX_MISTAKES = {
     ),
     "executes send_email and also sets is_error": (
         lambda: with_definition("reconcile", EXECUTE_AND_FLAG),
-        {f"n2.high_impact_not_repeated[{n}]" for n in HIGH_IMPACT},
+        {f"n2.high_impact_not_repeated[{n}]" for n in EMAIL_PENDING},
         "executou `send_email` e também marcou is_error",
     ),
     "resets turns": (
@@ -203,6 +209,7 @@ def test_the_mistakes_are_told_apart(tmp_path, monkeypatch):
     """Each mistake's own check fails; unrelated checks still pass (the checks are specific)."""
     rerun = failing(grade_notebook(with_definition("reconcile", RERUN_EVERYTHING), tmp_path / "a", monkeypatch, level=2))
     assert "n2.reruns_read_only[cpB]" not in rerun and "n2.keeps_history[cpC]" not in rerun
+    assert "n2.reruns_read_only[leitura-e-email-juntos]" not in rerun
     turns = failing(grade_notebook(SIX_MISTAKES["resets turns"][0](), tmp_path / "b", monkeypatch, level=2))
     assert set(turns) == {f"n2.keeps_counters[{n}]" for n in ALL_FIXTURES}
     assert "era 9, ficou 0" in turns["n2.keeps_counters[cpC]"]
@@ -312,7 +319,7 @@ def test_bad_function_becomes_a_failed_check_with_a_message(body, words, tmp_pat
     notebook = with_definition("resume_action", f"def resume_action(cp):\n{body}\n")
     notebook.cells = [c for c in notebook.cells if not c.source.startswith("for nome, cp in")]
     results = grade_notebook(notebook, tmp_path, monkeypatch, level=1, check_timeout=0.5)
-    assert len(results) == 4
+    assert len(results) == len(ALL_FIXTURES)
     for result in results.values():
         assert result["status"] == "fail"
         assert words in result["message"], result["message"]
@@ -339,10 +346,54 @@ def test_new_fixture_files_change_what_is_checked_without_code(tmp_path, monkeyp
     assert "n1.resume_action_decides[pending-create-ticket]" in new_ids
     assert failing(results) == {}
 
-    # A reconcile that only knows about send_email passes the shipped fixtures but not the new one.
-    only_email = with_edit("reconcile", 'if chamada["name"] in READ_ONLY_TOOLS:', 'if chamada["name"] != "send_email":')
-    namespace, _ = namespace_of(only_email, monkeypatch)
-    shipped = run_checks(namespace, tmp_path / "shipped", level=2)
-    assert failing(shipped) == {}
-    extended = failing(run_checks(namespace, tmp_path / "extended", fixture_dirs=[folder], level=2))
-    assert "reexecutou `create_ticket`" in extended["n2.high_impact_not_repeated[pending-create-ticket]"]
+
+
+# ------------------------------------------------------------------ parallel tool calls and names in code
+
+ONE_MESSAGE_PER_RESULT = with_edit(
+    "reconcile",
+    '    if resultados:\n        cp["messages"].append({"role": "user", "content": resultados})',
+    '    for resultado in resultados:\n        cp["messages"].append({"role": "user", "content": [resultado]})',
+)
+
+
+def test_one_user_message_per_tool_result_is_refused_like_the_api_would(tmp_path, monkeypatch, solution_results):
+    failed = failing(grade_notebook(ONE_MESSAGE_PER_RESULT, tmp_path, monkeypatch, level=2))
+    for name in SEVERAL_PENDING:
+        api = failed[f"n2.api_accepts_resumed_conversation[{name}]"]
+        assert "A API recusaria a conversa retomada (HTTP 400): messages." in api
+        assert "were found without `tool_result` blocks immediately after" in api  # the API's own words
+        assert "foram em mensagens separadas" in api and "numa única mensagem do usuário" in api
+        assert "reconcile acrescentou 2 mensagens" in failed[f"n2.answers_every_pending_call[{name}]"]
+        assert solution_results[f"n2.api_accepts_resumed_conversation[{name}]"]["status"] == "pass"
+    # With one pending call the mistake is invisible, which is why the several-call fixtures exist.
+    assert not any(name in check_id for check_id in failed for name in ("[cpB]", "[cpC]", "[primeiro-turno]"))
+
+
+@pytest.mark.parametrize("condition, tool, fixtures", [
+    ('chamada["name"] != "send_email"', "create_ticket", ["chamado-pendente", "incidente-duas-chamadas"]),
+    ('not chamada["name"] == "send_email"', "create_ticket", ["chamado-pendente", "incidente-duas-chamadas"]),
+], ids=["not-send-email", "not-equal-send-email"])
+def test_reconcile_that_names_send_email_instead_of_the_read_only_set_fails(
+        condition, tool, fixtures, tmp_path, monkeypatch, solution_results):
+    notebook = with_edit("reconcile", 'if chamada["name"] in READ_ONLY_TOOLS:', f"if {condition}:")
+    failed = failing(grade_notebook(notebook, tmp_path, monkeypatch, level=2))
+    for name in fixtures:
+        message = failed[f"n2.high_impact_not_repeated[{name}]"]
+        assert f"reexecutou `{tool}`" in message and "decida pela lista READ_ONLY_TOOLS" in message
+        assert solution_results[f"n2.high_impact_not_repeated[{name}]"]["status"] == "pass"
+
+
+def test_reconcile_that_reruns_only_read_file_fails_on_a_pending_grep(tmp_path, monkeypatch):
+    notebook = with_edit("reconcile", 'if chamada["name"] in READ_ONLY_TOOLS:', 'if chamada["name"] == "read_file":')
+    failed = failing(grade_notebook(notebook, tmp_path, monkeypatch, level=2))
+    assert "`grep` (toolu_01G) não foi reexecutada" in failed["n2.reruns_read_only[grep-pendente]"]
+    assert "decida pela lista READ_ONLY_TOOLS" in failed["n2.reruns_read_only[grep-pendente]"]
+    assert "n2.reruns_read_only[primeiro-turno]" in failed  # list_dir is read-only too
+
+
+def test_resume_action_that_names_send_email_fails_level_1(tmp_path, monkeypatch):
+    source = RESUME_ALL_RERUN.replace('"rerun" for chamada', '("is_error" if chamada["name"] == "send_email" else "rerun") for chamada')
+    failed = failing(grade_notebook(with_definition("resume_action", source), tmp_path, monkeypatch, level=1))
+    assert set(failed) == {"n1.resume_action_decides[chamado-pendente]", "n1.resume_action_decides[incidente-duas-chamadas]"}
+    assert "`create_ticket` (toolu_01T) é de alto impacto" in failed["n1.resume_action_decides[chamado-pendente]"]

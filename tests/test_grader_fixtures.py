@@ -22,7 +22,9 @@ def problems_of(folder, name):
 
 def test_shipped_fixtures_are_valid_and_discovered_by_file_name():
     files = read_fixture_files("exercise-3", (), VALIDATE)
-    assert [f.name for f in files] == ["cpA", "cpB", "cpC", "incident-duplicate-email"]
+    assert [f.name for f in files] == ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras", "grep-pendente",
+                                       "incident-duplicate-email", "incidente-duas-chamadas",
+                                       "leitura-e-email-juntos", "primeiro-turno"]
     assert all(f.problems == [] for f in files)
     incident = fixture_data("incident-duplicate-email")
     assert len(incident["workspace"]["outbox"]) == 1 and incident["expect"]["outbox_after"] == 1
@@ -49,7 +51,7 @@ def test_instructor_folder_can_hold_exercise_subfolders_and_yaml(tmp_path):
     folder.mkdir(parents=True)
     (folder / "em-yaml.yaml").write_text(yaml.safe_dump(fixture_data("cpB"), allow_unicode=True), encoding="utf-8")
     names = [f.name for f in load_fixtures("exercise-3", [tmp_path / "private"], VALIDATE)]
-    assert names[-1] == "em-yaml" and len(names) == 5
+    assert names[-1] == "em-yaml" and len(names) == len(load_fixtures("exercise-3", (), VALIDATE)) + 1
 
 
 BASE = fixture_data("cpC")

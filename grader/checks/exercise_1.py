@@ -35,6 +35,7 @@ from grader.checks.framework import (
     StudentProblem,
     content_blocks,
     is_kind,
+    nothing_observed,
     show,
 )
 
@@ -294,46 +295,17 @@ def stops_at_the_right_time(ctx: Context, fixture: Fixture) -> None:
         )
 
 
-def _blocks(message: dict) -> list[dict]:
-    content = message.get("content")
-    return content if isinstance(content, list) else []
-
-
-def _tool_use_ids(message: dict) -> list[str]:
-    return [b.get("id") for b in content_blocks(message, "tool_use")]
-
-
-def protocol_diagnosis(messages: list[dict], refusal: str) -> str:
-    """A Portuguese explanation of why the API refused this conversation."""
-    for index, message in enumerate(messages):
-        ids = _tool_use_ids(message) if message.get("role") == "assistant" else []
-        if not ids:
-            continue
-        following = messages[index + 1 : index + 3]
-        if not following or following[0].get("role") != "user":
-            return (f"O turno com {', '.join(ids)} ficou sem resposta: depois da mensagem do assistente "
-                    "precisa vir uma mensagem do usuário com os tool_result.")
-        blocks = _blocks(following[0])
-        answered = [b.get("tool_use_id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if len(following) > 1 and following[1].get("role") == "user" and set(answered) < set(ids):
-            return ("Os tool_result de um mesmo turno foram em mensagens separadas: todos os resultados "
-                    f"de {', '.join(ids)} vão juntos, numa única mensagem do usuário.")
-        missing = [i for i in ids if i not in answered]
-        if missing:
-            return (f"O modelo pediu {len(ids)} ferramenta(s) no mesmo turno ({', '.join(ids)}), mas a "
-                    f"mensagem seguinte não responde a {', '.join(missing)}: cada tool_use precisa do seu "
-                    "tool_result, com o mesmo tool_use_id.")
-        kinds = [b.get("type") for b in blocks if isinstance(b, dict)]
-        first_other = next((i for i, kind in enumerate(kinds) if kind != "tool_result"), len(kinds))
-        if any(kind == "tool_result" for kind in kinds[first_other:]):
-            return "Os tool_result precisam vir primeiro na mensagem do usuário, antes de qualquer texto."
-    return f"A API recusaria a conversa (HTTP 400): {refusal}"
+def asks_for_tools(fixture: Fixture) -> bool:
+    """A run fixture whose script, up to where a correct loop stops, has a turn with tools."""
+    responses = fixture.data.get("responses") or []
+    calls = (fixture.expect or {}).get("model_calls", len(responses))
+    return is_kind("run")(fixture) and any(r.get("stop_reason") == "tool_use" for r in responses[:calls])
 
 
 @EXERCISE.check(
     level=2,
     per_fixture=True,
-    applies=is_kind("run"),
+    applies=asks_for_tools,
     title="Todo tool_use respondido, resultados primeiro",
     criterion=(
         "Cada turno com ferramentas é respondido com uma única mensagem do usuário que traz um "
@@ -342,21 +314,23 @@ def protocol_diagnosis(messages: list[dict], refusal: str) -> str:
     ),
 )
 def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
+    from grader.checks.conversation import protocol_diagnosis, refusal_failure, tool_result_ids, tool_use_ids
     from harness.fake_endpoint import validate_messages
 
     run = agent_run(ctx, fixture)
+    if not run.requests:
+        require_state(run)
+        raise nothing_observed("run_agent não chamou o modelo nenhuma vez, então não há turno para conferir",
+                               expected=f"{fixture.expect['model_calls']} chamada(s) ao modelo")
     for number, body in enumerate(run.requests, start=1):
         messages = body.get("messages", [])
         refusal = validate_messages(messages)
         if refusal:
-            raise CheckFailed(
-                f"A {number}ª chamada ao modelo foi recusada com HTTP 400. " + protocol_diagnosis(messages, refusal),
-                expected="conversa aceita pela API", observed=refusal,
-            )
+            raise refusal_failure(f"a {number}ª chamada ao modelo", messages, f"HTTP 400: {refusal}")
     state = require_state(run)
     messages = state["messages"]
     for index, message in enumerate(messages):
-        ids = _tool_use_ids(message) if isinstance(message, dict) and message.get("role") == "assistant" else []
+        ids = tool_use_ids(message)
         if not ids:
             continue
         if index + 1 >= len(messages):
@@ -365,7 +339,7 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
                 "em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
                 expected=f"tool_result para {', '.join(ids)}", observed="a conversa acaba no tool_use",
             )
-        answered = [b.get("tool_use_id") for b in _blocks(messages[index + 1]) if b.get("type") == "tool_result"]
+        answered = tool_result_ids(messages[index + 1])
         if answered != ids:
             raise CheckFailed(
                 f"Na conversa devolvida, a mensagem {index + 1} responde a {answered}, mas o modelo pediu "
@@ -380,7 +354,7 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
-    applies=is_kind("run"),
+    applies=asks_for_tools,
     title="Cada ferramenta roda uma vez e o resultado volta ao modelo",
     criterion=(
         "Cada tool_use executa a ferramenta exatamente uma vez, com a entrada pedida, e o tool_result "
@@ -392,8 +366,13 @@ def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
     run = agent_run(ctx, fixture)
     state = require_state(run)
     expected_calls = [
-        block for response in run.served for block in response["content"] if block.get("type") == "tool_use"
+        block for response in run.served if response.get("stop_reason") == "tool_use"
+        for block in response["content"] if block.get("type") == "tool_use"
     ]
+    if not expected_calls and not run.calls:
+        raise nothing_observed(
+            f"nenhuma ferramenta rodou: run_agent parou depois de {len(run.requests)} chamada(s) ao modelo, "
+            "antes de qualquer turno com ferramentas", expected="as ferramentas que o roteiro pede")
     observed = [(call.name, call.input) for call in run.calls]
     wanted = [(block["name"], block["input"]) for block in expected_calls]
     if observed != wanted:

@@ -288,6 +288,15 @@ def result_for(run: ReconcileRun, tool_use_id: str) -> dict | None:
     return next((b for b in content_blocks(message, "tool_result") if b.get("tool_use_id") == tool_use_id), None)
 
 
+def missing_result_message(run: ReconcileRun, tool_use_id: str) -> str:
+    before, after = run.before["messages"], run.after["messages"]
+    later = after[len(before) + 1:] if after[: len(before)] == before else []
+    if any(b.get("tool_use_id") == tool_use_id for m in later for b in content_blocks(m, "tool_result")):
+        return (f"O tool_result de {tool_use_id} está numa mensagem separada: os resultados de todas as "
+                "chamadas pendentes vão juntos na mensagem logo depois da do assistente.")
+    return f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente."
+
+
 @EXERCISE.check(
     level=2,
     per_fixture=True,
@@ -411,6 +420,7 @@ def keeps_history(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
+    applies=lambda fixture: bool(pending_calls(fixture)),
     title="pending_tool_use volta a None",
     criterion="Depois de reconciliar, nada mais está pendente: cp[\"pending_tool_use\"] é None.",
 )
@@ -475,9 +485,12 @@ def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
         call = call_by_id(fixture, tool_use_id)
         runs = [c for c in run.calls if c.name == call["name"] and c.input == call["input"]]
         if not runs:
+            answered = result_for(run, tool_use_id)
+            flagged = " Ela recebeu is_error, como se fosse de alto impacto: decida pela lista READ_ONLY_TOOLS, " \
+                      "não por um nome de ferramenta escrito no código." if answered and answered.get("is_error") else ""
             raise CheckFailed(
                 f"`{call['name']}` ({tool_use_id}) não foi reexecutada: uma ferramenta somente leitura "
-                "roda de novo para trazer o resultado real ao modelo.",
+                "roda de novo para trazer o resultado real ao modelo." + flagged,
                 expected=f"{call['name']} executada 1 vez", observed="0 vezes",
             )
         if len(runs) > 1:
@@ -489,7 +502,7 @@ def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
         block = result_for(run, tool_use_id)
         if block is None:
             raise CheckFailed(
-                f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente.",
+                missing_result_message(run, tool_use_id),
                 expected=reference["content"], observed="sem tool_result",
             )
         text = block_text(block.get("content"))
@@ -535,15 +548,19 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
                 expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es), com is_error",
             )
         if executed:
+            by_name = "" if call["name"] == "send_email" else (
+                " O send_email não é o único: decida pela lista READ_ONLY_TOOLS (só o que está nela roda "
+                "de novo), não por um nome de ferramenta escrito no código."
+            )
             raise CheckFailed(
                 f"reconcile reexecutou `{call['name']}` ({tool_use_id}), uma ferramenta de alto impacto: "
                 "é o bug do incidente — re-rodar toda chamada pendente repete o efeito (um segundo "
-                "e-mail, um chamado a mais)." + effect,
+                "e-mail, um chamado a mais)." + effect + by_name,
                 expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es)",
             )
         if block is None:
             raise CheckFailed(
-                f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente.",
+                missing_result_message(run, tool_use_id),
                 expected="tool_result com is_error True", observed="sem tool_result",
             )
         if not flagged:
@@ -601,44 +618,13 @@ def _effect_note(run: ReconcileRun) -> str:
     per_fixture=True,
     title="A conversa retomada é aceita pela API",
     criterion=(
-        "As mensagens reconciliadas passam na validação da API (nenhum tool_use sem tool_result, "
-        "nenhum tool_result sem tool_use) e uma requisição de verdade pelo cliente anthropic ao "
-        "endpoint offline é aceita."
+        "As mensagens reconciliadas, enviadas pelo cliente anthropic de verdade ao endpoint "
+        "offline, são aceitas: cada tool_use tem o seu tool_result na mensagem seguinte (os de um "
+        "mesmo turno, juntos numa só mensagem) e nenhum tool_result fica sem tool_use."
     ),
 )
 def api_accepts_resumed_conversation(ctx: Context, fixture: Fixture) -> None:
-    import anthropic
-    from harness.fake_endpoint import make_stub_client, validate_messages
-    from harness.model import MAX_TOKENS, MODEL
-    from harness.tools import TOOL_SCHEMAS
+    from grader.checks.conversation import require_api_accepts
 
     run = reconciled(ctx, fixture)
-    messages = run.after["messages"]
-    refusal = validate_messages(messages)
-    if refusal:
-        raise CheckFailed(
-            f"A API recusaria a conversa retomada (HTTP 400): {refusal}",
-            expected="conversa válida", observed=refusal,
-        )
-    if not messages or messages[-1].get("role") != "user":
-        return  # a finished conversation: nothing to send
-    assistants = sum(1 for m in messages if m.get("role") == "assistant")
-    reply = {
-        "content": [{"type": "text", "text": "Retomando de onde parei."}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 10, "output_tokens": 5},
-    }
-    client = make_stub_client([reply] * (assistants + 1))
-    try:
-        client.messages.create(model=MODEL, max_tokens=MAX_TOKENS, messages=messages, tools=TOOL_SCHEMAS)
-    except anthropic.APIStatusError as error:
-        raise CheckFailed(
-            f"A requisição ao endpoint foi recusada (HTTP {error.status_code}): {error.message}",
-            expected="requisição aceita", observed=f"HTTP {error.status_code}",
-        ) from None
-    except (TypeError, ValueError) as error:
-        raise CheckFailed(
-            f"As mensagens não puderam nem ser enviadas ({type(error).__name__}: {error}): confira se "
-            "o content de cada bloco é texto ou lista de blocos.",
-            expected="requisição aceita", observed=type(error).__name__,
-        ) from None
+    require_api_accepts("a conversa retomada", run.after["messages"])

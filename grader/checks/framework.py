@@ -38,6 +38,18 @@ class CheckFailed(Exception):
         self.observed = observed if isinstance(observed, str) else show(observed)
 
 
+NOTHING_OBSERVED_PREFIX = "Nada observado"
+
+
+def nothing_observed(what: str, expected: Any = "") -> "CheckFailed":
+    """The failure of a check whose subject never happened (no write, no save point, no call):
+    a check never passes on nothing. ``what`` says, in Portuguese, what was not seen."""
+    return CheckFailed(
+        f"{NOTHING_OBSERVED_PREFIX}: {what}. Esta verificação só passa quando vê acontecer o que ela confere.",
+        expected=expected, observed="nada observado",
+    )
+
+
 class StudentProblem(Exception):
     """The student's code could not be used: missing, not implemented, raised, looped, exited."""
 
@@ -503,5 +515,6 @@ __all__ = [
     "block_text",
     "content_blocks",
     "is_kind",
+    "nothing_observed",
     "show",
 ]
