@@ -72,6 +72,7 @@ class Row:
     seconds: float = 0.0
     points: float = 0.0
     max_points: float | None = None  # None when nothing was graded (the gradebook fills it in)
+    report: Any = field(default=None, repr=False, compare=False)  # the GradeReport, for feedback pages
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ def row_from_report(submission: Submission, report: Any, levels: list[int], seco
         seconds=seconds,
         points=report.points_earned,
         max_points=report.points_possible,
+        report=report,
     )
 
 
@@ -475,6 +477,22 @@ def gradebook_problem(path: Path) -> str | None:
     return None
 
 
+def feedback_problem(folder: Path | None) -> str | None:
+    """Why feedback pages could not be written in ``folder``, or None when they can."""
+    if folder is None:
+        return None
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} é um arquivo; --feedback espera uma pasta."
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".", suffix=".teste"):
+            pass
+    except OSError as error:
+        return f"não consigo gravar as páginas de retorno em {folder}: {error.strerror or error}."
+    return None
+
+
 def summary(rows: list[Row]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
@@ -493,6 +511,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", type=Path, default=Path("gradebook.csv"), metavar="ARQUIVO", help="onde gravar o gradebook (padrão: gradebook.csv)")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="DIR", help="pasta extra de fixtures do instrutor (pode repetir)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--feedback", type=Path, default=None, metavar="PASTA", help="grava nesta pasta uma página HTML de retorno por submissão")
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
 
@@ -553,7 +572,7 @@ def run(args: argparse.Namespace) -> int:
         # One clear message now instead of the same failure in every row.
         print(f"grade batch: {error}", file=sys.stderr)
         return 2
-    problem = gradebook_problem(args.csv)
+    problem = gradebook_problem(args.csv) or feedback_problem(args.feedback)
     if problem:
         # Checked before grading, so a long batch never ends with nowhere to write.
         print(f"grade batch: {problem}", file=sys.stderr)
@@ -577,12 +596,23 @@ def run(args: argparse.Namespace) -> int:
         rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
     except BatchInterrupted as interrupted:
         write_gradebook(args.csv, interrupted.rows, levels, max_points)
+        write_feedback(args.feedback, interrupted.rows)
         print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
         return 130
     write_gradebook(args.csv, rows, levels, max_points)
     print(summary(rows))
     print(f"Gradebook: {args.csv}")
+    if args.feedback:
+        write_feedback(args.feedback, rows)
+        print(f"Páginas de retorno: {args.feedback}/ (uma por submissão)")
     return 0
+
+
+def write_feedback(folder: Path | None, rows: list[Row]) -> None:
+    if folder is not None:
+        from grader.feedback import write_pages
+
+        write_pages(folder, rows)
 
 
 if __name__ == "__main__":
