@@ -8,6 +8,8 @@ from html.parser import HTMLParser
 import nbformat
 
 from grader import cli, feedback
+from grader.engine import load_exercise
+from grader.fixture_loader import load_fixtures
 from tests.grader_support import ROOT, solution_notebook, write
 
 HOSTILE = "<script>alert('x')</script>"
@@ -49,13 +51,14 @@ def test_batch_writes_one_page_per_submission(tmp_path, capsys):
     assert "Páginas de retorno" in capsys.readouterr().out
     assert sorted(path.name for path in pages.iterdir()) == ["ana.html", "bruno.html", "carla.html", "davi.html"]
 
+    checks = len(load_exercise("exercise-3").plan(load_fixtures("exercise-3")))
     ana = (pages / "ana.html").read_text(encoding="utf-8")
     assert '<html lang="pt-BR">' in ana and "Correção de ana" in ana
-    assert "28 de 28 pontos (100%)" in ana and "28 de 28 verificações passaram" in ana
+    assert f"{checks} de {checks} pontos (100%)" in ana and f"{checks} de {checks} verificações passaram" in ana
     assert "falhou" not in re.sub(r"<[^>]+>", " ", ana).split("Nível 1", 1)[1]
 
     bruno = (pages / "bruno.html").read_text(encoding="utf-8")
-    assert "0 de 28 pontos (0%)" in bruno and "<code>incompleto</code>" in bruno
+    assert f"0 de {checks} pontos (0%)" in bruno and "<code>incompleto</code>" in bruno
     assert "Ainda não implementado" in bruno and "grade hint exercise-3 --level 1" in bruno
 
     carla = (pages / "carla.html").read_text(encoding="utf-8")
