@@ -79,16 +79,20 @@ def load_approvals(path):
     if not isinstance(data, dict):
         raise ApprovalError(f"{os.fspath(path)}: esperava um objeto JSON, encontrei {type(data).__name__}")
     for tool_use_id, record in data.items():
-        if not isinstance(record, dict) or record.get("verdict") not in VERDICTS \
-                or not isinstance(record.get("input_hash"), str):
-            raise ApprovalError(f"{os.fspath(path)}: registro de aprovação inválido para {tool_use_id}")
+        validate_decision(path, tool_use_id, record)
     return data
 
 
-def record_decision(path, call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL, decided_by=""):
-    """Grava a decisão sobre ``call`` presa ao hash da entrada; aprovação ganha prazo de validade."""
-    approvals = load_approvals(path)
-    approvals[call["id"]] = {
+def validate_decision(where, tool_use_id, record):
+    """Uma decisão só vale com um veredito conhecido e o hash da entrada que foi examinada."""
+    if not isinstance(record, dict) or record.get("verdict") not in VERDICTS \
+            or not isinstance(record.get("input_hash"), str):
+        raise ApprovalError(f"{os.fspath(where)}: registro de aprovação inválido para {tool_use_id}")
+
+
+def decision_record(call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL, decided_by=""):
+    """O registro de uma decisão sobre ``call``, preso ao hash da entrada; aprovação ganha prazo."""
+    return {
         "name": call["name"],
         "input": call["input"],
         "input_hash": input_hash(call["name"], call["input"]),
@@ -98,6 +102,12 @@ def record_decision(path, call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL,
         "decided_at": now,
         "expires_at": now + ttl_seconds if decision.verdict == "approved" else None,
     }
+
+
+def record_decision(path, call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL, decided_by=""):
+    """Grava a decisão sobre ``call`` presa ao hash da entrada; aprovação ganha prazo de validade."""
+    approvals = load_approvals(path)
+    approvals[call["id"]] = decision_record(call, decision, now, ttl_seconds, decided_by)
     write_json_atomic(path, approvals)
     return approvals[call["id"]]
 

@@ -110,6 +110,21 @@ class Workspace:
             return []
         return json.loads(self.tickets_path.read_text(encoding="utf-8"))
 
+    def add_email(self, email: dict) -> None:
+        """Põe um e-mail na caixa de saída: uma linha a mais, levada ao disco antes de seguir."""
+        with open(self.outbox_path, "a", encoding="utf-8") as outbox:
+            outbox.write(json.dumps(email, ensure_ascii=False) + "\n")
+            outbox.flush()
+            os.fsync(outbox.fileno())
+
+    def add_ticket(self, ticket: dict) -> None:
+        """Acrescenta um chamado ao sistema de chamados (o arquivo inteiro é regravado)."""
+        tickets = self.tickets()
+        tickets.append(ticket)
+        temporary = self.tickets_path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(tickets, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(temporary, self.tickets_path)
+
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
 
@@ -210,11 +225,7 @@ def send_email(to: str, subject: str, body: str = "", idempotency_key: str | Non
     if idempotency_key is not None and find_effect("send_email", idempotency_key):
         # O sistema externo reconhece a chave e não envia de novo.
         return f"e-mail para {to} já tinha sido enviado (chave {idempotency_key})"
-    email = {"to": to, "subject": subject, "body": body, "idempotency_key": idempotency_key}
-    with open(workspace.outbox_path, "a", encoding="utf-8") as outbox:
-        outbox.write(json.dumps(email, ensure_ascii=False) + "\n")
-        outbox.flush()
-        os.fsync(outbox.fileno())
+    workspace.add_email({"to": to, "subject": subject, "body": body, "idempotency_key": idempotency_key})
     return f"e-mail enviado para {to}: {subject}"
 
 
@@ -224,12 +235,8 @@ def create_ticket(title: str, body: str = "", idempotency_key: str | None = None
         existing = find_effect("create_ticket", idempotency_key)
         if existing:
             return f"chamado #{existing['number']} já existia (chave {idempotency_key})"
-    tickets = workspace.tickets()
-    number = len(tickets) + 1
-    tickets.append({"number": number, "title": title, "body": body, "idempotency_key": idempotency_key})
-    temporary = workspace.tickets_path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(tickets, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(temporary, workspace.tickets_path)
+    number = len(workspace.tickets()) + 1
+    workspace.add_ticket({"number": number, "title": title, "body": body, "idempotency_key": idempotency_key})
     return f"chamado #{number} criado: {title}"
 
 

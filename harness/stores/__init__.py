@@ -1,0 +1,48 @@
+"""Onde uma execução grava o que precisa sobreviver: arquivos, SQLite ou PostgreSQL.
+
+Os três cumprem o mesmo contrato (``base.RunStore``): a cena, a sequência de pontos, o
+livro-razão, as aprovações e a posse com token de cerca.
+
+    open_store("files", pasta)                  os arquivos que as lições 2 a 6 constroem
+    open_store("sqlite", pasta)                 um arquivo pasta/run.sqlite3 (WAL, synchronous=FULL)
+    open_store("postgresql://...", pasta, run)  um servidor; a execução é a linha ``run``
+
+Módulos: ``base`` (o contrato), ``files``, ``sql`` (o que os dois bancos compartilham),
+``sqlite``, ``postgres`` (com ``claim_run`` para vários workers), ``database_world`` (a caixa
+de saída como tabela) e ``local_postgres`` (um servidor descartável para testes e aulas).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+STORE_KINDS = ("files", "sqlite", "postgresql://...")
+POSTGRES_PREFIXES = ("postgresql://", "postgres://")
+
+
+class StoreSpecError(ValueError):
+    """O valor de --store não é nenhum dos armazenamentos conhecidos."""
+
+
+def is_postgres(spec):
+    return isinstance(spec, str) and spec.startswith(POSTGRES_PREFIXES)
+
+
+def open_store(spec, workdir, run=None):
+    """O armazenamento pedido em ``spec`` para a execução da pasta ``workdir``.
+
+    No PostgreSQL a execução é uma linha do banco (``run``; padrão: o nome da pasta) e a
+    pasta guarda só a sandbox do mundo.
+    """
+    if spec in (None, "", "files"):
+        from harness.stores.files import FileStore
+
+        return FileStore(workdir)
+    if spec == "sqlite":
+        from harness.stores.sqlite import SqliteStore
+
+        return SqliteStore(workdir)
+    if is_postgres(spec):
+        from harness.stores.postgres import PostgresStore
+
+        return PostgresStore(spec, run or Path(workdir).name, Path(workdir) / "world")
+    raise StoreSpecError(f"armazenamento desconhecido: {spec!r}; use files, sqlite ou postgresql://...")

@@ -1,0 +1,163 @@
+"""O armazenamento em arquivos: exatamente o que as lições 2 a 6 constroem, numa pasta por execução.
+
+    checkpoint.json    a cena mais recente (v2)
+    checkpoints/       a sequência por turno (turn-001-A.json, turn-001-B.json...)
+    effects.json       o livro-razão de efeitos
+    approvals.json     as decisões da válvula de aprovação
+    lease.json         a posse e o token de cerca (com a trava lease.lock)
+    control.json       um pedido de pausa ou cancelamento à espera
+    timeline.json      a identidade da linha do tempo (numa bifurcação)
+    world/             o mundo externo do cenário
+
+Cada método só chama as funções das lições. O token de cerca é conferido pelo worker
+(``fenced``: a trava e a conferência antes de cada gravação), não pelo arquivo: um sistema
+de arquivos não sabe recusar uma escrita velha. É isso que os bancos mudam.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from harness.approval import APPROVALS_FILE, load_approvals
+from harness.checkpoint import CHECKPOINT_VERSION, write_json_atomic
+from harness.effects import EFFECTS_FILE, load_effects
+from harness.lifecycle import (
+    CHECKPOINT_FILE,
+    LEASE_SECONDS,
+    acquire_lease,
+    clear_control,
+    fenced,
+    load_run_checkpoint,
+    pending_control,
+    read_lease,
+    release_lease,
+    renew_lease,
+    request_control,
+    save_run_checkpoint,
+    scene_of,
+    stored_version,
+)
+from harness.stores.base import RunStore, SavePoint
+from harness.timeline import (
+    checkpoints_dir,
+    list_points,
+    load_timeline,
+    parse_point_name,
+    read_point,
+    save_point,
+    scene_only,
+)
+from harness.tool_runner import ToolContext
+from harness.tools import Workspace
+
+WORLD_DIR = "world"
+
+
+class FileStore(RunStore):
+    """Uma execução numa pasta (``run_dir``), gravada pelas funções das lições."""
+
+    kind = "arquivos"
+
+    def __init__(self, run_dir):
+        self.run_dir = Path(run_dir)
+
+    def describe(self):
+        return f"arquivos em {self.run_dir}"
+
+    @property
+    def checkpoint_path(self):
+        return self.run_dir / CHECKPOINT_FILE
+
+    # --- a posse ------------------------------------------------------------------------
+
+    def acquire_lease(self, owner=None, seconds=None):
+        return acquire_lease(self.run_dir, owner=owner, seconds=seconds or LEASE_SECONDS)
+
+    def renew_lease(self, lease, seconds=None):
+        return renew_lease(lease, seconds or LEASE_SECONDS)
+
+    def release_lease(self, lease):
+        return release_lease(lease)
+
+    def read_lease(self):
+        return read_lease(self.run_dir)
+
+    # --- a cena e a sequência -------------------------------------------------------------
+
+    def exists(self):
+        return self.checkpoint_path.exists()
+
+    def load(self):
+        state = load_run_checkpoint(self.checkpoint_path)
+        if state is not None and stored_version(self.checkpoint_path) == CHECKPOINT_VERSION:
+            # Uma cena v1 (lições 2 a 5, ou uma rebobinagem) não sabe se a execução usava a
+            # válvula: se já houve decisões gravadas aqui, a válvula continua valendo.
+            state["requires_approval"] = (self.run_dir / APPROVALS_FILE).exists()
+            timeline = load_timeline(self.run_dir)  # uma bifurcação (lição 5) diz de onde veio
+            state["timeline"] = {"timeline_id": timeline["timeline_id"], "parent": timeline["parent"]}
+        return state
+
+    def scene_predates_ledger(self):
+        return stored_version(self.checkpoint_path) == CHECKPOINT_VERSION \
+            and not (self.run_dir / EFFECTS_FILE).exists()
+
+    def start(self, lease, state, scenario):
+        from harness.runner import remove_run_files  # a lição 6 escreve esta limpeza no runner
+
+        with fenced(lease):
+            remove_run_files(self.run_dir)
+            scenario.make_workspace(self.run_dir / WORLD_DIR)
+            save_run_checkpoint(state, self.checkpoint_path, crash_points=False)
+
+    def save(self, lease, state, point=None, crash_points=True):
+        # A ordem garante que a sequência nunca fica atrás do checkpoint.json.
+        with fenced(lease):
+            if point is not None:
+                save_point(self.run_dir, scene_of(state), point)
+            save_run_checkpoint(state, self.checkpoint_path, crash_points=crash_points)
+
+    def points(self):
+        return [SavePoint(path.name, *parse_point_name(path.name)) for path in list_points(self.run_dir)]
+
+    def read_point(self, point_id):
+        return scene_only(read_point(checkpoints_dir(self.run_dir) / point_id))
+
+    # --- livro-razão e aprovações ----------------------------------------------------------
+
+    def effects(self):
+        return load_effects(self.run_dir / EFFECTS_FILE)
+
+    def approvals(self):
+        return load_approvals(self.run_dir / APPROVALS_FILE)
+
+    def save_approval(self, lease, tool_use_id, record):
+        with fenced(lease):
+            approvals = load_approvals(self.run_dir / APPROVALS_FILE)
+            approvals[tool_use_id] = record
+            write_json_atomic(self.run_dir / APPROVALS_FILE, approvals)
+
+    @contextlib.contextmanager
+    def tool_phase(self, lease, calls, approver=None, dry_run=False):
+        # O livro-razão e o mundo só mudam com o token válido: a trava fica com este worker
+        # enquanto as ferramentas rodam (o preço dos arquivos: ninguém mais lê a posse).
+        with fenced(lease):
+            yield ToolContext(effects_path=self.run_dir / EFFECTS_FILE, approver=approver,
+                              approvals_path=self.run_dir / APPROVALS_FILE, dry_run=dry_run)
+
+    def world(self, scenario=None):
+        return Workspace(self.run_dir / WORLD_DIR)
+
+    # --- pedidos de fora e linha do tempo -------------------------------------------------
+
+    def request_control(self, action, reason=""):
+        request_control(self.run_dir, action, reason)
+
+    def pending_control(self):
+        return pending_control(self.run_dir)
+
+    def clear_control(self, lease):
+        with fenced(lease):
+            clear_control(self.run_dir)
+
+    def timeline(self):
+        return load_timeline(self.run_dir)

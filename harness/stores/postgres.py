@@ -1,0 +1,153 @@
+"""PostgreSQL: muitas execuções num servidor, e workers em muitas máquinas (psycopg 3).
+
+O mesmo esquema do SQLite (``harness.stores.sql``), com três diferenças:
+
+- a cerca é uma função ``harness_fence()`` chamada por gatilhos; ela lê a posse com
+  ``FOR SHARE``, então quem troca o dono da posse espera a transação em curso terminar:
+  não há como um token mudar entre a conferência e o COMMIT;
+- cada execução é uma linha de ``runs`` com um nome (``run``), não um arquivo;
+- ``claim_run`` deixa um worker pegar a próxima execução que precisa de trabalho com
+  ``FOR UPDATE SKIP LOCKED``: dois workers nunca disputam a mesma linha, e uma posse
+  vencida (ou de um processo morto nesta máquina) volta para a fila.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+
+import psycopg
+
+from harness.lifecycle import LEASE_SECONDS, Lease, default_owner, lease_is_free
+from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
+
+SCHEMA_VERSION = 1
+FENCE_SQLSTATE = "HF001"     # o código de erro próprio da cerca (classe HF não é usada pelo PostgreSQL)
+SCHEMA_LOCK = 7_141_401      # trava consultiva: dois workers não criam as tabelas ao mesmo tempo
+
+FENCE_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION harness_fence() RETURNS trigger LANGUAGE plpgsql AS $fence$
+DECLARE
+    current_token integer;
+BEGIN
+    SELECT token INTO current_token FROM leases WHERE run = NEW.run AND released = 0 FOR SHARE;
+    IF current_token IS DISTINCT FROM NEW.token THEN
+        RAISE EXCEPTION USING ERRCODE = '{FENCE_SQLSTATE}',
+            MESSAGE = format('{FENCE_MESSAGE}: o token %s não é o da posse atual de %s (%s)',
+                             NEW.token, NEW.run, coalesce(current_token::text, 'posse liberada'));
+    END IF;
+    RETURN NEW;
+END
+$fence$
+"""
+
+CLAIMABLE = """
+SELECT l.run, l.owner, l.host, l.pid, l.token, l.acquired_at, l.expires_at, l.released
+FROM leases l JOIN runs r ON r.run = l.run
+WHERE r.status = 'running' AND (l.released = 1 OR l.expires_at < %s OR l.host = %s)
+ORDER BY r.updated_at
+FOR UPDATE OF l SKIP LOCKED
+LIMIT 8
+"""
+
+_schema_ready = set()   # os endereços cujo esquema este processo já conferiu
+
+
+def schema_statements():
+    yield from (statement for statement in TABLES.split(";") if statement.strip())
+    yield "CREATE TABLE IF NOT EXISTS harness_schema (version integer NOT NULL)"
+    yield FENCE_FUNCTION
+    for table in FENCED_TABLES:
+        yield f"DROP TRIGGER IF EXISTS fence ON {table}"
+        yield f"CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION harness_fence()"
+
+
+def connect(dsn):
+    """Uma conexão em autocommit (cada transação é explícita) com o esquema pronto."""
+    connection = psycopg.connect(dsn, autocommit=True)
+    if dsn not in _schema_ready:
+        with connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            exists = connection.execute("SELECT to_regclass('harness_schema') IS NOT NULL").fetchone()[0]
+            version = connection.execute("SELECT max(version) FROM harness_schema").fetchone()[0] if exists else None
+            if version != SCHEMA_VERSION:
+                for statement in schema_statements():
+                    connection.execute(statement)
+                connection.execute("DELETE FROM harness_schema")
+                connection.execute("INSERT INTO harness_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+        _schema_ready.add(dsn)
+    return connection
+
+
+class PostgresStore(SqlStore):
+    """A execução ``run`` no servidor ``dsn``; a sandbox do mundo numa pasta local (``world_root``)."""
+
+    kind = "postgresql"
+    placeholder = "%s"
+    for_update = " FOR UPDATE"
+    fence_errors = (psycopg.Error,)
+
+    def __init__(self, dsn, run, world_root, connection=None):
+        super().__init__(run, world_root)
+        self.dsn = dsn
+        self._connection = connection
+
+    def describe(self):
+        return f"postgresql, execução {self.run}"
+
+    def _db(self):
+        if self._connection is None:
+            self._connection = connect(self.dsn)
+        return self._connection
+
+    def _execute(self, sql, params=()):
+        return self._db().execute(sql, params)
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        with self._db().transaction():
+            yield
+
+    @contextlib.contextmanager
+    def _reading(self):
+        with self._db().transaction():
+            self._db().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+
+    def _is_fence_error(self, error):
+        return getattr(error, "sqlstate", None) == FENCE_SQLSTATE
+
+    def close(self):
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def claim_run(dsn, owner=None, seconds=LEASE_SECONDS, connection=None):
+    """A próxima execução que precisa de trabalho, já com a posse deste worker: ``(run, lease)`` ou None.
+
+    ``SKIP LOCKED`` pula as linhas que outro worker está examinando neste instante, então
+    vários workers consultam ao mesmo tempo sem fila nem disputa. Entra na lista a execução
+    ``running`` cuja posse foi devolvida, venceu, ou é de um processo morto nesta máquina.
+    """
+    owner = owner or default_owner()
+    own_connection = connection is None
+    connection = connection or connect(dsn)
+    try:
+        with connection.transaction():
+            now = time.time()
+            for run, *values in connection.execute(CLAIMABLE, (now, socket.gethostname())).fetchall():
+                record = dict(zip(("owner", "host", "pid", "token", "acquired_at", "expires_at", "released"), values))
+                record["released"] = bool(record["released"])
+                if not lease_is_free(record, now):
+                    continue  # um worker vivo desta máquina: a posse ainda é dele
+                lease = Lease(run, owner, record["token"] + 1, now + seconds)
+                connection.execute("UPDATE leases SET token = %s, owner = %s, host = %s, pid = %s, acquired_at = %s, "
+                                   "expires_at = %s, released = 0 WHERE run = %s",
+                                   (lease.token, owner, socket.gethostname(), os.getpid(), now, lease.expires_at, run))
+                return run, lease
+        return None
+    finally:
+        if own_connection:
+            connection.close()

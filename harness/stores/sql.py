@@ -1,0 +1,566 @@
+"""O que o SQLite e o PostgreSQL têm em comum: as tabelas, as gravações e a reconstrução da cena.
+
+Três ideias, cada uma numa parte deste módulo:
+
+1. **A cerca no banco.** Toda tabela que uma execução grava tem a coluna ``token``, e um
+   gatilho (trigger) do próprio banco recusa a linha cujo token não é o da posse atual. O
+   worker não precisa lembrar de conferir nada: uma escrita velha falha dentro da
+   transação, que é desfeita inteira.
+2. **Só o que mudou.** A tabela ``saves`` é um diário: cada gravação acrescenta uma linha
+   com as mensagens novas desde a gravação anterior (``parent_seq``), os contadores e as
+   chamadas pendentes. O custo por turno não cresce com a conversa. Qualquer ponto é
+   reconstruído seguindo os pais até a raiz; rebobinar é só apontar a cabeça para um ponto.
+3. **O turno numa transação.** As ferramentas de um turno gravam num rascunho
+   (``tool_phase``); o ponto B leva ao banco, numa transação só, os recibos, as
+   aprovações, os e-mails e os chamados do turno. Uma queda antes do COMMIT não deixa
+   nada; depois dele, deixa tudo.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from harness.approval import APPROVALS_FILE, load_approvals, validate_decision
+from harness.checkpoint import CHECKPOINT_FIELDS, CheckpointError, write_json_atomic
+from harness.crash import crash_point
+from harness.effects import EFFECTS_FILE, load_effects, validate_record
+from harness.lifecycle import (
+    CONTROL_ACTIONS,
+    LEASE_SECONDS,
+    RUN_STATUSES,
+    V2_FIELDS,
+    Lease,
+    LeaseHeld,
+    LeaseLost,
+    _check_fields,
+    default_owner,
+    lease_is_free,
+    now_iso,
+)
+from harness.stores.base import RunStore, SavePoint
+from harness.stores.database_world import DatabaseWorld
+from harness.tool_runner import ToolContext
+from harness.tools import workspace_in_use
+
+# Campos da cena (vão para ``saves``); o resto da v2 é da execução (vai para ``runs``).
+SCENE_FIELDS = ("task", "turns", "tokens_used", "messages", "pending_tool_use")
+RUN_ONLY_FIELDS = ("version", "status", *SCENE_FIELDS)
+
+FENCE_MESSAGE = "cerca: token de posse recusado"   # o texto que os gatilhos levantam
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS leases (
+    run TEXT PRIMARY KEY,
+    token INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    acquired_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL,
+    released INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    scenario TEXT,
+    task TEXT NOT NULL,
+    status TEXT NOT NULL,
+    head_seq INTEGER NOT NULL,
+    fields TEXT NOT NULL,
+    timeline TEXT NOT NULL,
+    token INTEGER NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, updated_at);
+CREATE TABLE IF NOT EXISTS saves (
+    run TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    parent_seq INTEGER,
+    point TEXT,
+    turn INTEGER NOT NULL,
+    tokens_used INTEGER NOT NULL,
+    message_count INTEGER NOT NULL,
+    new_messages TEXT NOT NULL,
+    pending_tool_use TEXT,
+    token INTEGER NOT NULL,
+    saved_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (run, seq)
+);
+CREATE TABLE IF NOT EXISTS effects (
+    run TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    token INTEGER NOT NULL,
+    PRIMARY KEY (run, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS approvals (
+    run TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    token INTEGER NOT NULL,
+    PRIMARY KEY (run, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    run TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    idempotency_key TEXT,
+    email TEXT NOT NULL,
+    token INTEGER NOT NULL,
+    PRIMARY KEY (run, seq),
+    UNIQUE (run, idempotency_key)
+);
+CREATE TABLE IF NOT EXISTS tickets (
+    run TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    idempotency_key TEXT,
+    ticket TEXT NOT NULL,
+    token INTEGER NOT NULL,
+    PRIMARY KEY (run, number),
+    UNIQUE (run, idempotency_key)
+);
+CREATE TABLE IF NOT EXISTS controls (
+    run TEXT PRIMARY KEY,
+    request TEXT NOT NULL
+)
+"""
+# As tabelas cujas linhas só entram (ou mudam) com o token da posse atual.
+FENCED_TABLES = ("runs", "saves", "effects", "approvals", "outbox", "tickets")
+
+CHAIN = """
+WITH RECURSIVE chain(seq, parent_seq) AS (
+    SELECT seq, parent_seq FROM saves WHERE run = ? AND seq = ?
+    UNION ALL
+    SELECT s.seq, s.parent_seq FROM saves s JOIN chain c ON s.run = ? AND s.seq = c.parent_seq
+)
+SELECT s.seq, s.point, s.turn, s.tokens_used, s.message_count, s.new_messages, s.pending_tool_use
+FROM saves s JOIN chain c ON s.run = ? AND s.seq = c.seq
+ORDER BY s.seq
+"""
+
+
+def dumps(value):
+    """JSON compacto (o codificador em C do Python): ninguém lê estas colunas à mão."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def point_id(seq, turn, point):
+    """``(7, 3, "B") -> "000007-turn-003-B"``: o número da gravação na frente ordena no tempo."""
+    return f"{seq:06d}-turn-{turn:03d}-{point}"
+
+
+def seq_of(point_id_text):
+    head = str(point_id_text).split("-", 1)[0]
+    if not head.isdigit():
+        raise KeyError(f"id de ponto inválido: {point_id_text!r} (esperava algo como 000007-turn-003-B)")
+    return int(head)
+
+
+def scratch_root():
+    """Onde o rascunho de um turno mora: memória (/dev/shm) quando existe; ele nunca precisa sobreviver."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+class SqlStore(RunStore):
+    """Uma execução (``run``, a chave) num banco SQL. As subclasses trazem a conexão e o dialeto."""
+
+    placeholder = "?"          # o psycopg usa %s
+    for_update = ""            # o PostgreSQL trava a linha da posse com FOR UPDATE
+
+    def __init__(self, run, world_root):
+        self.run = run
+        self.world_root = Path(world_root)
+        self._head = None      # (seq, message_count, turns, tokens_used, pending_tool_use) da cena carregada
+        self._staged = None    # o que o último tool_phase deixou para o próximo save
+        self._world = None
+
+    # --- o dialeto (cada subclasse) ---------------------------------------------------------
+
+    def _execute(self, sql, params=()):
+        raise NotImplementedError
+
+    def _transaction(self):
+        """Context manager de uma transação de escrita (BEGIN ... COMMIT, ROLLBACK se der erro)."""
+        raise NotImplementedError
+
+    def _reading(self):
+        """Context manager de uma leitura coerente entre várias consultas (sem travar escritores)."""
+        raise NotImplementedError
+
+    def _is_fence_error(self, error):
+        raise NotImplementedError
+
+    fence_errors = ()          # as classes de exceção do driver que um gatilho pode levantar
+
+    def _x(self, sql, params=()):
+        if self.placeholder != "?":
+            sql = sql.replace("?", self.placeholder)
+        return self._execute(sql, params)
+
+    # --- a posse ------------------------------------------------------------------------
+
+    def _lease_row(self, lock=False):
+        row = self._x("SELECT owner, host, pid, token, acquired_at, expires_at, released FROM leases WHERE run = ?"
+                      + (self.for_update if lock else ""), (self.run,)).fetchone()
+        if row is None:
+            return None
+        owner, host, pid, token, acquired_at, expires_at, released = row
+        return {"owner": owner, "host": host, "pid": pid, "token": token, "acquired_at": acquired_at,
+                "expires_at": expires_at, "released": bool(released)}
+
+    def read_lease(self):
+        return self._lease_row()
+
+    def acquire_lease(self, owner=None, seconds=None):
+        seconds = seconds or LEASE_SECONDS
+        owner = owner or default_owner()
+        with self._transaction():
+            self._x("INSERT INTO leases (run, token, owner, host, pid, acquired_at, expires_at, released) "
+                    "VALUES (?, 0, '', '', 0, 0, 0, 1) ON CONFLICT (run) DO NOTHING", (self.run,))
+            record = self._lease_row(lock=True)
+            now = time.time()
+            if not lease_is_free(record, now):
+                raise LeaseHeld(
+                    f"a execução {self.run} ({self.describe()}) está com outro worker ({record['owner']}, token "
+                    f"{record['token']}, posse válida por mais {record['expires_at'] - now:.0f} s); "
+                    f"só um worker por vez pode retomá-la"
+                )
+            lease = Lease(self.run, owner, record["token"] + 1, now + seconds)
+            self._x("UPDATE leases SET token = ?, owner = ?, host = ?, pid = ?, acquired_at = ?, expires_at = ?, "
+                    "released = 0 WHERE run = ?",
+                    (lease.token, owner, socket.gethostname(), os.getpid(), now, lease.expires_at, self.run))
+        self._head = None  # quem acabou de tomar a posse relê a cena antes de gravar
+        return lease
+
+    def renew_lease(self, lease, seconds=None):
+        """A conferência do próprio worker a cada turno. Só grava quando falta menos da metade do
+        prazo; antes disso, uma leitura basta (a cerca de verdade está nos gatilhos)."""
+        seconds = seconds or LEASE_SECONDS
+        now = time.time()
+        if lease.expires_at - now > seconds / 2:
+            self._check_token(lease, self._lease_row())
+            return lease
+        renewed = Lease(lease.run_dir, lease.owner, lease.token, now + seconds)
+        with self._transaction():
+            changed = self._x("UPDATE leases SET expires_at = ? WHERE run = ? AND token = ? AND released = 0",
+                              (renewed.expires_at, self.run, lease.token)).rowcount
+        if changed != 1:
+            self._check_token(lease, self._lease_row())
+        return renewed
+
+    def _check_token(self, lease, record):
+        if record is None or record["token"] != lease.token:
+            current = "ninguém" if record is None else f"{record['owner']} com o token {record['token']}"
+            raise LeaseLost(f"posse perdida: este worker tem o token {lease.token}, mas a execução agora é de "
+                            f"{current}; nada foi gravado")
+        if record["released"]:
+            raise LeaseLost(f"a posse do token {lease.token} já foi liberada; nada foi gravado")
+
+    def release_lease(self, lease):
+        with self._transaction():
+            changed = self._x("UPDATE leases SET released = 1 WHERE run = ? AND token = ? AND released = 0",
+                              (self.run, lease.token)).rowcount
+        return changed == 1
+
+    @contextlib.contextmanager
+    def _fenced(self, lease):
+        """Uma transação de escrita; se um gatilho recusar o token, LeaseLost (e nada foi gravado)."""
+        try:
+            with self._transaction():
+                yield
+        except self.fence_errors as error:
+            if not self._is_fence_error(error):
+                raise
+            self._check_token(lease, self._lease_row())
+            raise LeaseLost(f"o banco recusou a escrita do token {lease.token}: {error}") from None
+
+    # --- a cena ---------------------------------------------------------------------------
+
+    def exists(self):
+        return self._x("SELECT 1 FROM runs WHERE run = ?", (self.run,)).fetchone() is not None
+
+    def _chain(self, seq):
+        rows = self._x(CHAIN, (self.run, seq, self.run, self.run)).fetchall()
+        if not rows or rows[-1][0] != seq:
+            raise CheckpointError(f"{self.describe()}: a gravação {seq} não existe")
+        messages = []
+        for number, _point, _turn, _tokens, count, new_messages, _pending in rows:
+            messages.extend(json.loads(new_messages))
+            if len(messages) != count:
+                raise CheckpointError(f"{self.describe()}: a gravação {number} diz {count} mensagens, "
+                                      f"a sequência até ela tem {len(messages)}")
+        return rows, messages
+
+    def _scene_at(self, seq, task):
+        rows, messages = self._chain(seq)
+        _seq, _point, turn, tokens_used, _count, _new, pending = rows[-1]
+        return {"task": task, "turns": turn, "tokens_used": tokens_used, "messages": messages,
+                "pending_tool_use": None if pending is None else json.loads(pending)}
+
+    def _run_row(self):
+        return self._x("SELECT run_id, task, status, head_seq, fields, timeline FROM runs WHERE run = ?",
+                       (self.run,)).fetchone()
+
+    def load(self):
+        with self._reading():   # uma leitura só, coerente entre as tabelas
+            row = self._run_row()
+            if row is None:
+                return None
+            run_id, task, status, head_seq, fields, _timeline = row
+            scene = self._scene_at(head_seq, task)
+        state = {"version": 2, **json.loads(fields), "run_id": run_id, "status": status, **scene}
+        where = self.describe()
+        _check_fields(state, CHECKPOINT_FIELDS, where)
+        _check_fields(state, V2_FIELDS, where)
+        if state["status"] not in RUN_STATUSES:
+            raise CheckpointError(f"{where}: status desconhecido {state['status']!r}")
+        self._head = self._head_of(head_seq, scene)
+        return state
+
+    @staticmethod
+    def _head_of(seq, scene):
+        return (seq, len(scene["messages"]), scene["turns"], scene["tokens_used"], scene["pending_tool_use"])
+
+    def _write_run(self, lease, state, head_seq, timeline=None, insert=False, expected_head_seq=None):
+        fields = dumps({key: value for key, value in state.items() if key not in RUN_ONLY_FIELDS})
+        if insert:
+            timeline = dumps(timeline)
+            self._x("INSERT INTO runs (run, run_id, scenario, task, status, head_seq, fields, timeline, token, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run) DO UPDATE SET "
+                    "run_id = excluded.run_id, scenario = excluded.scenario, task = excluded.task, "
+                    "status = excluded.status, head_seq = excluded.head_seq, fields = excluded.fields, "
+                    "timeline = excluded.timeline, token = excluded.token, updated_at = excluded.updated_at",
+                    (self.run, state["run_id"], self._scenario_name, state["task"], state["status"], head_seq,
+                     fields, timeline, lease.token, time.time()))
+            return
+        changed = self._x("UPDATE runs SET status = ?, head_seq = ?, fields = ?, token = ?, updated_at = ? "
+                          "WHERE run = ? AND head_seq = ?",
+                          (state["status"], head_seq, fields, lease.token, time.time(), self.run,
+                           expected_head_seq)).rowcount
+        if changed != 1:
+            raise CheckpointError(f"{self.describe()}: a cena mudou no banco desde a última leitura; nada foi gravado")
+
+    def _append_save(self, lease, state, point, parent):
+        seq = (parent[0] if parent else 0) + 1
+        latest = self._x("SELECT MAX(seq) FROM saves WHERE run = ?", (self.run,)).fetchone()[0]
+        seq = max(seq, (latest or 0) + 1)
+        already = parent[1] if parent else 0
+        messages = state["messages"]
+        if len(messages) < already:
+            raise CheckpointError(f"{self.describe()}: a cena tem menos mensagens ({len(messages)}) que a gravação "
+                                  f"anterior ({already}); a conversa só cresce")
+        pending = state["pending_tool_use"]
+        self._x("INSERT INTO saves (run, seq, parent_seq, point, turn, tokens_used, message_count, new_messages, "
+                "pending_tool_use, token, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.run, seq, parent[0] if parent else None, point, state["turns"], state["tokens_used"],
+                 len(messages), dumps(messages[already:]), None if pending is None else dumps(pending),
+                 lease.token, time.time()))
+        return self._head_of(seq, state)
+
+    def start(self, lease, state, scenario, timeline=None):
+        self._scenario_name = scenario.name if scenario is not None else None
+        timeline = timeline or {**state["timeline"], "dry_run": False}
+        with self._fenced(lease):
+            # A primeira escrita é a da linha da execução: o gatilho confere o token antes de tudo.
+            self._write_run(lease, state, 1, timeline, insert=True)
+            for table in ("saves", "effects", "approvals", "outbox", "tickets", "controls"):
+                self._x(f"DELETE FROM {table} WHERE run = ?", (self.run,))
+            head = self._append_save(lease, state, None, None)
+        self._head = head
+        self._staged = None
+        if scenario is not None:
+            shutil.rmtree(self.world_root, ignore_errors=True)
+            scenario.make_workspace(self.world_root)
+
+    _scenario_name = None
+
+    def save(self, lease, state, point=None, crash_points=True):
+        if self._head is None:
+            raise CheckpointError(f"{self.describe()}: grave só depois de ler a cena (load) ou começar (start)")
+        self._commit(lease, state, point, self._head, self._head[0], crash_points)
+
+    def rewind(self, lease, point_id, state):
+        """Volta a cabeça a um ponto e grava ``state`` a partir dele.
+
+        Nada é apagado: os pontos depois dele só saem da linha do tempo ativa (a cadeia de
+        pais que parte da cabeça não passa mais por eles). Se ``state`` acrescenta algo à
+        cena do ponto, entra uma gravação nova, filha dele.
+        """
+        with self._reading():
+            row = self._run_row()
+            if row is None:
+                raise CheckpointError(f"{self.describe()}: não há execução gravada")
+            seq = seq_of(point_id)
+            rows, messages = self._chain(seq)
+        scene = {"messages": messages, "turns": rows[-1][2], "tokens_used": rows[-1][3],
+                 "pending_tool_use": None if rows[-1][6] is None else json.loads(rows[-1][6])}
+        self._commit(lease, state, None, self._head_of(seq, scene), row[3], crash_points=False)
+
+    def _commit(self, lease, state, point, parent, expected_head_seq, crash_points):
+        """A transação de uma gravação: a linha nova em ``saves`` (se a cena mudou), a execução
+        em ``runs`` e o rascunho do turno, tudo sob o mesmo token, tudo ou nada."""
+        state["updated_at"] = now_iso()
+        scene_changed = point is not None or self._head_of(parent[0], state) != parent
+        staged, self._staged = self._staged, None
+        with self._fenced(lease):
+            new_head = self._append_save(lease, state, point, parent) if scene_changed else parent
+            self._write_run(lease, state, new_head[0], expected_head_seq=expected_head_seq)
+            if staged:
+                self._write_staged(lease, staged)
+            if crash_points:
+                crash_point("mid-checkpoint-write")  # a transação está aberta: uma queda aqui não deixa nada
+        self._head = new_head
+
+    def points(self):
+        with self._reading():
+            row = self._run_row()
+            if row is None:
+                return []
+            rows, _messages = self._chain(row[3])
+        return [SavePoint(point_id(seq, turn, point), turn, point)
+                for seq, point, turn, *_rest in rows if point is not None]
+
+    def read_point(self, point_id_text):
+        with self._reading():
+            row = self._run_row()
+            if row is None:
+                raise CheckpointError(f"{self.describe()}: não há execução gravada")
+            seq = seq_of(point_id_text)
+            marked = self._x("SELECT point FROM saves WHERE run = ? AND seq = ?", (self.run, seq)).fetchone()
+            if marked is None or marked[0] is None:
+                raise CheckpointError(f"{self.describe()}: o ponto {point_id_text} não existe")
+            scene = self._scene_at(seq, row[1])
+        return {"version": 1, **scene}
+
+    # --- livro-razão, aprovações, mundo -----------------------------------------------------
+
+    def _records(self, table, validate):
+        records = {}
+        for tool_use_id, text in self._x(f"SELECT tool_use_id, record FROM {table} WHERE run = ?",
+                                         (self.run,)).fetchall():
+            record = json.loads(text)
+            validate(f"{self.describe()} ({table})", tool_use_id, record)
+            records[tool_use_id] = record
+        return records
+
+    def effects(self):
+        return self._records("effects", validate_record)
+
+    def approvals(self):
+        return self._records("approvals", validate_decision)
+
+    def save_approval(self, lease, tool_use_id, record):
+        with self._fenced(lease):
+            self._upsert_record(lease, "approvals", tool_use_id, record)
+
+    def _upsert_record(self, lease, table, tool_use_id, record):
+        self._x(f"INSERT INTO {table} (run, tool_use_id, record, token) VALUES (?, ?, ?, ?) "
+                f"ON CONFLICT (run, tool_use_id) DO UPDATE SET record = excluded.record, token = excluded.token",
+                (self.run, tool_use_id, dumps(record), lease.token))
+
+    def _write_staged(self, lease, staged):
+        for tool_use_id, record in staged["effects"].items():
+            self._upsert_record(lease, "effects", tool_use_id, record)
+        for tool_use_id, record in staged["approvals"].items():
+            self._upsert_record(lease, "approvals", tool_use_id, record)
+        if staged["emails"]:
+            last = self._x("SELECT MAX(seq) FROM outbox WHERE run = ?", (self.run,)).fetchone()[0] or 0
+            for number, email in enumerate(staged["emails"], start=last + 1):
+                self._x("INSERT INTO outbox (run, seq, idempotency_key, email, token) VALUES (?, ?, ?, ?, ?)",
+                        (self.run, number, email.get("idempotency_key"), dumps(email), lease.token))
+        for ticket in staged["tickets"]:
+            self._x("INSERT INTO tickets (run, number, idempotency_key, ticket, token) VALUES (?, ?, ?, ?, ?)",
+                    (self.run, ticket["number"], ticket.get("idempotency_key"), dumps(ticket), lease.token))
+
+    def committed_emails(self):
+        return [json.loads(text) for (text,) in
+                self._x("SELECT email FROM outbox WHERE run = ? ORDER BY seq", (self.run,)).fetchall()]
+
+    def committed_tickets(self):
+        return [json.loads(text) for (text,) in
+                self._x("SELECT ticket FROM tickets WHERE run = ? ORDER BY number", (self.run,)).fetchall()]
+
+    def world(self, scenario=None):
+        if scenario is not None and not (self.world_root / "sandbox").is_dir():
+            scenario.make_workspace(self.world_root)  # outra máquina: a sandbox vem do cenário
+        if self._world is None:
+            self._world = DatabaseWorld(self.world_root, self)
+        return self._world
+
+    @contextlib.contextmanager
+    def tool_phase(self, lease, calls, approver=None, dry_run=False):
+        """As ferramentas do turno gravam num rascunho; o próximo ``save`` leva tudo ao banco.
+
+        O rascunho é uma pasta temporária com effects.json e approvals.json (as mesmas
+        funções da lição 4, sem mudar uma linha), semeada com o que o banco sabe das
+        chamadas deste turno; os e-mails e chamados esperam no mundo. Nenhuma trava e
+        nenhuma transação ficam abertas enquanto uma ferramenta roda.
+        """
+        from harness.approval import WaitingForApproval  # a exceção que ainda leva o rascunho
+
+        ids = {call["id"] for call in calls}
+        scratch = Path(tempfile.mkdtemp(prefix="turno-", dir=scratch_root()))
+        effects_path, approvals_path = scratch / EFFECTS_FILE, scratch / APPROVALS_FILE
+        for records, path in ((self.effects(), effects_path), (self.approvals(), approvals_path)):
+            known = {key: record for key, record in records.items() if key in ids}
+            if known:
+                write_json_atomic(path, known)
+        world = self.world()
+        world.begin_turn()
+        try:
+            with workspace_in_use(world):
+                yield ToolContext(effects_path=effects_path, approver=approver, approvals_path=approvals_path,
+                                  dry_run=dry_run)
+        except WaitingForApproval:
+            self._stage(world, effects_path, approvals_path)  # o pedido pendente também vai ao banco
+            raise
+        else:
+            self._stage(world, effects_path, approvals_path)
+        finally:
+            world.end_turn()
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _stage(self, world, effects_path, approvals_path):
+        emails, tickets = world.staged_emails, world.staged_tickets
+        self._staged = {"effects": load_effects(effects_path), "approvals": load_approvals(approvals_path),
+                        "emails": list(emails), "tickets": list(tickets)}
+
+    # --- pedidos de fora e linha do tempo -------------------------------------------------
+
+    def request_control(self, action, reason=""):
+        if action not in CONTROL_ACTIONS:
+            raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
+        request = dumps({"action": action, "reason": reason, "requested_at": now_iso()})
+        with self._transaction():
+            self._x("INSERT INTO controls (run, request) VALUES (?, ?) "
+                    "ON CONFLICT (run) DO UPDATE SET request = excluded.request", (self.run, request))
+
+    def pending_control(self):
+        row = self._x("SELECT request FROM controls WHERE run = ?", (self.run,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def clear_control(self, lease):
+        with self._fenced(lease):
+            self._write_run_token(lease)
+            self._x("DELETE FROM controls WHERE run = ?", (self.run,))
+
+    def _write_run_token(self, lease):
+        """Uma escrita só para o gatilho conferir o token antes de um DELETE (que não tem token)."""
+        self._x("UPDATE runs SET token = ? WHERE run = ?", (lease.token, self.run))
+
+    def timeline(self):
+        row = self._run_row()
+        if row is None:
+            return {"timeline_id": "principal", "parent": None, "dry_run": False}
+        return json.loads(row[5])
+
+    def scenario_name(self):
+        row = self._x("SELECT scenario FROM runs WHERE run = ?", (self.run,)).fetchone()
+        return None if row is None else row[0]
+

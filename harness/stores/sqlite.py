@@ -1,0 +1,100 @@
+"""SQLite: a execução inteira num arquivo da pasta dela (``run.sqlite3``), sem servidor nenhum.
+
+Duas configurações fazem dele um armazenamento durável:
+
+- ``journal_mode=WAL``: cada COMMIT acrescenta as páginas mudadas ao fim de um diário
+  (``run.sqlite3-wal``) em vez de regravar o arquivo; leitores não esperam escritores;
+- ``synchronous=FULL``: cada COMMIT espera o diário chegar ao disco (fsync), então uma
+  transação confirmada sobrevive até a uma queda de energia.
+
+Os gatilhos ``fence_*`` recusam qualquer linha cujo token não seja o da posse atual: a cerca
+é conferida pelo banco, dentro da transação. Várias execuções do mesmo processo (ou de
+processos diferentes) podem abrir o mesmo arquivo; o SQLite serializa os escritores.
+"""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from harness.stores.files import WORLD_DIR
+from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
+
+DATABASE_FILE = "run.sqlite3"
+RUN_KEY = "principal"        # um arquivo por pasta de execução: a chave é sempre a mesma
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECONDS = 10.0  # quanto um escritor espera o outro terminar a transação dele
+
+
+def fence_triggers():
+    """Um gatilho por tabela e operação: a linha só entra com o token da posse atual e não liberada."""
+    for table in FENCED_TABLES:
+        for operation in ("INSERT", "UPDATE"):
+            yield (f"CREATE TRIGGER IF NOT EXISTS fence_{table}_{operation.lower()} BEFORE {operation} ON {table} "
+                   f"WHEN NEW.token IS NOT (SELECT token FROM leases WHERE run = NEW.run AND released = 0) "
+                   f"BEGIN SELECT RAISE(ABORT, '{FENCE_MESSAGE}'); END")
+
+
+class SqliteStore(SqlStore):
+    """A execução de ``run_dir``, guardada em ``run_dir/run.sqlite3``; o mundo em ``run_dir/world``."""
+
+    kind = "sqlite"
+    fence_errors = (sqlite3.IntegrityError,)
+
+    def __init__(self, run_dir, run=RUN_KEY):
+        self.run_dir = Path(run_dir)
+        super().__init__(run, self.run_dir / WORLD_DIR)
+        self.path = self.run_dir / DATABASE_FILE
+        self._connection = None
+
+    def describe(self):
+        return f"sqlite em {self.path}"
+
+    def _db(self):
+        if self._connection is None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=FULL")
+            if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                connection.execute("BEGIN IMMEDIATE")
+                for statement in [*TABLES.split(";"), *fence_triggers()]:
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                connection.execute("COMMIT")
+            self._connection = connection
+        return self._connection
+
+    def exists(self):
+        return self.path.exists() and super().exists()
+
+    def _execute(self, sql, params=()):
+        return self._db().execute(sql, params)
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")  # a trava de escrita já no começo: nada de upgrade no meio
+        try:
+            yield
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _reading(self):
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            db.execute("COMMIT")
+
+    def _is_fence_error(self, error):
+        return FENCE_MESSAGE in str(error)
+
+    def close(self):
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
