@@ -156,14 +156,21 @@ def compare(name: str, prose: Prose, reference_runs: set[Run], title_runs: set[R
 
 
 def compare_lessons(lessons: Sequence[Path], references: Sequence[Path],
-                    length: int = RUN_LENGTH) -> list[Report]:
-    """One report per lesson: the runs its prose shares with any of the references."""
+                    length: int = RUN_LENGTH, course_lessons: Sequence[Path] = ()) -> list[Report]:
+    """One report per lesson: the runs its prose shares with any of the references.
+
+    The titles set aside are the course title and the main title of every lesson
+    given, plus those of `course_lessons` (so a link to a lesson not examined is still
+    recognised as a title).
+    """
     reference_runs: set[Run] = set()
     for path in references:
         for block in text_prose(Path(path).read_text(encoding="utf-8")).blocks:
             reference_runs |= runs(block, length)
     proses = {Path(path): notebook_prose(read_notebook(Path(path))) for path in lessons}
-    main_titles = [words(COURSE_TITLE)] + [title for prose in proses.values() for title in prose.main_titles]
+    others = [notebook_prose(read_notebook(Path(path))) for path in course_lessons if Path(path) not in proses]
+    main_titles = [words(COURSE_TITLE)] + [title for prose in [*proses.values(), *others]
+                                           for title in prose.main_titles]
     main_titles.sort(key=len, reverse=True)  # the longest title claims its words first
     title_runs: set[Run] = set()
     for prose in proses.values():
@@ -193,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"course originality: arquivo não encontrado: {', '.join(missing)}.")
         return 2
     try:
-        reports = compare_lessons(lessons, args.references, args.words)
+        reports = compare_lessons(lessons, args.references, args.words, lesson_paths(args.root))
     except (UnicodeDecodeError, ValueError) as exc:
         print(f"course originality: não consegui ler os arquivos: {exc}")
         return 2
