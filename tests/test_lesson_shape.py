@@ -1,0 +1,145 @@
+"""Every lesson follows the shape in docs/autoria-das-licoes.md, sections in order.
+
+The checker is first shown to catch each departure on a small synthetic lesson (so a
+lesson passing it means something), then run on the six lessons.
+"""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from authoring.glossary_page import COURSE_TITLE
+from tests.glossary_fixtures import notebook
+from tests.lesson_code import lesson_paths
+from tests.lesson_shape import shape_problems
+
+TITLE = f"""# Lição 2 — Um título
+
+*{COURSE_TITLE}* · Lição 2 de 6
+
+[← Anterior: Lição 1 — Outra](01-outra.ipynb) · [Próxima: Lição 3 — Mais uma →](03-mais.ipynb)
+
+Uma tarefa longa morre no meio do caminho e leva junto tudo o que o processo segurava na memória: a conversa,
+os contadores e o ponto em que estava. Esta lição mostra por que isso custa caro e o que gravar para não perder
+o trabalho feito até ali, antes de escrever qualquer linha de código que resolva o problema."""
+OPENING_CELL = """## Objetivos
+
+Ao terminar esta lição, você vai conseguir:
+
+1. fazer uma coisa;
+2. fazer outra;
+3. explicar uma terceira.
+
+## Pré-requisitos
+
+- A lição 1."""
+BODY = "## 1. O corpo\n\nUm texto que cita uma fonte [1] e outra [2]."
+RECAP = "## Recapitulação\n\n- uma ideia;\n- outra ideia;\n- mais uma."
+EXERCISES = """## Exercícios
+
+Abra [`../exercises/exercise-2.ipynb`](../exercises/exercise-2.ipynb).
+
+### Nível 1 — Escreva algo
+
+Escreva uma função.
+
+**Critérios de conclusão**
+- Ela funciona.
+
+### Como corrigir
+
+```
+grade exercise-2 --level 1
+```
+
+Dentro do notebook: `from grader import check; check("exercise-2", level=1)`. Dicas: `grade hint exercise-2`."""
+SOURCES = """## Fontes
+
+1. Um título — Um site — https://example.org/um
+2. Outro título — Outro site — https://example.org/dois"""
+
+
+def lesson(*cells):
+    return notebook([("code" if source.startswith("CODE:") else "md", source.removeprefix("CODE:"))
+                     for source in cells])
+
+
+def good_cells():
+    return [TITLE, OPENING_CELL, BODY, "CODE:x = 1", RECAP, EXERCISES, SOURCES]
+
+
+def problems_with(**changes):
+    cells = good_cells()
+    for index, new in changes.get("replace", {}).items():
+        cells[index] = new
+    return shape_problems(lesson(*cells), 2)
+
+
+def test_the_synthetic_lesson_is_in_shape():
+    assert shape_problems(lesson(*good_cells()), 2) == []
+
+
+def test_objectives_inside_the_title_cell_are_caught():
+    title = TITLE + "\n\n**Objetivos.** Ao final você vai saber:\n\n1. uma coisa;\n2. outra;\n3. mais."
+    found = problems_with(replace={0: title, 1: "## Pré-requisitos\n\n- A lição 1."})
+    assert any("primeiras seções" in p for p in found)
+
+
+def test_a_heading_inside_the_title_cell_is_caught():
+    found = problems_with(replace={0: TITLE + "\n\n### Objetivos de aprendizagem\n\n1. um\n2. dois\n3. três"})
+    assert any("só tem o título" in p for p in found)
+
+
+def test_objectives_that_are_not_a_list_are_caught():
+    found = problems_with(replace={1: OPENING_CELL.replace("1. fazer", "fazer").replace("2. ", "").replace("3. ", "")})
+    assert any("lista numerada" in p for p in found)
+
+
+def test_recap_exercises_and_sources_packed_in_one_cell_are_caught():
+    cells = [TITLE, OPENING_CELL, BODY, "CODE:x = 1", BODY.replace("1. O corpo", "2. Git") + "\n\n" + RECAP
+             + "\n\n" + EXERCISES + "\n\n" + SOURCES]
+    found = shape_problems(lesson(*cells), 2)
+    assert any("'Recapitulação' deve começar a sua própria célula" in p for p in found)
+    assert any("'Exercícios' deve começar a sua própria célula" in p for p in found)
+
+
+def test_criteria_in_running_italics_are_caught():
+    italic = EXERCISES.replace("**Critérios de conclusão**\n- Ela funciona.", "*Critérios de conclusão:* ela funciona.")
+    found = problems_with(replace={5: italic})
+    assert any("falta '**Critérios de conclusão**'" in p for p in found)
+    assert any("itálico" in p for p in found)
+
+
+def test_the_old_check_import_and_a_missing_grade_command_are_caught():
+    old_import = EXERCISES.replace("from grader import check", "from grader.notebook_api import check")
+    found = problems_with(replace={5: old_import})
+    assert any("notebook_api" in p for p in found)
+    no_command = EXERCISES.replace("grade exercise-2 --level 1", "rode o corretor")
+    assert any("grade exercise-2 --level" in p for p in problems_with(replace={5: no_command}))
+
+
+def test_sources_and_citations_must_match():
+    uncited = problems_with(replace={2: "## 1. O corpo\n\nSó cita a primeira [1]."})
+    assert any("nunca citadas" in p and "[2]" in p for p in uncited)
+    dangling = problems_with(replace={2: BODY + " E uma que não existe [7]."})
+    assert any("sem fonte" in p and "[7]" in p for p in dangling)
+    no_url = problems_with(replace={6: SOURCES.replace(" — https://example.org/dois", " — sem endereço")})
+    assert any("não tem URL" in p for p in no_url)
+
+
+def test_code_before_any_motivation_is_caught():
+    title_only = TITLE.split("\n\nUma tarefa longa")[0]
+    cells = [title_only, OPENING_CELL, "CODE:x = 1", BODY, RECAP, EXERCISES, SOURCES]
+    assert any("porquê" in p for p in shape_problems(lesson(*cells), 2))
+
+
+def test_sources_must_close_the_lesson():
+    cells = good_cells() + ["Uma célula depois das fontes."]
+    assert any("última célula" in p for p in shape_problems(lesson(*cells), 2))
+
+
+@pytest.mark.parametrize("path", lesson_paths(), ids=lambda p: p.stem)
+def test_lesson_follows_the_shared_shape(path):
+    number = int(path.name[:2])
+    problems = shape_problems(nbformat.read(path, as_version=4), number)
+    assert not problems, f"{path.name}:\n  - " + "\n  - ".join(problems)
