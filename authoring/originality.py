@@ -26,13 +26,12 @@ import nbformat
 from authoring.glossary import lesson_paths, read_notebook
 from authoring.glossary_marker import strip_marks
 from authoring.glossary_page import COURSE_TITLE
+from authoring.markdown_regions import FENCE, HEADING_TEXT
 
 RUN_LENGTH = 8
 SOURCES_HEADING = "fontes"
 
 _WORD = re.compile(r"\w+")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _URL = re.compile(r"https?://|www\.")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
@@ -83,12 +82,12 @@ def markdown_prose(sources: Iterable[str]) -> Prose:
         in_fence = False
         sources_level = None  # heading level of a "Fontes" section being skipped
         for line in strip_marks(source).splitlines():
-            if _FENCE.match(line):
+            if FENCE.match(line):
                 in_fence = not in_fence
                 continue
             if in_fence:
                 continue
-            heading = _HEADING.match(line)
+            heading = HEADING_TEXT.match(line)
             if heading:
                 level, title = len(heading.group(1)), _plain(heading.group(2))
                 prose.titles.append(words(title))

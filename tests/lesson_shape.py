@@ -14,6 +14,7 @@ import nbformat
 
 from authoring.glossary_marker import strip_marks
 from authoring.glossary_page import COURSE_TITLE
+from authoring.markdown_regions import FENCE, HEADING_TEXT
 
 LESSON_COUNT = 6
 OPENING = ["Objetivos", "Pré-requisitos"]
@@ -21,8 +22,6 @@ CLOSING = ["Recapitulação", "Exercícios", "Fontes"]
 CRITERIA = "**Critérios de conclusão**"
 MIN_WHY_WORDS = 40
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _NUMBERED = re.compile(r"^\d+\. ")
 _BULLET = re.compile(r"^[-*] ")
 _SOURCE = re.compile(r"^(\d+)\. (.+ — .+)$")
@@ -56,9 +55,9 @@ def read_lesson(notebook: nbformat.NotebookNode, number: int) -> Lesson:
             continue
         in_fence, seen_text = False, False
         for line in source.splitlines():
-            if _FENCE.match(line):
+            if FENCE.match(line):
                 in_fence = not in_fence
-            heading = None if in_fence else _HEADING.match(line)
+            heading = None if in_fence else HEADING_TEXT.match(line)
             if heading:
                 level = len(heading.group(1))
                 sections.append(Section(level, heading.group(2).strip(), index, not seen_text))
@@ -126,7 +125,7 @@ def _title_problems(lesson: Lesson) -> list[str]:
         problems.append("a célula de título não tem o link para a próxima lição")
     if n == LESSON_COUNT and f"](../exercises/exercise-{n}.ipynb)" not in source:
         problems.append("a célula de título da última lição não aponta para os exercícios")
-    if any(_HEADING.match(line) and not line.startswith("# ") for line in source.splitlines()):
+    if any(HEADING_TEXT.match(line) and not line.startswith("# ") for line in source.splitlines()):
         problems.append("a célula de título só tem o título '#': objetivos e pré-requisitos são seções próprias")
     return problems
 
@@ -151,7 +150,7 @@ def _why_problems(lesson: Lesson) -> list[str]:
             continue
         skipping = False
         for line in source.splitlines():
-            heading = _HEADING.match(line)
+            heading = HEADING_TEXT.match(line)
             if heading:
                 skipping = len(heading.group(1)) == 2 and heading.group(2).strip() in OPENING
                 continue
@@ -241,7 +240,7 @@ def _source_problems(lesson: Lesson, sources: Section) -> list[str]:
             continue
         in_fence = False
         for line in source.splitlines():
-            if _FENCE.match(line):
+            if FENCE.match(line):
                 in_fence = not in_fence
             elif not in_fence:
                 cited.update(int(k) for k in _CITATION.findall(_CODE_SPAN.sub(" ", line)))
