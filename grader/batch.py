@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from grader import results
+from grader.checks.framework import describe_error
+from grader.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
 from grader.points import shown as shown_points
 
 DEFAULT_TIMEOUT = 300.0
-DEFAULT_MEMORY_MB = 1024
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
 # batch kills it as a last resort; worker_deadline adds the kernel's start-up time.
 WORKER_GRACE_SECONDS = 60.0
@@ -49,6 +50,7 @@ NO_NOTEBOOK = "sem_notebook"
 NOTEBOOK_ERROR = "erro_no_notebook"
 WORKER_FAILED = "erro_na_correcao"
 NOT_GRADED = "nao_corrigido"
+MEMORY_EXHAUSTED = "memoria_esgotada"
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ STATUS_BY_ERROR_KIND = {
     results.INVALID_NOTEBOOK: INVALID_NOTEBOOK,
     results.NOTEBOOK_UNREADABLE: NOTEBOOK_ERROR,
     results.GRADER_ERROR: WORKER_FAILED,
+    results.MEMORY_EXHAUSTED: MEMORY_EXHAUSTED,
 }
 
 
@@ -167,6 +170,7 @@ _CHECKS_STOPPED = {
     results.KERNEL_DIED: (KERNEL_DIED, "o kernel morreu durante as verificações"),
     results.TIMEOUT: (TIMED_OUT, "as verificações passaram do limite de tempo"),
     results.GRADER_ERROR: (WORKER_FAILED, "a correção parou com um erro inesperado"),
+    results.MEMORY_EXHAUSTED: (MEMORY_EXHAUSTED, "a memória do kernel acabou"),
 }
 
 
@@ -193,6 +197,9 @@ def row_from_report(submission: Submission, report: Any, levels: list[int], seco
         message = str(report.notebook_error)
     elif kind in _CHECKS_STOPPED:
         status, reason = _CHECKS_STOPPED[kind]
+        memory_cells = [p for p in getattr(report, "cell_problems", []) if p.ename == "MemoryError"]
+        if kind == results.MEMORY_EXHAUSTED and memory_cells:
+            reason = memory_cells[0].message  # it names the cell; the functions elsewhere were still graded
         message = "; ".join(filter(None, [reason, failures]))
     elif timed_out_cells:
         # One cell looped past its limit; the rest still ran and was graded.
@@ -239,8 +246,7 @@ def _worker_command(submission: Submission, options: BatchOptions, result_path: 
         str(submission.notebook), options.exercise, str(result_path),
         "--timeout", str(options.timeout),
     ]
-    if options.memory_mb:
-        command += ["--memory-mb", str(options.memory_mb)]
+    command += ["--memory-mb", str(options.memory_mb or 0)]  # 0: no limit
     for folder in options.fixture_dirs:
         command += ["--fixtures", str(folder)]
     return command
@@ -327,7 +333,7 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("exercise")
     parser.add_argument("result", type=Path)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    parser.add_argument("--memory-mb", type=int, default=None)
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
     args = parser.parse_args(argv)
     try:
@@ -343,7 +349,7 @@ def worker_main(argv: list[str]) -> int:
         )
         payload: dict[str, Any] = {"report": report.to_dict()}
     except Exception as error:  # noqa: BLE001 - reported as this submission's row
-        payload = {"error": f"erro do corretor: {type(error).__name__}: {error}"}
+        payload = {"error": f"erro do corretor: {describe_error(error)}"}
     tmp = args.result.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, args.result)
@@ -540,11 +546,12 @@ def plan_max_points(exercise: str, fixture_dirs: tuple[Path, ...]) -> float:
 
 def worker_deadline(timeout: float, checks: int) -> float:
     from grader.engine import DEFAULT_CHECK_TIMEOUT
-    from grader.execution import START_ATTEMPTS, STARTUP_TIMEOUT
+    from grader.execution import MAX_RESTARTS
+    from grader.kernel import START_ATTEMPTS, STARTUP_TIMEOUT
 
     # The notebook's time limit starts when its kernel is ready, so a slow start
-    # (or a second one) comes on top of it.
-    start_up = START_ATTEMPTS * STARTUP_TIMEOUT
+    # (or a second one, or a fresh kernel after a bad cell or check) comes on top of it.
+    start_up = START_ATTEMPTS * STARTUP_TIMEOUT * (1 + MAX_RESTARTS)
     return timeout + DEFAULT_CHECK_TIMEOUT * max(1, checks) + start_up + WORKER_GRACE_SECONDS
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from grader.errors import GraderError
+from grader.kernel import DEFAULT_MEMORY_MB
 
 # subcommand -> (module, help shown by `grade --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -55,7 +56,8 @@ def grade_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cell-timeout", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--total-timeout", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--check-timeout", type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--memory-mb", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-mb", type=int, default=None, metavar="M",
+                        help=f"memória máxima do kernel em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
     return parser
 
 

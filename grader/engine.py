@@ -14,10 +14,12 @@ from grader import registry
 from grader.checks.framework import Exercise, Fixture, PlannedCheck
 from grader.errors import GraderError
 from grader.execution import execute_and_grade
+from grader.checks.runner import MEMORY
+from grader.kernel import DEFAULT_MEMORY_MB
 from grader.fixture_loader import load_fixtures
 from grader.notebook_file import read_notebook
 from grader.points import points_for
-from grader.results import FAIL, KERNEL_DIED, CheckResult, GradeReport
+from grader.results import FAIL, KERNEL_DIED, MEMORY_EXHAUSTED, CheckResult, GradeReport
 
 DEFAULT_CELL_TIMEOUT = 60.0
 DEFAULT_TOTAL_TIMEOUT = 300.0
@@ -110,7 +112,7 @@ def grade(
     fixture_dirs: Sequence[Path] = (),
     cell_timeout: float = DEFAULT_CELL_TIMEOUT,
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
-    memory_limit_mb: int | None = None,
+    memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
 ) -> GradeReport:
     """Grade ``notebook`` (never written) against ``exercise``'s checks, in one fresh kernel.
@@ -134,7 +136,7 @@ def grade_with_fixtures(
     level: int | None = None,
     cell_timeout: float = DEFAULT_CELL_TIMEOUT,
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
-    memory_limit_mb: int | None = None,
+    memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
 ) -> GradeReport:
     """``grade`` with fixtures already loaded (``grade fixtures`` passes only the valid ones)."""
@@ -172,7 +174,6 @@ def grade_with_fixtures(
             spec=spec,
             cell_timeout=cell_timeout,
             total_timeout=total_timeout,
-            grading_timeout=check_timeout * max(1, len(plan)) + 30.0,
             memory_limit_mb=memory_limit_mb,
         )
 
@@ -185,10 +186,15 @@ def grade_with_fixtures(
 
     results = {r["result"]["id"]: r["result"] for r in execution.records if "result" in r}
     started = [r["started"] for r in execution.records if "started" in r]
-    culprit = next((id_ for id_ in reversed(started) if id_ not in results), None)
+    culprit = next((id_ for id_ in reversed(started) if id_ not in results and id_ not in execution.check_notes), None)
+    if report.notebook_error_kind is None and (
+            execution.memory_exhausted or any(r.get("stopped_by") == MEMORY for r in results.values())):
+        report.notebook_error_kind = MEMORY_EXHAUSTED  # the grading went on; the kind says why points were lost
     for planned in plan:
         if planned.id in results:
             report.checks.append(CheckResult.from_dict(results[planned.id]))
+        elif planned.id in execution.check_notes:
+            report.checks.append(_failed(planned, execution.check_notes[planned.id]))
         else:
             message = _missing_result_message(planned, execution.error_kind, execution.grading_error, culprit)
             report.checks.append(_failed(planned, message))

@@ -1,37 +1,55 @@
 """Execute a student's notebook in a fresh kernel, then run the checks in that same kernel.
 
-One kernel per grading: nbclient runs the notebook's code cells (errors recorded,
-execution goes on, per-cell and total time limits), then one extra request runs
-``grader.checks.runner.run_from_file`` inside the kernel. A watchdog thread kills
-the kernel if a deadline passes and an interrupt did not help, so nothing hangs.
-A kernel that fails to start (the student's code has not run yet) is started once
-more; if that fails too, the report says the kernel could not start, never that it died.
+nbclient runs the notebook's code cells (errors recorded, execution goes on, per-cell and
+total time limits), then one extra request runs ``grader.checks.runner.run_from_file``
+inside the kernel. How the kernel is started, limited and watched lives in
+``grader.kernel``; this module decides what to do when something goes wrong:
+
+- a cell that ignores the interrupt at its time limit, or that runs out of memory (or
+  ends holding most of the memory limit), is left out: the kernel is killed or
+  restarted, the cells before it run again in a fresh kernel, and the notebook goes on
+  without it, so the functions defined elsewhere are still graded;
+- a check whose code ignores its time limit, or that kills the kernel, fails with that
+  reason, and the checks after it run in a fresh kernel;
+- a kernel that fails to start is started once more; if that fails too, the report says
+  the kernel could not start, never that it died.
+
+The number of fresh kernels per grading is bounded (``MAX_RESTARTS``).
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import signal
-import threading
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from grader import kernel as kernels
+from grader.checks.framework import error_text
 from grader.environment import GRADER_ENV
-from grader.results import GRADER_ERROR, KERNEL_DIED, KERNEL_START_FAILED, TIMEOUT, CellProblem
+from grader.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
+from grader.results import (
+    GRADER_ERROR,
+    KERNEL_DIED,
+    KERNEL_START_FAILED,
+    MEMORY_EXHAUSTED,
+    TIMEOUT,
+    CellProblem,
+)
 
-KILL_GRACE = 10.0  # seconds after a deadline before the watchdog kills an unresponsive kernel
-START_ATTEMPTS = 2  # a kernel that fails to start is started once more before grading gives up
-STARTUP_TIMEOUT = 60  # seconds one start may take (until the kernel answers) before it counts as failed
-_UNIX_SOCKET_PATH_LIMIT = 100  # sun_path holds 104 bytes on macOS, 108 on Linux
+MAX_RESTARTS = 3  # fresh kernels one grading may start after the first, to go on past a bad cell or check
+HELD_MEMORY_SHARE = 0.5  # a notebook holding more than this share of the limit leaves the checks too little
 _NAME_DEFINED = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
+
+# How a cell ended, as far as this module is concerned.
+_DONE, _IGNORED_INTERRUPT, _OUT_OF_MEMORY, _DIED, _TOTAL_TIMEOUT = "done", "ignored", "memory", "died", "total"
 
 
 @dataclass
@@ -41,6 +59,8 @@ class Execution:
     grading_error: str | None = None  # the checks could not all run
     error_kind: str | None = None  # one of grader.results.ERROR_KINDS when either stopped short
     records: list[dict] = field(default_factory=list)
+    check_notes: dict[str, str] = field(default_factory=dict)  # check id -> why it has no result
+    memory_exhausted: bool = False  # a cell or a check ran out of memory (grading went on)
 
     def stop(self, kind: str, *, notebook_error: str | None = None, grading_error: str | None = None) -> None:
         self.error_kind = kind
@@ -67,39 +87,6 @@ class _Client(NotebookClient):
         return await super()._async_handle_timeout(timeout, cell)
 
 
-class _Watchdog:
-    """Kills the kernel process when the armed deadline passes."""
-
-    def __init__(self) -> None:
-        self.pid: int | None = None
-        self.pgid: int | None = None
-        self.fired = False
-        self._deadline: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="grader-watchdog", daemon=True)
-        self._thread.start()
-
-    def arm(self, deadline: float) -> None:
-        self._deadline = deadline
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.2):
-            if self._deadline is not None and self.pid and monotonic() > self._deadline:
-                self.fired = True
-                self._deadline = None
-                try:
-                    if self.pgid and hasattr(os, "killpg") and self.pgid != os.getpgid(0):
-                        os.killpg(self.pgid, signal.SIGKILL)  # the kernel and anything it spawned
-                    else:
-                        os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
-                except OSError:
-                    pass
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-
-
 def first_line(source: str, limit: int = 60) -> str:
     for line in source.splitlines():
         if line.strip():
@@ -124,12 +111,12 @@ def describe_cell_problem(number: int, line: str, ename: str, evalue: str, timed
             "O restante do notebook foi executado mesmo assim."
         )
     if ename in ("SyntaxError", "IndentationError", "TabError"):
-        return f"{where} tem um erro de sintaxe ({ename}: {evalue}); nada do que ela define existe."
+        return f"{where} tem um erro de sintaxe ({error_text(ename, evalue)}); nada do que ela define existe."
     if ename == "NotImplementedError":
         return f"{where} parou em NotImplementedError: ela usa algo que ainda não foi implementado."
     if ename == "MemoryError":
         return f"{where} ficou sem memória (MemoryError)."
-    return f"{where} falhou com {ename}: {evalue}"
+    return f"{where} falhou com {error_text(ename, evalue)}."
 
 
 def cell_problem(cell: Any, index: int, timed_out: bool, limit: float) -> CellProblem | None:
@@ -151,10 +138,14 @@ def cell_problem(cell: Any, index: int, timed_out: bool, limit: float) -> CellPr
     )
 
 
-def _kernel_ids(client: NotebookClient) -> tuple[int | None, int | None]:
-    provisioner = getattr(client.km, "provisioner", None)
-    pid, pgid = getattr(provisioner, "pid", None), getattr(provisioner, "pgid", None)
-    return (pid if isinstance(pid, int) else None, pgid if isinstance(pgid, int) else None)
+def _left_out(cell: Any, index: int, ename: str, why: str, message: str) -> CellProblem:
+    """A cell the grading went on without (its kernel was killed or restarted)."""
+    return CellProblem(cell=index + 1, first_line=first_line(cell.source), ename=ename, evalue=why,
+                       message=message, names=names_defined(cell.source))
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2 ** 20:.0f} MB"
 
 
 def _execute_extra(client: NotebookClient, notebook: nbformat.NotebookNode, cell: Any) -> None:
@@ -179,75 +170,331 @@ def _read_records(path: Path) -> list[dict]:
     return records
 
 
-def _stderr_tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    kept = [line for line in text.splitlines() if "WARNING" not in line][-lines:]
-    return "\n".join(kept)
+def _last_call(path: Path, check_id: str) -> str | None:
+    """The student function the check ``check_id`` was calling last (its ``calling`` records)."""
+    label = None
+    inside = False
+    for record in _read_records(path):
+        if "started" in record:
+            inside = record["started"] == check_id
+        elif inside and "calling" in record:
+            label = record["calling"]
+    return label
 
 
-def kernel_connection(workdir: Path, attempt: int = 1) -> dict[str, Any]:
-    """How the grader talks to the kernel: settings for jupyter_client's KernelManager.
-
-    Over TCP, jupyter_client chooses the kernel's five ports by binding to port 0 and
-    closing the socket; the kernel binds them only once it has started, a second or
-    more later on a busy machine. Any process that binds one of them in between (another
-    kernel starting at the same time, say) makes the new kernel exit at once with
-    "Address already in use". Unix sockets named inside this grading's own folder
-    cannot be taken by anyone else, so the first attempt uses them wherever they exist;
-    a second attempt uses TCP, in case that folder cannot hold sockets (some mounted drives).
-    """
-    prefix = workdir / "kernel"
-    short_enough = len(os.fsencode(str(prefix))) + len("-5") < _UNIX_SOCKET_PATH_LIMIT
-    if os.name == "posix" and short_enough and attempt == 1:
-        return {"transport": "ipc", "ip": str(prefix)}
-    return {"transport": "tcp"}
+def _running_check(path: Path) -> str | None:
+    """The id of the check that started and never finished, if any."""
+    records = _read_records(path)
+    finished = {r["result"]["id"] for r in records if "result" in r}
+    started = [r["started"] for r in records if "started" in r]
+    return next((id_ for id_ in reversed(started) if id_ not in finished), None)
 
 
-class KernelStartFailed(Exception):
-    """No attempt to start a kernel succeeded; ``str()`` is the Portuguese explanation."""
+class _Grading:
+    """One grading: the notebook, its kernel (restarted when needed) and what went wrong."""
 
+    def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, outcome: Execution, *,
+                 cell_timeout: float, total_timeout: float, memory_limit_mb: int | None):
+        self.notebook = notebook
+        self.workdir = workdir
+        self.outcome = outcome
+        self.cell_timeout = cell_timeout
+        self.total_timeout = total_timeout
+        self.memory_limit_mb = memory_limit_mb or None
+        self.deadline = float("inf")  # set once the first kernel is ready
+        self.phase = "start"
+        self.env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
+        self.env[GRADER_ENV] = "1"
+        self.dog = Watchdog()
+        self.generation = 0
+        self.stack: ExitStack | None = None
+        self.client: _Client | None = None
+        self.stderr_path = workdir / "kernel-stderr-1-1.log"
+        self.left_out: dict[int, CellProblem] = {}  # cell index -> why the grading went on without it
+        self.reported: set[int] = set()  # cells whose problem is already in the outcome
+        self.growth: dict[int, int] = {}  # cell index -> data memory it added, in the current kernel
+        self.grading_timeout = 0.0  # set for each run of the checks
 
-def _discard(client: NotebookClient) -> None:
-    """Stop whatever a failed start left behind (nbclient cleans up most, not every, case)."""
-    if client.km is None:
-        return
-    try:
-        client._cleanup_kernel()
-    except Exception:  # noqa: BLE001 - the kernel is gone already, or never started
-        pass
+    # --- the kernel
 
+    def timeout_for(self, cell: Any) -> float:
+        if self.phase == "grading":
+            return self.grading_timeout
+        return max(1.0, min(self.cell_timeout, self.deadline - monotonic()))
 
-def _start_kernel(
-    stack: ExitStack, make_client: Callable[[int], _Client], env: dict[str, str], workdir: Path
-) -> tuple[_Client, Path]:
-    """Start a kernel, once more if the first start fails; (client, its stderr log).
+    def _make_client(self, attempt: int) -> _Client:
+        client = _Client(
+            self.notebook,
+            kernel_name="python3",
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            record_timing=False,
+            shutdown_kernel="immediate",
+            startup_timeout=kernels.STARTUP_TIMEOUT,
+            resources={"metadata": {"path": str(self.workdir)}},
+            connection=kernels.kernel_connection(self.workdir, attempt, self.generation),
+        )
+        client.timeout_func = self.timeout_for
+        return client
 
-    A failed start never ran any of the student's code, so a second start is safe, and
-    it keeps a passing hiccup of the machine from costing a student a grade.
-    """
-    failures: list[tuple[BaseException, Path]] = []
-    for attempt in range(1, START_ATTEMPTS + 1):
-        client = make_client(attempt)
-        stderr_path = workdir / f"kernel-stderr-{attempt}.log"
-        stderr = stack.enter_context(open(stderr_path, "wb"))
+    def start(self) -> None:
+        """A fresh kernel (the first, or the next after a kill), with the memory limit set."""
+        self.close_kernel()
+        self.generation += 1
+        self.stack = ExitStack()
+        self.client, self.stderr_path = kernels.start_kernel(
+            self.stack, self._make_client, self.env, self.workdir, self.generation)
+        if self.deadline == float("inf"):
+            self.deadline = monotonic() + self.total_timeout
+        self.dog.follow(self.client)
+        self.growth = {}
+        limit = kernels.memory_limit_cell(self.memory_limit_mb)
+        if limit:
+            _execute_extra(self.client, self.notebook, nbformat.v4.new_code_cell(limit))
+
+    def restarts_left(self) -> bool:
+        return self.generation <= MAX_RESTARTS
+
+    def close_kernel(self) -> None:
+        if self.stack is not None:
+            try:
+                self.stack.close()
+            except Exception:  # noqa: BLE001 - a killed kernel may fail to shut down cleanly
+                pass
+            self.stack = None
+
+    def close(self) -> None:
+        self.close_kernel()
+        self.dog.stop()
+
+    def memory_used(self) -> int | None:
+        return kernels.data_bytes(self.dog.pid)
+
+    def died_of_memory(self) -> bool:
+        return kernels.died_of_memory(self.memory_limit_mb, self.dog.peak, self.stderr_path)
+
+    # --- the cells
+
+    def run_cell(self, index: int) -> tuple[str, CellProblem | None, float]:
+        """Execute one cell: (how it ended, its problem if it reported one, the time it had)."""
+        cell = self.notebook.cells[index]
+        allowed = self.timeout_for(cell)
+        self.dog.arm(min(monotonic() + allowed + INTERRUPT_GRACE, self.deadline + KILL_GRACE), "cell")
+        before = self.memory_used()
         try:
-            stack.enter_context(client.setup_kernel(env=env, stderr=stderr, stdout=stderr))
-        except Exception as error:  # the kernel died at start, never answered, or could not be launched
-            _discard(client)
-            failures.append((error, stderr_path))
-            continue
-        return client, stderr_path
-    error, stderr_path = failures[-1]
-    tail = _stderr_tail(stderr_path)
-    raise KernelStartFailed(
-        f"Não consegui iniciar o kernel do Python que executaria o notebook (tentei {len(failures)} "
-        f"vezes; {type(error).__name__}: {error}). O problema está na máquina ou na instalação do "
-        "Jupyter, não no seu notebook: rode a correção de novo e, se o erro continuar, avise o instrutor."
-        + (f"\n{tail}" if tail else "")
-    )
+            self.client.execute_cell(cell, index)
+        except DeadKernelError:
+            if self.dog.fired:
+                return (_TOTAL_TIMEOUT if monotonic() >= self.deadline else _IGNORED_INTERRUPT), None, allowed
+            return (_OUT_OF_MEMORY if self.died_of_memory() else _DIED), None, allowed
+        except CellTimeoutError:  # only if an interrupt never produced a reply
+            return _TOTAL_TIMEOUT, None, allowed
+        after = self.memory_used()
+        if before is not None and after is not None:
+            self.growth[index] = after - before
+        timed_out = id(cell) in self.client.timed_out_cells
+        problem = cell_problem(cell, index, timed_out, allowed)
+        if problem and problem.ename == "MemoryError" and self.memory_limit_mb:
+            return _OUT_OF_MEMORY, problem, allowed
+        if timed_out and monotonic() >= self.deadline:
+            return _TOTAL_TIMEOUT, problem, allowed
+        return _DONE, problem, allowed
+
+    def leave_out(self, index: int, problem: CellProblem) -> bool:
+        """Go on without cell ``index`` in a fresh kernel; False when no restart is left."""
+        self.left_out[index] = problem
+        self.reported.add(index)
+        self.outcome.cell_problems.append(problem)
+        if not self.restarts_left():
+            self.outcome.stop(MEMORY_EXHAUSTED if problem.ename == "MemoryError" else TIMEOUT, notebook_error=(
+                f"{problem.message} O kernel já tinha sido reiniciado {MAX_RESTARTS} vezes; nenhuma "
+                "verificação pôde rodar."))
+            return False
+        self.start()
+        return True
+
+    def run_cells(self) -> bool:
+        """Every code cell, in order, minus the ones left out; False when grading must stop."""
+        while True:
+            if not self._run_cells_once():
+                return False
+            if not self.leave_out_held_memory():
+                return True
+            if self.outcome.notebook_error is not None:
+                return False
+
+    def _run_cells_once(self) -> bool:
+        code = [i for i, c in enumerate(self.notebook.cells) if c.cell_type == "code" and c.source.strip()]
+        position = 0
+        while position < len(code):
+            index = code[position]
+            if index in self.left_out:
+                position += 1
+                continue
+            if monotonic() >= self.deadline:
+                self.outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(self.total_timeout, index + 1))
+                return False
+            self.phase = "cells"
+            verdict, problem, allowed = self.run_cell(index)
+            cell = self.notebook.cells[index]
+            where = f"A célula {index + 1} (`{first_line(cell.source)}`)"
+            if verdict == _DONE:
+                if problem and index not in self.reported:
+                    self.reported.add(index)
+                    self.outcome.cell_problems.append(problem)
+                position += 1
+                continue
+            if verdict == _IGNORED_INTERRUPT:
+                left_out = _left_out(cell, index, "TimeoutError", "ignorou a interrupção", (
+                    f"{where} não terminou em {allowed:g} s e ignorou a interrupção (um `except:` ou "
+                    "`except BaseException` que engole o KeyboardInterrupt?). O kernel foi encerrado e "
+                    "reiniciado, e o notebook seguiu sem ela."))
+            elif verdict == _OUT_OF_MEMORY:
+                self.outcome.memory_exhausted = True
+                exhausted = f"{where} esgotou a memória do kernel (limite de {self.memory_limit_mb} MB)."
+                if problem is not None and not self.holds_too_much():
+                    # The allocation failed and nothing stayed behind: the notebook simply goes on.
+                    problem.message = f"{exhausted} O restante do notebook foi executado mesmo assim."
+                    if index not in self.reported:
+                        self.reported.add(index)
+                        self.outcome.cell_problems.append(problem)
+                    position += 1
+                    continue
+                left_out = _left_out(cell, index, "MemoryError", "esgotou a memória", (
+                    f"{exhausted} O kernel foi reiniciado e o notebook seguiu sem ela, para as suas funções "
+                    "terem memória nas verificações."))
+            elif verdict == _TOTAL_TIMEOUT:
+                self.outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(self.total_timeout, index + 1))
+                return False
+            else:
+                self.outcome.stop(KERNEL_DIED, notebook_error=(
+                    f"O kernel do Python morreu ao executar a célula {index + 1} (`{first_line(cell.source)}`): "
+                    "o código encerrou o processo (os._exit, um sinal, um travamento). Nenhuma verificação "
+                    "pôde rodar."))
+                return False
+            if not self.leave_out(index, left_out):
+                return False
+            position = 0  # the cells before it run again in the fresh kernel
+        return True
+
+    def holds_too_much(self) -> bool:
+        """Does the kernel hold more than HELD_MEMORY_SHARE of its limit (or cannot it tell)?"""
+        used = self.memory_used()
+        return used is None or used > HELD_MEMORY_SHARE * self.memory_limit_mb * 2 ** 20
+
+    def leave_out_held_memory(self) -> bool:
+        """After the last cell: when the notebook holds more than half the memory limit, the
+        cell that took the most is left out (and the notebook runs again without it), so the
+        checks have memory to work with. True when a cell was left out."""
+        used = self.memory_used()
+        if not self.memory_limit_mb or used is None or not self.growth:
+            return False
+        limit = self.memory_limit_mb * 2 ** 20
+        index, grew = max(self.growth.items(), key=lambda item: item[1])
+        if used <= HELD_MEMORY_SHARE * limit or grew <= HELD_MEMORY_SHARE / 2 * limit:
+            return False
+        cell = self.notebook.cells[index]
+        self.outcome.memory_exhausted = True
+        self.leave_out(index, _left_out(cell, index, "MemoryError", "reteve memória demais", (
+            f"A célula {index + 1} (`{first_line(cell.source)}`) terminou segurando {_megabytes(grew)} de memória, "
+            f"mais da metade do limite de {self.memory_limit_mb} MB do kernel, e não sobraria memória para as "
+            "verificações. O notebook rodou de novo, num kernel novo, sem ela.")))
+        return True
+
+    # --- the checks
+
+    def run_checks(self, spec: dict, spec_path: Path) -> None:
+        """The planned checks; a check that hangs past its limit or kills the kernel fails with
+        that reason and the rest run in a fresh kernel (with the notebook run again)."""
+        results_path = Path(spec["results_path"])
+        check_timeout = float(spec["check_timeout"])
+        remaining = list(spec["plan"])
+        refused: dict[str, str] = {}  # student functions that hung a check: not called again
+        while remaining:
+            self.phase = "grading"
+            self.grading_timeout = check_timeout * max(1, len(remaining)) + 30.0
+            workdir = spec["workdir"] if self.generation == 1 else f"{spec['workdir']}-{self.generation}"
+            spec_path.write_text(json.dumps(dict(spec, plan=remaining, workdir=workdir, refused=refused, cell_problems=[
+                {k: p.to_dict()[k] for k in ("cell", "first_line", "ename", "evalue", "names")}
+                for p in self.outcome.cell_problems
+            ]), ensure_ascii=False), encoding="utf-8")
+            self.dog.arm(monotonic() + self.grading_timeout + KILL_GRACE, "grading")
+            self.dog.watch_checks(results_path, check_timeout + INTERRUPT_GRACE)
+            grading_cell = nbformat.v4.new_code_cell(
+                "__import__('grader.checks.runner', fromlist=['run_from_file'])"
+                f".run_from_file({json.dumps(str(spec_path))})"
+            )
+            try:
+                _execute_extra(self.client, self.notebook, grading_cell)
+                died = False
+            except DeadKernelError:
+                died = True
+            self.dog.watch_checks(None)
+            if died:
+                culprit = _running_check(results_path)
+                if self.dog.fired == "grading" or culprit is None:
+                    if self.dog.fired:
+                        self.outcome.stop(TIMEOUT, grading_error=(
+                            f"A correção não terminou em {self.grading_timeout:g} s e o kernel teve de ser encerrado."))
+                    else:
+                        self.outcome.stop(KERNEL_DIED)  # the engine names the check that was running
+                    return
+                stuck = _last_call(results_path, culprit)
+                note, reason = self._check_stopped(check_timeout, stuck)
+                if stuck:
+                    refused[stuck] = f"na verificação {culprit} ela {reason}"
+                self.outcome.check_notes[culprit] = note
+                done = {r["result"]["id"] for r in _read_records(results_path) if "result" in r}
+                remaining = [p for p in remaining if p["id"] not in done and p["id"] != culprit]
+                if not remaining:
+                    return
+                if not self.restarts_left():
+                    self.outcome.stop(self.outcome.error_kind or KERNEL_DIED, grading_error=(
+                        f"Não executada: o kernel do Python já tinha sido reiniciado {MAX_RESTARTS} vezes nesta correção."))
+                    return
+                self.start()
+                self.deadline = monotonic() + self.total_timeout  # the notebook runs again, with its own time
+                if not self.run_cells():
+                    # the checks that finished keep their results; the rest say why they did not run
+                    self.outcome.grading_error, self.outcome.notebook_error = self.outcome.notebook_error, None
+                    return
+                continue
+            if id(grading_cell) in self.client.timed_out_cells:
+                self.outcome.stop(TIMEOUT, grading_error=(
+                    f"A correção não terminou em {self.grading_timeout:g} s e foi interrompida "
+                    "(alguma função sua prende o Python mesmo depois do limite de tempo?)."
+                ))
+                return
+            errors = [o for o in grading_cell.outputs if o.get("output_type") == "error"]
+            if errors and errors[0].get("ename") == "MemoryError":
+                self.outcome.memory_exhausted = True
+                culprit = _running_check(results_path)
+                self.outcome.stop(MEMORY_EXHAUSTED, grading_error=(
+                    "Não executada: a memória do kernel acabou"
+                    + (f" durante a verificação {culprit}" if culprit else "")
+                    + f" (limite de {self.memory_limit_mb} MB)."))
+            elif errors:
+                self.outcome.stop(GRADER_ERROR, grading_error=(
+                    "A correção parou com um erro inesperado "
+                    f"({error_text(errors[0].get('ename'), errors[0].get('evalue'))}). Avise o instrutor."
+                ))
+            return
+
+    def _check_stopped(self, check_timeout: float, stuck: str | None) -> tuple[str, str]:
+        """(the failed check's message, what the function did) when its kernel was lost."""
+        who = f"`{stuck}`" if stuck else "o seu código"
+        after = ("O kernel foi encerrado; as verificações seguintes rodaram num kernel novo"
+                 + (f", sem chamar `{stuck}` de novo." if stuck else "."))
+        if self.dog.fired == "check":
+            kind, reason = TIMEOUT, (f"não terminou em {check_timeout:g} s e ignorou a interrupção (um `except:` "
+                                     "ou `except BaseException` dentro de um laço engole o aviso de tempo esgotado)")
+        elif self.died_of_memory():
+            self.outcome.memory_exhausted = True
+            kind, reason = MEMORY_EXHAUSTED, f"esgotou a memória do kernel (limite de {self.memory_limit_mb} MB)"
+        else:
+            kind, reason = KERNEL_DIED, "derrubou o kernel do Python (um sinal, os._exit, um travamento)"
+        self.outcome.error_kind = self.outcome.error_kind or kind  # the grading went on; the kind says what happened
+        return f"Durante esta verificação, {who} {reason}. {after}", reason
 
 
 def execute_and_grade(
@@ -257,7 +504,6 @@ def execute_and_grade(
     spec: dict,
     cell_timeout: float,
     total_timeout: float,
-    grading_timeout: float,
     memory_limit_mb: int | None = None,
 ) -> Execution:
     """Run ``notebook`` (an in-memory copy; no file is written) and then the checks in ``spec``.
@@ -267,124 +513,26 @@ def execute_and_grade(
     so a slow start on a busy machine never eats into the notebook's time.
     """
     outcome = Execution()
-    results_path = Path(spec["results_path"])
-    spec_path = workdir / "grading-spec.json"
-    deadline = float("inf")  # set once the kernel is ready
-    phase: dict[str, Any] = {"name": "start", "cell": None}
-
-    def timeout_for(cell: Any) -> float:
-        if phase["name"] == "grading":
-            return grading_timeout
-        return max(1.0, min(cell_timeout, deadline - monotonic()))
-
-    def make_client(attempt: int) -> _Client:
-        client = _Client(
-            notebook,
-            kernel_name="python3",
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            record_timing=False,
-            shutdown_kernel="immediate",
-            startup_timeout=STARTUP_TIMEOUT,
-            resources={"metadata": {"path": str(workdir)}},
-            connection=kernel_connection(workdir, attempt),
-        )
-        client.timeout_func = timeout_for
-        return client
-
-    env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
-    env[GRADER_ENV] = "1"
-    dog = _Watchdog()
-    stderr_path = workdir / "kernel-stderr-1.log"
+    grading = _Grading(notebook, workdir, outcome, cell_timeout=cell_timeout, total_timeout=total_timeout,
+                       memory_limit_mb=memory_limit_mb)
     try:
-        with ExitStack() as stack:
-            client, stderr_path = _start_kernel(stack, make_client, env, workdir)
-            phase["name"] = "cells"
-            deadline = monotonic() + total_timeout
-            dog.pid, dog.pgid = _kernel_ids(client)
-            dog.arm(deadline + KILL_GRACE)
-            if memory_limit_mb and os.name == "posix":
-                # RLIMIT_DATA counts heap and private anonymous mappings (Linux >= 4.7): the
-                # memory student code allocates, without the shared libraries that RLIMIT_AS
-                # would also count (a kernel with anthropic loaded maps ~800 MB of them).
-                limit = int(memory_limit_mb) * 1024 * 1024
-                prelude = nbformat.v4.new_code_cell(
-                    f"__import__('resource').setrlimit(__import__('resource').RLIMIT_DATA, ({limit}, {limit}))"
-                )
-                _execute_extra(client, notebook, prelude)
-            for index, cell in enumerate(notebook.cells):
-                if cell.cell_type != "code" or not cell.source.strip():
-                    continue
-                if monotonic() >= deadline:
-                    outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(total_timeout, index + 1))
-                    break
-                phase["cell"] = index
-                allowed = timeout_for(cell)
-                client.execute_cell(cell, index)
-                timed_out = id(cell) in client.timed_out_cells
-                problem = cell_problem(cell, index, timed_out, allowed)
-                if problem:
-                    outcome.cell_problems.append(problem)
-                if timed_out and monotonic() >= deadline:
-                    outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(total_timeout, index + 1))
-                    break
-            if outcome.notebook_error is None:
-                phase["name"] = "grading"
-                spec = dict(spec, cell_problems=[
-                    {k: p.to_dict()[k] for k in ("cell", "first_line", "ename", "evalue", "names")}
-                    for p in outcome.cell_problems
-                ])
-                spec_path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-                dog.arm(monotonic() + grading_timeout + KILL_GRACE)
-                grading_cell = nbformat.v4.new_code_cell(
-                    "__import__('grader.checks.runner', fromlist=['run_from_file'])"
-                    f".run_from_file({json.dumps(str(spec_path))})"
-                )
-                _execute_extra(client, notebook, grading_cell)
-                if id(grading_cell) in client.timed_out_cells:
-                    outcome.stop(TIMEOUT, grading_error=(
-                        f"A correção não terminou em {grading_timeout:g} s e foi interrompida "
-                        "(alguma função sua prende o Python mesmo depois do limite de tempo?)."
-                    ))
-                else:
-                    errors = [o for o in grading_cell.outputs if o.get("output_type") == "error"]
-                    if errors:
-                        outcome.stop(GRADER_ERROR, grading_error=(
-                            "A correção parou com um erro inesperado "
-                            f"({errors[0].get('ename')}: {errors[0].get('evalue')}). Avise o instrutor."
-                        ))
+        grading.start()
+        if grading.run_cells():
+            grading.run_checks(spec, workdir / "grading-spec.json")
     except KernelStartFailed as failure:
-        outcome.stop(KERNEL_START_FAILED, notebook_error=str(failure))
-    except DeadKernelError:
-        if phase["name"] == "cells":
-            index = phase["cell"]
-            if dog.fired:
-                outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(total_timeout, (index or 0) + 1))
-            else:
-                cell = notebook.cells[index] if index is not None else None
-                where = f"a célula {index + 1} (`{first_line(cell.source)}`)" if cell is not None else "o início"
-                outcome.stop(KERNEL_DIED, notebook_error=(
-                    f"O kernel do Python morreu ao executar {where}: o código encerrou o processo "
-                    "(os._exit, um sinal, um travamento) ou estourou a memória. Nenhuma verificação "
-                    "pôde rodar."
-                ))
-        elif dog.fired:
-            outcome.stop(TIMEOUT, grading_error=(
-                f"A correção não terminou em {grading_timeout:g} s e o kernel teve de ser encerrado."
-            ))
+        if grading.phase == "grading":  # a restart between checks: the checks that finished keep their results
+            outcome.stop(KERNEL_START_FAILED, grading_error=str(failure))
         else:
-            outcome.stop(KERNEL_DIED)  # the engine names the check that was running
-    except CellTimeoutError:  # only if an interrupt never produced a reply
-        outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(total_timeout, (phase["cell"] or 0) + 1))
+            outcome.stop(KERNEL_START_FAILED, notebook_error=str(failure))
     except Exception as error:  # the connection to a running kernel broke
-        tail = _stderr_tail(stderr_path)
+        tail = kernels.stderr_tail(grading.stderr_path)
         outcome.stop(GRADER_ERROR, notebook_error=(
-            f"Não consegui executar o notebook num kernel novo ({type(error).__name__}: {error})."
+            f"Não consegui executar o notebook num kernel novo ({error_text(type(error).__name__, str(error))})."
             + (f"\n{tail}" if tail else "")
         ))
     finally:
-        dog.stop()
-    outcome.records = _read_records(results_path)
+        grading.close()
+    outcome.records = _read_records(Path(spec["results_path"]))
     return outcome
 
 

@@ -14,7 +14,9 @@ KERNEL_START_FAILED = "kernel_start_failed"  # no kernel could be started (the s
 KERNEL_DIED = "kernel_died"  # the kernel died while running the student's code
 TIMEOUT = "timeout"  # the notebook or the checks ran out of time
 GRADER_ERROR = "grader_error"  # the grader itself failed (a broken connection, a runner error)
-ERROR_KINDS = (INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE, KERNEL_START_FAILED, KERNEL_DIED, TIMEOUT, GRADER_ERROR)
+MEMORY_EXHAUSTED = "memory_exhausted"  # a cell or a check ran out of the kernel's memory limit
+ERROR_KINDS = (INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE, KERNEL_START_FAILED, KERNEL_DIED, TIMEOUT, GRADER_ERROR,
+               MEMORY_EXHAUSTED)
 
 
 @dataclass
@@ -83,8 +85,8 @@ class GradeReport:
     notebook_error: str | None = None
     cell_problems: list[CellProblem] = field(default_factory=list)
     # One of ERROR_KINDS. Set with notebook_error, and also when the kernel died or the
-    # time ran out during the checks: notebook_error stays None then, because the checks
-    # that finished before keep their results.
+    # time ran out during the checks, or when a cell or a check ran out of memory:
+    # notebook_error stays None then, because the checks that ran keep their results.
     notebook_error_kind: str | None = None
 
     @property

@@ -397,3 +397,15 @@ def test_resume_action_that_names_send_email_fails_level_1(tmp_path, monkeypatch
     failed = failing(grade_notebook(with_definition("resume_action", source), tmp_path, monkeypatch, level=1))
     assert set(failed) == {"n1.resume_action_decides[chamado-pendente]", "n1.resume_action_decides[incidente-duas-chamadas]"}
     assert "`create_ticket` (toolu_01T) é de alto impacto" in failed["n1.resume_action_decides[chamado-pendente]"]
+
+
+def test_an_exception_without_a_message_is_named_cleanly(tmp_path, monkeypatch):
+    from grader.execution import describe_cell_problem
+
+    notebook = with_definition("resume_action", "def resume_action(cp):\n    raise TimeoutError()\n")
+    notebook.cells = [c for c in notebook.cells if not c.source.startswith("for nome, cp in")]
+    message = grade_notebook(notebook, tmp_path, monkeypatch, level=1)["n1.resume_action_decides[cpA]"]["message"]
+    assert message.startswith("`resume_action` levantou TimeoutError (linha 2 da célula") and ": ." not in message
+    cell = describe_cell_problem(5, "espera()", "TimeoutError", "", False, 60)
+    assert cell == "A célula 5 (`espera()`) falhou com TimeoutError."
+    assert describe_cell_problem(5, "x", "ValueError", "ruim", False, 60).endswith("falhou com ValueError: ruim.")

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from grader import cli, execution
+from grader import cli, execution, kernel
 from grader.engine import grade
 from tests.grader_support import (
     SOLUTION,
@@ -115,7 +115,8 @@ def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
     assert "erro de sintaxe" in problems[3]
     assert "chamou sys.exit()" in problems[4]
     assert "não terminou em 3 s" in problems[5]
-    assert "ficou sem memória" in problems[6]
+    assert "esgotou a memória do kernel (limite de 1024 MB)" in problems[6]
+    assert report.notebook_error_kind == "memory_exhausted"
     by_id = {c.id: c for c in report.checks}
     assert by_id["n2.root_cause_identified"].passed  # the cells after the trouble still ran
     assert "`resume_action` levantou ValueError: quebrou" in by_id["n1.resume_action_decides[cpB]"].message
@@ -145,18 +146,21 @@ def test_kernel_death_in_a_cell_fails_every_check_with_a_clear_message(tmp_path)
     assert report.checks and all(c.message == report.notebook_error for c in report.checks)
 
 
-def test_kernel_death_during_a_check_names_that_check(tmp_path):
+def test_kernel_death_during_a_check_names_that_check_and_the_rest_run_in_a_fresh_kernel(tmp_path):
     killer = '''import os, signal
 def resume_action(cp):
     if cp["pending_tool_use"] and cp["pending_tool_use"][0]["name"] == "send_email":
         os.kill(os.getpid(), signal.SIGKILL)
     return {c["id"]: "rerun" for c in cp["pending_tool_use"] or []}'''
-    report = grade("exercise-3", write(make_notebook(SETUP, killer), tmp_path / "kills.ipynb"))
+    report = grade("exercise-3", write(make_notebook(SETUP, killer, 'ROOT_CAUSE = "B"'), tmp_path / "kills.ipynb"))
     by_id = {c.id: c for c in report.checks}
     assert by_id["n1.resume_action_decides[cpA]"].passed and by_id["n1.resume_action_decides[cpB]"].passed
-    assert "morreu durante esta verificação" in by_id["n1.resume_action_decides[cpC]"].message
-    assert "durante a verificação n1.resume_action_decides[cpC]" in by_id["n2.root_cause_identified"].message
-    # The notebook itself ran, so notebook_error stays empty; the kind still says what stopped the checks.
+    assert "Durante esta verificação, `resume_action` derrubou o kernel" in by_id["n1.resume_action_decides[cpC]"].message
+    # the checks after it ran in a fresh kernel: the student's other answers keep their points
+    assert "`resume_action` não foi chamada de novo: na verificação n1.resume_action_decides[cpC]" in \
+        by_id["n1.resume_action_decides[duas-leituras]"].message
+    assert by_id["n2.root_cause_identified"].passed
+    # The notebook itself ran, so notebook_error stays empty; the kind still says what stopped a check.
     assert report.notebook_error is None and report.notebook_error_kind == "kernel_died"
 
 
@@ -198,25 +202,25 @@ def test_a_port_taken_while_the_kernel_starts_does_not_kill_the_grading(tmp_path
 
 
 def test_kernel_sockets_live_in_the_grading_folder_when_they_can(tmp_path):
-    first, retry = execution.kernel_connection(tmp_path, 1), execution.kernel_connection(tmp_path, 2)
+    first, retry = kernel.kernel_connection(tmp_path, 1), kernel.kernel_connection(tmp_path, 2)
     if os.name == "posix":
         assert first == {"transport": "ipc", "ip": str(tmp_path / "kernel")}
     else:
         assert first == {"transport": "tcp"}
     assert retry == {"transport": "tcp"}  # a folder that cannot hold sockets still gets a kernel
     too_deep = tmp_path / ("x" * 120)
-    assert execution.kernel_connection(too_deep, 1) == {"transport": "tcp"}  # longer than a socket path may be
+    assert kernel.kernel_connection(too_deep, 1) == {"transport": "tcp"}  # longer than a socket path may be
 
 
 def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch, taken_port):
-    real = execution.kernel_connection
+    real = kernel.kernel_connection
     attempts = []
 
-    def first_start_collides(workdir, attempt):
+    def first_start_collides(workdir, attempt, generation=1):
         attempts.append(attempt)
-        return tcp_on(taken_port) if attempt == 1 else real(workdir, attempt)
+        return tcp_on(taken_port) if attempt == 1 else real(workdir, attempt, generation)
 
-    monkeypatch.setattr(execution, "kernel_connection", first_start_collides)
+    monkeypatch.setattr(kernel, "kernel_connection", first_start_collides)
     report = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "ok.ipynb"), level=1)
     assert attempts == [1, 2]
     assert report.notebook_error is None and report.notebook_error_kind is None
@@ -226,7 +230,7 @@ def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch
 def test_a_kernel_that_never_starts_is_a_start_failure_not_a_dead_kernel(tmp_path, monkeypatch, taken_port):
     from grader import batch
 
-    monkeypatch.setattr(execution, "kernel_connection", lambda workdir, attempt: tcp_on(taken_port))
+    monkeypatch.setattr(kernel, "kernel_connection", lambda workdir, attempt, generation=1: tcp_on(taken_port))
     report = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "ok.ipynb"), level=1)
     assert report.notebook_error_kind == "kernel_start_failed"
     assert report.notebook_error.startswith("Não consegui iniciar o kernel do Python que executaria o notebook (tentei 2 vezes;")

@@ -22,6 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from grader.checks.framework import describe_error
+
 DEFAULT_SCENARIO = "team-email"
 
 
@@ -110,7 +112,7 @@ class HarnessUnderTest:
             except SystemExit as exit_:  # argparse refusing the arguments
                 code = exit_.code if isinstance(exit_.code, int) else 2
             except Exception as error:  # noqa: BLE001 - an uncaught error is how a real process ends
-                buffer.write(f"erro não tratado: {type(error).__name__}: {error}\n")
+                buffer.write(f"erro não tratado: {describe_error(error)}\n")
                 code = 1
         self.last_output = buffer.getvalue()
         return code

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.checks.framework import CheckFailed, content_blocks
+from grader.checks.framework import CheckFailed, content_blocks, describe_error
 
 
 def tool_use_ids(message: Any) -> list[str]:
@@ -55,7 +55,7 @@ def api_refusal(messages: Any) -> str | None:
     except anthropic.APIStatusError as error:
         return f"HTTP {error.status_code}: {error.message}"
     except (TypeError, ValueError) as error:
-        return f"a requisição nem pôde ser montada ({type(error).__name__}: {error})"
+        return f"a requisição nem pôde ser montada ({describe_error(error)})"
     return None
 
 

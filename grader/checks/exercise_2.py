@@ -40,6 +40,7 @@ from grader.checks.framework import (
     Exercise,
     Fixture,
     StudentProblem,
+    describe_error,
     is_kind,
     show,
 )
@@ -537,7 +538,7 @@ def loads_as_expected(ctx: Context, fixture: Fixture) -> None:
         except errors as error:
             return ("CheckpointError", str(error))
         except Exception as error:  # noqa: BLE001 - the type is the finding
-            return ("other", f"{type(error).__name__}: {error}")
+            return ("other", f"{describe_error(error)}")
 
     attempt.__name__ = "load_checkpoint"
     kind, value = ctx.call(attempt)

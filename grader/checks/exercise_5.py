@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import checkpoint_problems, problem, required_text, unknown_keys, workspace_problems
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, content_blocks, show
+from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, content_blocks, describe_error, show
 
 EXERCISE = Exercise(
     name="exercise-5",
@@ -622,7 +622,7 @@ def unknown_turn_is_refused(ctx: Context, fixture: Fixture) -> None:
         )
     if not isinstance(error, TimelineError):
         raise CheckFailed(
-            f"rewind_to(run_dir, {turn}) levantou {type(error).__name__}: {error}. Um turno sem pontos "
+            f"rewind_to(run_dir, {turn}) levantou {describe_error(error)}. Um turno sem pontos "
             "merece um erro que explique isso (TimelineError), não um erro qualquer de Python.",
             expected="TimelineError", observed=type(error).__name__,
         )
@@ -685,7 +685,7 @@ def forked(ctx: Context, fixture: Fixture) -> Forked:
                 state = read_point(new_dir / "checkpoint.json")
                 run_timeline(make_stub_client(continuation_script(state)), new_dir)
             except Exception as error:  # noqa: BLE001 - reported by the check that needs it
-                problem_text = f"{type(error).__name__}: {error}"
+                problem_text = f"{describe_error(error)}"
             original_after_run = snapshot(run_dir)
             world_after_run = world_snapshot(spy.workspace)
         return Forked(

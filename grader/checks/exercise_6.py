@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import problem, required_text, unknown_keys
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, StudentProblem, show
+from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, StudentProblem, describe_error, show
 
 EXERCISE = Exercise(
     name="exercise-6",
@@ -204,9 +204,9 @@ def parse_crash_after_reads_the_value(ctx: Context, fixture: Fixture) -> None:
         wanted = tuple(expect["parsed"])
         if error is not None:
             raise CheckFailed(
-                f"parse_crash_after({spec!r}) levantou {type(error).__name__}: {error}, mas o valor é válido"
+                f"parse_crash_after({spec!r}) levantou {describe_error(error)}, mas o valor é válido"
                 + (" (sem \":n\", a contagem é 1)." if ":" not in spec else "."),
-                expected=list(wanted), observed=f"{type(error).__name__}: {error}",
+                expected=list(wanted), observed=f"{describe_error(error)}",
             )
         if isinstance(value, list):
             value = tuple(value)
@@ -230,7 +230,7 @@ def parse_crash_after_reads_the_value(ctx: Context, fixture: Fixture) -> None:
     if not isinstance(error, ValueError):
         raise CheckFailed(
             f"parse_crash_after({spec!r}) levantou {type(error).__name__}; use ValueError para um valor malformado.",
-            expected="ValueError", observed=f"{type(error).__name__}: {error}",
+            expected="ValueError", observed=f"{describe_error(error)}",
         )
     text = str(error)
     missing = [m for m in ["CRASH_AFTER", *mentions] if m not in text]
@@ -287,9 +287,9 @@ def crash_point_counts_per_label(ctx: Context, fixture: Fixture) -> None:
             )
         if error is not None and not is_simulated_crash(error):
             raise CheckFailed(
-                f"crash_point levantou {type(error).__name__}: {error}. A queda é uma SimulatedCrash; "
+                f"crash_point levantou {describe_error(error)}. A queda é uma SimulatedCrash; "
                 "qualquer outro erro aqui é um defeito.",
-                expected="SimulatedCrash (ou nada)", observed=f"{type(error).__name__}: {error}",
+                expected="SimulatedCrash (ou nada)", observed=f"{describe_error(error)}",
             )
     crashed = [index for index, error in enumerate(outcomes, start=1) if error is not None]
     wanted = expect["crashes_at"]
@@ -354,8 +354,8 @@ def check_loud_error(calls, spec, expect, outcomes) -> None:
         )
     if not isinstance(error, ValueError):
         raise CheckFailed(
-            f"Com {where}, crash_point levantou {type(error).__name__}: {error}; o esperado é ValueError.",
-            expected="ValueError", observed=f"{type(error).__name__}: {error}",
+            f"Com {where}, crash_point levantou {describe_error(error)}; o esperado é ValueError.",
+            expected="ValueError", observed=f"{describe_error(error)}",
         )
     missing = [m for m in mentions if m not in str(error)]
     if missing:
@@ -520,9 +520,9 @@ def acquire(ctx: Context, run_dir: Path, owner: str, now: float, seconds: float 
     value, error = capturing(ctx, acquire_lease, "acquire_lease", run_dir, owner, now, seconds)
     if error is not None:
         raise CheckFailed(
-            f"acquire_lease(..., owner={owner!r}, now={now:g}) levantou {type(error).__name__}: {error}, mas a "
+            f"acquire_lease(..., owner={owner!r}, now={now:g}) levantou {describe_error(error)}, mas a "
             "posse estava livre (nunca teve dono, ou a anterior já tinha vencido).",
-            expected="a posse", observed=f"{type(error).__name__}: {error}",
+            expected="a posse", observed=f"{describe_error(error)}",
         )
     if not isinstance(value, dict) or not {"owner", "token", "expires_at"} <= set(value):
         raise CheckFailed(
@@ -585,7 +585,7 @@ def held_lease_is_refused(ctx: Context) -> None:
                 expected="LeaseHeld", observed=show(value, 120),
             )
         if not isinstance(error, lease_held_error()):
-            raise CheckFailed(f"A recusa deveria ser LeaseHeld (de harness.lifecycle), foi {type(error).__name__}: {error}.",
+            raise CheckFailed(f"A recusa deveria ser LeaseHeld (de harness.lifecycle), foi {describe_error(error)}.",
                               expected="LeaseHeld", observed=type(error).__name__)
         if (run_dir / LEASE_FILE).read_bytes() != before:
             raise CheckFailed("A tentativa recusada alterou o lease.json: quem não pegou a posse não grava nada.",
@@ -605,7 +605,7 @@ def expired_lease_is_taken_over(ctx: Context) -> None:
     if error is not None:
         raise CheckFailed(
             "Em now == expires_at (1030) a posse de worker-a já venceu (a regra é now >= expires_at), mas "
-            f"worker-b foi recusado com {type(error).__name__}: {error}. Sem isso, um worker que morreu "
+            f"worker-b foi recusado com {describe_error(error)}. Sem isso, um worker que morreu "
             "prende a execução para sempre.",
             expected="a posse para worker-b", observed=f"{type(error).__name__}",
         )
@@ -646,7 +646,7 @@ def expect_lost(ctx: Context, function: Any, label: str, *args: Any, why: str) -
     if error is None:
         raise CheckFailed(why, expected="LeaseLost", observed=f"nenhum erro ({show(value, 60)})")
     if not isinstance(error, lease_lost_error()):
-        raise CheckFailed(f"O esperado é LeaseLost (de harness.lifecycle); veio {type(error).__name__}: {error}.",
+        raise CheckFailed(f"O esperado é LeaseLost (de harness.lifecycle); veio {describe_error(error)}.",
                           expected="LeaseLost", observed=type(error).__name__)
 
 
@@ -665,7 +665,7 @@ def check_fence_accepts_only_the_current_token(ctx: Context) -> None:
     acquire(ctx, run_dir, "worker-b", 40.0, 30.0)
     _, error = capturing(ctx, check_fence, "check_fence", run_dir, 2)
     if error is not None:
-        raise CheckFailed(f"check_fence recusou o token da posse atual (2): {type(error).__name__}: {error}.",
+        raise CheckFailed(f"check_fence recusou o token da posse atual (2): {describe_error(error)}.",
                           expected="nenhum erro", observed=type(error).__name__)
     expect_lost(ctx, check_fence, "check_fence", run_dir, 1,
                 why="worker-a (token 1) perdeu a posse para worker-b (token 2), mas check_fence deixou o token 1 "
@@ -689,7 +689,7 @@ def stale_holder_cannot_write(ctx: Context) -> None:
     older = dict(newer, turns=3, tokens_used=30)
     _, error = capturing(ctx, fenced_save, "fenced_save", run_dir, 2, newer)
     if error is not None:
-        raise CheckFailed(f"O dono atual (token 2) não conseguiu gravar: {type(error).__name__}: {error}.",
+        raise CheckFailed(f"O dono atual (token 2) não conseguiu gravar: {describe_error(error)}.",
                           expected="checkpoint.json gravado", observed=type(error).__name__)
     path = run_dir / CHECKPOINT_FILE
     if not path.exists():
@@ -710,7 +710,7 @@ def stale_holder_cannot_write(ctx: Context) -> None:
             observed=("checkpoint.json alterado" if changed else "nenhum erro"),
         )
     if not isinstance(error, lease_lost_error()):
-        raise CheckFailed(f"O esperado é LeaseLost; veio {type(error).__name__}: {error}.", expected="LeaseLost",
+        raise CheckFailed(f"O esperado é LeaseLost; veio {describe_error(error)}.", expected="LeaseLost",
                           observed=type(error).__name__)
     leftovers = sorted(p.name for p in run_dir.iterdir() if p.name.endswith(".tmp"))
     if leftovers:

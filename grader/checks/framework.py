@@ -51,12 +51,14 @@ def nothing_observed(what: str, expected: Any = "") -> "CheckFailed":
 
 
 class StudentProblem(Exception):
-    """The student's code could not be used: missing, not implemented, raised, looped, exited."""
+    """The student's code could not be used: missing, not implemented, raised, looped, exited.
+    ``kind`` is "memory" when it ran out of memory (reported as memory exhaustion)."""
 
-    def __init__(self, message: str, observed: str = ""):
+    def __init__(self, message: str, observed: str = "", kind: str = ""):
         super().__init__(message)
         self.message = message
         self.observed = observed or message
+        self.kind = kind
 
 
 class CheckTimeout(BaseException):
@@ -70,6 +72,17 @@ class _StudentExit(BaseException):
     def __init__(self, code: object):
         super().__init__(code)
         self.code = code
+
+
+def error_text(name: Any, detail: Any = "") -> str:
+    """"ValueError: quebrou", or just "TimeoutError" when the exception carries no message."""
+    detail = str(detail if detail is not None else "").strip()
+    return f"{name}: {detail}" if detail else str(name)
+
+
+def describe_error(error: BaseException) -> str:
+    """An exception as "Type: message", without a dangling colon when it has no message."""
+    return error_text(type(error).__name__, error)
 
 
 def show(value: Any, limit: int = 600) -> str:
@@ -246,6 +259,10 @@ class CellProblemInfo:
     names: list[str] = field(default_factory=list)
 
 
+def _ignore(record: dict) -> None:
+    """Where progress records go when nobody listens (in-process test runs)."""
+
+
 @dataclass
 class Session:
     """State shared by every check of one grading run (lives in the kernel)."""
@@ -256,6 +273,10 @@ class Session:
     cell_problems: list[CellProblemInfo] = field(default_factory=list)
     memo: dict = field(default_factory=dict)
     counter: int = 0
+    # Student functions not to call again: in an earlier kernel of this grading each one hung
+    # past its time limit or took the kernel down (label -> what it did, in Portuguese).
+    refused: dict[str, str] = field(default_factory=dict)
+    emit: Callable[[dict], None] = field(default_factory=lambda: _ignore)  # progress records for the grading process
 
     def fresh_dir(self, label: str) -> Path:
         self.counter += 1
@@ -309,6 +330,12 @@ class Context:
         """Call student code with its output captured; every way it can go wrong becomes a
         StudentProblem with a Portuguese message (never a grader crash)."""
         label = getattr(function, "__name__", "função")
+        if label in self._session.refused:
+            raise StudentProblem(
+                f"`{label}` não foi chamada de novo: {self._session.refused[label]}, e o kernel teve de ser "
+                "encerrado. Corrija isso primeiro; as outras verificações que a usam dependem disso."
+            )
+        self._session.emit({"calling": label})  # which function to blame if the kernel must be killed
         buffer = io.StringIO()
         real_exit = os._exit
 
@@ -338,16 +365,17 @@ class Context:
         except NotImplementedError as error:
             raise StudentProblem(not_implemented_message(label, error)) from None
         except MemoryError:
-            raise StudentProblem(f"`{label}` ficou sem memória (MemoryError).") from None
+            raise StudentProblem(
+                f"`{label}` esgotou a memória do kernel (MemoryError): ela guardou ou criou dados demais "
+                "(uma lista que só cresce, uma cópia a cada volta do laço?).", kind="memory",
+            ) from None
         except RecursionError:
             raise StudentProblem(
                 f"`{label}` entrou em recursão sem fim (RecursionError)."
             ) from None
         except BaseException as error:  # noqa: BLE001 - any student exception is a finding
             where = _student_line(error, self._session.namespace)
-            raise StudentProblem(
-                f"`{label}` levantou {type(error).__name__}: {error}{where}."
-            ) from None
+            raise StudentProblem(f"`{label}` levantou {describe_error(error)}{where}.") from None
         finally:
             os._exit = real_exit
             self.output = (self.output + buffer.getvalue())[-OUTPUT_LIMIT:]
@@ -426,7 +454,7 @@ class Context:
                 memo[key] = ("problem", problem)
         kind, value = memo[key]
         if kind == "problem":
-            raise StudentProblem(value.message, value.observed)
+            raise StudentProblem(value.message, value.observed, value.kind)
         return value
 
 
@@ -480,7 +508,7 @@ def missing_name_message(name: str, problems: list[CellProblemInfo]) -> str:
                 )
             return (
                 f"`{name}` não foi definida: a célula {problem.cell} (`{problem.first_line}`), "
-                f"onde ela deveria ser definida, falhou com {problem.ename}: {problem.evalue}."
+                f"onde ela deveria ser definida, falhou com {error_text(problem.ename, problem.evalue)}."
             )
     message = (
         f"`{name}` não foi definida no notebook. Confira se a célula que a define existe "
@@ -488,7 +516,7 @@ def missing_name_message(name: str, problems: list[CellProblemInfo]) -> str:
     )
     if problems:
         first = problems[0]
-        message += f" Atenção: a célula {first.cell} falhou com {first.ename}: {first.evalue}."
+        message += f" Atenção: a célula {first.cell} falhou com {error_text(first.ename, first.evalue)}."
     return message
 
 
@@ -514,6 +542,8 @@ __all__ = [
     "StudentProblem",
     "block_text",
     "content_blocks",
+    "describe_error",
+    "error_text",
     "is_kind",
     "nothing_observed",
     "show",

@@ -30,9 +30,11 @@ from grader.checks.framework import (
     PlannedCheck,
     Session,
     StudentProblem,
+    describe_error,
 )
 
 PASS, FAIL = "pass", "fail"
+MEMORY = "memory"  # a result's ``stopped_by`` when the check ran out of memory
 
 
 def exercise_module(name: str):
@@ -83,16 +85,24 @@ def run_check(exercise, planned: PlannedCheck, fixtures: dict[str, Fixture], ses
         outcome.update(status=FAIL, message=failure.message, expected=failure.expected, observed=failure.observed)
     except StudentProblem as problem:
         outcome.update(status=FAIL, message=problem.message, observed=problem.observed)
-    except CheckTimeout:
+        if problem.kind == MEMORY:
+            outcome["stopped_by"] = MEMORY
+    except (CheckTimeout, KeyboardInterrupt):
         outcome.update(
             status=FAIL,
             message=f"A verificação não terminou em {session.check_timeout:g} s e foi interrompida.",
+        )
+    except MemoryError:  # outside the student's call: what their code left behind filled the kernel
+        outcome.update(
+            status=FAIL, stopped_by=MEMORY,
+            message=("A memória do kernel acabou durante esta verificação: o seu código guardou dados "
+                     "demais (confira as células e funções que criam listas ou textos enormes)."),
         )
     except BaseException as error:  # noqa: BLE001 - a check must never take the run down
         outcome.update(
             status=FAIL,
             message=(
-                f"A verificação falhou de um jeito inesperado ({type(error).__name__}: {error}). "
+                f"A verificação falhou de um jeito inesperado ({describe_error(error)}). "
                 "Se o seu código parece certo, avise o instrutor."
             ),
         )
@@ -131,6 +141,7 @@ def run_from_file(spec_path: str) -> None:
         workdir=Path(spec["workdir"]),
         check_timeout=float(spec["check_timeout"]),
         cell_problems=[CellProblemInfo(**item) for item in spec["cell_problems"]],
+        refused=dict(spec.get("refused") or {}),
     )
     plan = [PlannedCheck(**item) for item in spec["plan"]]
     fixtures = [Fixture.from_dict(item) for item in spec["fixtures"]]
@@ -140,4 +151,5 @@ def run_from_file(spec_path: str) -> None:
             sink.write(json.dumps(record, ensure_ascii=False, default=repr) + "\n")
             sink.flush()
 
+        session.emit = emit
         run_plan(spec["exercise"], plan, fixtures, session, emit)

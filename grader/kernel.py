@@ -1,0 +1,229 @@
+"""The grading kernel: how it is started, limited and watched (one place for all of it).
+
+``start_kernel`` starts a fresh IPython kernel for nbclient (once more if the first start
+fails), ``memory_limit_cell`` is the first thing the kernel runs when grading has a memory
+limit, and ``Watchdog`` kills the kernel's process group when a deadline passes: the
+notebook's, a cell's (a cell that ignores the interrupt), or a check's (a check whose
+code swallows the grader's timeout). It also samples the kernel's memory, so a kernel
+that dies near its memory limit is reported as out of memory rather than as a crash.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+from time import monotonic
+from typing import Any, Callable
+
+from grader.checks.framework import describe_error
+
+DEFAULT_MEMORY_MB = 1024  # every grading (grade, check(), batch) limits the kernel to this; 0 = no limit
+KILL_GRACE = 10.0  # seconds after the notebook's or the checks' deadline before an unresponsive kernel is killed
+INTERRUPT_GRACE = 5.0  # seconds a cell or a check gets, after its own limit, to obey the interrupt
+START_ATTEMPTS = 2  # a kernel that fails to start is started once more before grading gives up
+STARTUP_TIMEOUT = 60  # seconds one start may take (until the kernel answers) before it counts as failed
+NEAR_MEMORY_LIMIT = 0.9  # a kernel that dies after using this much of its limit ran out of memory
+_UNIX_SOCKET_PATH_LIMIT = 100  # sun_path holds 104 bytes on macOS, 108 on Linux
+_MEMORY_WORDS = re.compile(r"MemoryError|Cannot allocate memory|out of memory|bad_alloc", re.I)
+
+
+class KernelStartFailed(Exception):
+    """No attempt to start a kernel succeeded; ``str()`` is the Portuguese explanation."""
+
+
+def kernel_connection(workdir: Path, attempt: int = 1, generation: int = 1) -> dict[str, Any]:
+    """How the grader talks to the kernel: settings for jupyter_client's KernelManager.
+
+    Over TCP, jupyter_client chooses the kernel's five ports by binding to port 0 and
+    closing the socket; the kernel binds them only once it has started, a second or
+    more later on a busy machine. Any process that binds one of them in between (another
+    kernel starting at the same time, say) makes the new kernel exit at once with
+    "Address already in use". Unix sockets named inside this grading's own folder
+    cannot be taken by anyone else, so the first attempt uses them wherever they exist;
+    a second attempt uses TCP, in case that folder cannot hold sockets (some mounted drives).
+    Each kernel of one grading (``generation``: a restarted kernel is the next one) gets
+    its own socket names.
+    """
+    prefix = workdir / ("kernel" if generation == 1 else f"kernel{generation}")
+    short_enough = len(os.fsencode(str(prefix))) + len("-5") < _UNIX_SOCKET_PATH_LIMIT
+    if os.name == "posix" and short_enough and attempt == 1:
+        return {"transport": "ipc", "ip": str(prefix)}
+    return {"transport": "tcp"}
+
+
+def _discard(client: Any) -> None:
+    """Stop whatever a failed start left behind (nbclient cleans up most, not every, case)."""
+    if client.km is None:
+        return
+    try:
+        client._cleanup_kernel()
+    except Exception:  # noqa: BLE001 - the kernel is gone already, or never started
+        pass
+
+
+def stderr_tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if "WARNING" not in line][-lines:]
+    return "\n".join(kept)
+
+
+def start_kernel(stack: ExitStack, make_client: Callable[[int], Any], env: dict[str, str], workdir: Path,
+                 generation: int = 1) -> tuple[Any, Path]:
+    """Start a kernel, once more if the first start fails; (client, its stderr log).
+
+    A failed start never ran any of the student's code, so a second start is safe, and
+    it keeps a passing hiccup of the machine from costing a student a grade.
+    """
+    failures: list[tuple[BaseException, Path]] = []
+    for attempt in range(1, START_ATTEMPTS + 1):
+        client = make_client(attempt)
+        stderr_path = workdir / f"kernel-stderr-{generation}-{attempt}.log"
+        stderr = stack.enter_context(open(stderr_path, "wb"))
+        try:
+            stack.enter_context(client.setup_kernel(env=env, stderr=stderr, stdout=stderr))
+        except Exception as error:  # the kernel died at start, never answered, or could not be launched
+            _discard(client)
+            failures.append((error, stderr_path))
+            continue
+        return client, stderr_path
+    error, stderr_path = failures[-1]
+    tail = stderr_tail(stderr_path)
+    raise KernelStartFailed(
+        f"Não consegui iniciar o kernel do Python que executaria o notebook (tentei {len(failures)} "
+        f"vezes; {describe_error(error)}). O problema está na máquina ou na instalação do "
+        "Jupyter, não no seu notebook: rode a correção de novo e, se o erro continuar, avise o instrutor."
+        + (f"\n{tail}" if tail else "")
+    )
+
+
+def kernel_ids(client: Any) -> tuple[int | None, int | None]:
+    provisioner = getattr(client.km, "provisioner", None)
+    pid, pgid = getattr(provisioner, "pid", None), getattr(provisioner, "pgid", None)
+    return (pid if isinstance(pid, int) else None, pgid if isinstance(pgid, int) else None)
+
+
+def memory_limit_cell(limit_mb: int | None) -> str | None:
+    """The source the kernel runs first to cap its own memory, or None when there is no limit.
+
+    RLIMIT_DATA counts heap and private anonymous mappings (Linux >= 4.7): the memory
+    student code allocates, without the shared libraries that RLIMIT_AS would also count
+    (a kernel with anthropic loaded maps ~800 MB of them).
+    """
+    if not limit_mb or os.name != "posix":
+        return None
+    limit = int(limit_mb) * 1024 * 1024
+    return f"__import__('resource').setrlimit(__import__('resource').RLIMIT_DATA, ({limit}, {limit}))"
+
+
+def data_bytes(pid: int | None) -> int | None:
+    """The kernel's data memory (what RLIMIT_DATA counts), where the system says it (Linux)."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def died_of_memory(limit_mb: int | None, peak: int | None, stderr_path: Path) -> bool:
+    """Did a kernel that just died run out of memory? Near its limit, or said so on stderr."""
+    if limit_mb and peak is not None and peak >= NEAR_MEMORY_LIMIT * limit_mb * 1024 * 1024:
+        return True
+    try:
+        text = stderr_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return bool(_MEMORY_WORDS.search(text))
+
+
+class Watchdog:
+    """Kills the kernel's process group when the armed deadline passes, or when a check of
+    the grading has been running longer than its limit allows (``watch_checks``)."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.pgid: int | None = None
+        self.fired: str | None = None  # the reason of the armed deadline that passed, or "check"
+        self.peak: int | None = None  # the most data memory seen since the last ``arm``
+        self._deadline: float | None = None
+        self._reason = ""
+        self._results: Path | None = None
+        self._check_limit = 0.0
+        self._seen = (0, monotonic())  # (size of the results file, when it last changed)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="grader-watchdog", daemon=True)
+        self._thread.start()
+
+    def follow(self, client: Any) -> None:
+        """Watch this (new) kernel."""
+        self.pid, self.pgid = kernel_ids(client)
+        self.fired, self.peak = None, None
+
+    def arm(self, deadline: float, reason: str) -> None:
+        self._deadline, self._reason, self.peak = deadline, reason, None
+
+    def watch_checks(self, results: Path | None, limit: float = 0.0) -> None:
+        """Kill the kernel when the last line of ``results`` (a check started, or called student
+        code) is older than ``limit``: the check ignored its own time limit."""
+        self._results, self._check_limit = results, limit
+        self._seen = (self._size(results), monotonic())
+
+    @staticmethod
+    def _size(path: Path | None) -> int:
+        try:
+            return path.stat().st_size if path is not None else 0
+        except OSError:
+            return 0
+
+    def _check_overdue(self) -> bool:
+        if self._results is None:
+            return False
+        size = self._size(self._results)
+        if size != self._seen[0]:
+            self._seen = (size, monotonic())
+            return False
+        if monotonic() - self._seen[1] <= self._check_limit:
+            return False
+        try:
+            with open(self._results, "rb") as file:
+                last = file.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        except OSError:
+            return False
+        return last.startswith((b'{"started"', b'{"calling"'))
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            if not self.pid or self.fired:
+                continue
+            used = data_bytes(self.pid)
+            if used is not None and (self.peak is None or used > self.peak):
+                self.peak = used
+            if self._deadline is not None and monotonic() > self._deadline:
+                self._kill(self._reason)
+            elif self._check_overdue():
+                self._kill("check")
+
+    def _kill(self, reason: str) -> None:
+        self.fired = reason
+        self._deadline = None
+        try:
+            if self.pgid and hasattr(os, "killpg") and self.pgid != os.getpgid(0):
+                os.killpg(self.pgid, signal.SIGKILL)  # the kernel and anything it spawned
+            else:
+                os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+        except OSError:
+            pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)

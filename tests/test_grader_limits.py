@@ -1,0 +1,118 @@
+"""Memory and time limits end to end, each through a real kernel (kept few: each grading
+costs seconds). A cell or a check that exhausts memory or ignores the interrupt is named,
+and the student's correct functions keep their points."""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import time
+
+import pytest
+
+from grader import batch, cli, render
+from grader.engine import grade
+from grader.kernel import DEFAULT_MEMORY_MB
+from grader.results import GradeReport
+from tests.grader_support import make_notebook, solution_notebook, write
+from tests.test_grader_engine import RESUME_OK, SETUP
+
+# Bounded at 3 GB, so that a grader without a memory limit makes this test fail instead of
+# the machine: 3 GB fit in RAM, not in the default limit.
+MEMORY_BOMB = "hog = []\nwhile len(hog) < 300:\n    hog.append(bytearray(10 * 1024 * 1024))"
+HOLDS_MOST_OF_THE_LIMIT = f"cache = bytearray({int(DEFAULT_MEMORY_MB * 0.7)} * 1024 * 1024)"
+SWALLOWS_THE_INTERRUPT = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except:\n        pass"
+
+
+def solution_with_cell(source: str, position: int = 3):
+    notebook = solution_notebook()
+    notebook.cells.insert(position, make_notebook(source).cells[0])
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def bomb_json(tmp_path_factory):
+    """`grade exercise-3 --level 1 --json` on the solution plus a cell that fills memory."""
+    path = write(solution_with_cell(MEMORY_BOMB), tmp_path_factory.mktemp("bomba") / "exercise-3.ipynb")
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        patch.setenv("GRADE_STATE_FILE", str(path.parent / "grade-state.json"))
+        code = cli.main(["exercise-3", "--level", "1", "--json", "--notebook", str(path)])
+    return code, json.loads(out.getvalue())
+
+
+def test_a_memory_bomb_cell_is_named_as_memory_exhaustion_and_costs_no_points(bomb_json):
+    code, report = bomb_json
+    assert report["notebook_error_kind"] == "memory_exhausted" and report["notebook_error"] is None
+    [problem] = report["cell_problems"]
+    assert problem["cell"] == 4 and problem["ename"] == "MemoryError"
+    assert f"A célula 4 (`hog = []`) esgotou a memória do kernel (limite de {DEFAULT_MEMORY_MB} MB)" in problem["message"]
+    assert "Avise o instrutor" not in json.dumps(report, ensure_ascii=False)
+    # the correct resume_action defined in another cell keeps every point
+    assert report["passed_count"] == report["total"] == 10 and code == 0
+
+
+def test_the_memory_bomb_in_the_text_report(bomb_json):
+    text = render.text_report(GradeReport.from_dict(bomb_json[1]))
+    assert "esgotou a memória do kernel" in text and "`hog = []`" in text
+
+
+def test_batch_rows_say_memoria_esgotada_for_a_bomb_and_for_a_cell_holding_most_of_the_limit(tmp_path):
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    write(solution_with_cell(MEMORY_BOMB), entregas / "ana.ipynb")
+    write(solution_with_cell(HOLDS_MOST_OF_THE_LIMIT), entregas / "bruno.ipynb")
+    gradebook = tmp_path / "gradebook.csv"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["batch", str(entregas), "exercise-3", "-j", "2", "--csv", str(gradebook)]) == 0
+    rows = {row["submissao"]: row for row in csv.DictReader(gradebook.open(encoding="utf-8"))}
+    assert rows["ana"]["situacao"] == rows["bruno"]["situacao"] == batch.MEMORY_EXHAUSTED == "memoria_esgotada"
+    assert "A célula 4 (`hog = []`) esgotou a memória" in rows["ana"]["mensagem"]
+    assert "A célula 4 (`cache = bytearray(" in rows["bruno"]["mensagem"]
+    assert "mais da metade do limite" in rows["bruno"]["mensagem"]
+    assert rows["ana"]["total"] == rows["bruno"]["total"] == "100"  # the functions were graded all the same
+
+
+def test_a_cell_that_swallows_the_interrupt_ends_a_few_seconds_after_its_limit(tmp_path):
+    notebook = make_notebook(SETUP, RESUME_OK, SWALLOWS_THE_INTERRUPT, 'ROOT_CAUSE = "B"')
+    started = time.monotonic()
+    report = grade("exercise-3", write(notebook, tmp_path / "teimosa.ipynb"), cell_timeout=3, total_timeout=240)
+    elapsed = time.monotonic() - started
+    assert report.notebook_error is None
+    [problem] = report.cell_problems
+    assert problem.cell == 3 and "não terminou em 3 s e ignorou a interrupção" in problem.message
+    assert "O kernel foi encerrado e reiniciado" in problem.message
+    by_id = {c.id: c for c in report.checks}
+    assert by_id["n2.root_cause_identified"].passed  # the cell after it ran
+    assert by_id["n1.resume_action_decides[cpC]"].passed  # the cell before it ran again in the fresh kernel
+    # Never the 240 s total limit: the kill comes seconds after the 3 s cell limit (the rest is
+    # two kernel starts and the checks).
+    assert elapsed < 90, elapsed
+
+
+def test_a_check_that_swallows_its_time_limit_or_exhausts_memory_is_named_and_the_rest_is_graded(tmp_path):
+    stuck = (
+        "import time\n"
+        "def resume_action(cp):\n"
+        '    if cp["pending_tool_use"] and cp["pending_tool_use"][0]["name"] == "send_email":\n'
+        "        while True:\n"
+        "            try:\n"
+        "                time.sleep(0.05)\n"
+        "            except BaseException:\n"
+        "                pass\n"
+        '    return {c["id"]: ("rerun" if c["name"] in READ_ONLY_TOOLS else "is_error") for c in cp["pending_tool_use"] or []}'
+    )
+    greedy = "def reconcile(cp):\n    hog = []\n    while True:\n        hog.append(bytearray(10 * 1024 * 1024))"
+    notebook = make_notebook(SETUP, stuck, greedy, 'ROOT_CAUSE = "B"')
+    report = grade("exercise-3", write(notebook, tmp_path / "verificacoes.ipynb"), check_timeout=2)
+    by_id = {c.id: c for c in report.checks}
+    assert "Durante esta verificação, `resume_action` não terminou em 2 s e ignorou a interrupção" in \
+        by_id["n1.resume_action_decides[cpC]"].message
+    assert "`resume_action` não foi chamada de novo" in by_id["n1.resume_action_decides[incident-duplicate-email]"].message
+    assert by_id["n1.resume_action_decides[cpB]"].passed
+    memory = by_id["n2.keeps_counters[cpB]"].message
+    assert memory.startswith("`reconcile` esgotou a memória do kernel (MemoryError)")
+    assert by_id["n2.root_cause_identified"].passed  # graded in the fresh kernel, after the stuck check
+    assert not any("Avise o instrutor" in c.message for c in report.checks)
+    assert report.notebook_error_kind in ("timeout", "memory_exhausted")
