@@ -8,8 +8,9 @@
     python -m harness cancel  --workdir DIR
 
 O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pausada,
-11 esperando aprovação, 12 cancelada, 13 falhada, 137 derrubada (CRASH_AFTER),
-4 outro worker tem a posse, 5 posse perdida no meio, 2 entrada ruim.
+11 esperando aprovação, 12 cancelada, 13 falhada, 14 recusada pelo modelo (refusal),
+137 derrubada (CRASH_AFTER), 4 outro worker tem a posse, 5 posse perdida no meio,
+2 entrada ruim.
 """
 from __future__ import annotations
 

@@ -49,6 +49,10 @@ def validate_messages(messages: list[dict]) -> str | None:
         return "messages: at least one message is required"
     for index, message in enumerate(messages):
         role = message.get("role")
+        if role == "system":
+            # O texto da própria API: a instrução de sistema vai no parâmetro system, fora de messages.
+            return ('messages: Unexpected role "system". The Messages API accepts a top-level `system` '
+                    'parameter, not "system" as an input message role.')
         if role not in ("user", "assistant"):
             return f"messages.{index}.role: Input should be 'user' or 'assistant'"
         blocks = _blocks(message)
@@ -124,12 +128,61 @@ def expand_response(compact: dict, index: int, model: str = DEFAULT_MODEL) -> di
     return full
 
 
+def cut_at_limit(response: dict, max_tokens: int) -> dict:
+    """A resposta como a API a entregaria com ``max_tokens`` menor que o que ela precisa.
+
+    O roteiro diz quantos tokens a resposta completa gasta (``usage.output_tokens``). Se o
+    pedido permite menos, a geração para no limite: ``stop_reason`` vira ``"max_tokens"``,
+    os blocos que não couberam somem e o bloco do meio fica cortado. Um tool_use cortado
+    fica só com as chaves da entrada que couberam, possivelmente nenhuma: é a chamada pela
+    metade que um loop correto nunca executa.
+    """
+    needed = response["usage"]["output_tokens"]
+    if response.get("stop_reason") == "max_tokens" or needed <= max_tokens:
+        return response
+    sizes = [len(json.dumps(block, ensure_ascii=False)) for block in response["content"]]
+    budget = sum(sizes) * max_tokens // needed  # caracteres que cabem, proporcionais aos tokens
+    content = []
+    for block, size in zip(response["content"], sizes):
+        if size <= budget:
+            content.append(block)
+            budget -= size
+            continue
+        if block["type"] == "text" and budget > 0:
+            content.append({**block, "text": block["text"][:budget]})
+        elif block["type"] == "tool_use":
+            content.append({**block, "input": _input_that_fits(block, budget)})
+        break
+    usage = {**response["usage"], "output_tokens": max_tokens}
+    return {**response, "content": content, "stop_reason": "max_tokens", "stop_sequence": None, "usage": usage}
+
+
+def _input_that_fits(block: dict, budget: int) -> dict:
+    """As chaves da entrada de um tool_use que cabem no que sobrou; nunca a entrada inteira."""
+    budget -= len(json.dumps({**block, "input": {}}, ensure_ascii=False))
+    kept = {}
+    for key, value in block["input"].items():
+        budget -= len(json.dumps({key: value}, ensure_ascii=False))
+        if budget < 0:
+            break
+        kept[key] = value
+    if kept and kept == block["input"]:
+        kept.pop(next(reversed(kept)))  # o bloco não coube inteiro: algo da entrada ficou de fora
+    return kept
+
+
 class ScriptedEndpoint:
     """Serve as respostas de um roteiro, validando cada pedido como a API faria.
 
     A resposta servida é a de índice igual ao número de mensagens ``assistant`` já
     presentes na conversa. Assim um processo que retoma de um checkpoint, com um
     endpoint novo e o mesmo roteiro, continua exatamente do ponto em que o outro caiu.
+
+    Cada ``stop_reason`` da API pode ser roteirizado como está (``end_turn``,
+    ``stop_sequence``, ``tool_use``, ``pause_turn``, ``refusal``, ``max_tokens``...). Além
+    disso, o endpoint respeita o ``max_tokens`` do pedido: uma resposta que precisa de mais
+    tokens de saída do que o pedido permite chega cortada (veja ``cut_at_limit``), e o
+    mesmo pedido com um limite maior recebe a resposta inteira.
     """
 
     def __init__(self, responses: Iterable[dict], model: str = DEFAULT_MODEL):
@@ -141,6 +194,9 @@ class ScriptedEndpoint:
             return _error(404, "not_found_error", f"rota desconhecida no endpoint offline: {request.url.path}")
         body = json.loads(request.content)
         self.requests.append(body)
+        limit = body.get("max_tokens")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            return _error(400, "invalid_request_error", "max_tokens: Input should be a valid integer greater than or equal to 1")
         problem = validate_messages(body.get("messages", []))
         if problem:
             return _error(400, "invalid_request_error", problem)
@@ -152,7 +208,7 @@ class ScriptedEndpoint:
                 f"fila de respostas esgotada: o roteiro tem {len(self.responses)} resposta(s) e a "
                 f"conversa pediu a de número {index + 1}",
             )
-        return httpx2.Response(200, json=self.responses[index])
+        return httpx2.Response(200, json=cut_at_limit(self.responses[index], limit))
 
     def client(self) -> anthropic.Anthropic:
         """O cliente de verdade do SDK, ligado a este endpoint."""

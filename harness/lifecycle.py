@@ -28,10 +28,11 @@ from pathlib import Path
 
 from harness.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_VERSION, CheckpointError, write_json_atomic
 from harness.crash import crash_point
+from harness.loop import has_ended
 from harness.timeline import MAIN_TIMELINE_ID
 
-RUN_STATUSES = ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed")
-FINAL_STATUSES = ("completed", "failed", "cancelled")  # daqui a execução não sai mais
+RUN_STATUSES = ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed", "refused")
+FINAL_STATUSES = ("completed", "refused", "failed", "cancelled")  # daqui a execução não sai mais
 CHECKPOINT_VERSION_V2 = 2
 SUPPORTED_VERSIONS = (CHECKPOINT_VERSION, CHECKPOINT_VERSION_V2)
 
@@ -112,9 +113,9 @@ def scene_of(state):
 
 
 def is_finished(state):
-    """A conversa terminou: a última mensagem é do modelo e não deixou chamada pendente."""
-    last = state["messages"][-1]
-    return state["turns"] > 0 and last["role"] == "assistant" and not state["pending_tool_use"]
+    """A tarefa terminou bem: o modelo encerrou (pelo status gravado ou, numa cena sem status,
+    pela conversa). Uma cena v1 recusada ou cortada não conta: retomá-la repete o pedido."""
+    return state["turns"] > 0 and has_ended(state) and state.get("status", "completed") == "completed"
 
 
 def migrate_v1_to_v2(data):
@@ -249,9 +250,10 @@ def set_status(state, status, reason=None):
 
 
 def check_resumable(state):
-    """True se há trabalho a fazer; False se a execução já terminou bem; erro se ela não pode voltar."""
+    """True se há trabalho a fazer; False se o modelo já encerrou (completed ou refused); erro se
+    ela não pode voltar."""
     status = state["status"]
-    if status == "completed":
+    if status in ("completed", "refused"):
         return False
     if status in ("cancelled", "failed"):
         reason = f" ({state['status_reason']})" if state.get("status_reason") else ""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.checkpointed_loop import run_agent
-from harness.loop import MAX_TURNS
+from harness.loop import MAX_TURNS, has_ended
 from harness.tools import READ_ONLY_TOOLS, execute_tool
 
 UNKNOWN_OUTCOME = (
@@ -48,9 +48,8 @@ def resume_run(client, checkpoint_path, max_turns=MAX_TURNS):
     state = load_checkpoint(checkpoint_path)
     if state is None:
         raise FileNotFoundError(f"não há checkpoint para retomar em {checkpoint_path}")
-    last = state["messages"][-1]
-    if last["role"] == "assistant" and not state["pending_tool_use"]:
-        return state  # a tarefa já tinha terminado antes da queda
+    if has_ended(state):
+        return state  # a execução já tinha terminado (completed, refused ou failed) antes da queda
     if state["pending_tool_use"]:
         state = reconcile(state)
         save_checkpoint(state, checkpoint_path)

@@ -68,8 +68,8 @@ from harness.lifecycle import (
     set_status,
     stored_version,
 )
-from harness.loop import MAX_TURNS, call_model, tool_uses_in
-from harness.model import make_client
+from harness.loop import CUT_OFF_STOP_REASONS, MAX_TURNS, call_model, take_response
+from harness.model import MAX_TOKENS, make_client
 from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import list_scenarios, load_scenario
 from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE, load_timeline, save_point
@@ -79,7 +79,8 @@ from harness.tools import Workspace, workspace_in_use
 WORLD_DIR = "world"
 
 # O código de saída diz ao supervisor em que status a execução parou.
-EXIT_CODES = {"completed": 0, "paused": 10, "waiting_for_approval": 11, "cancelled": 12, "failed": 13}
+EXIT_CODES = {"completed": 0, "paused": 10, "waiting_for_approval": 11, "cancelled": 12, "failed": 13,
+              "refused": 14}
 EXIT_BAD_INPUT = 2     # checkpoint ausente ou ilegível, livro-razão corrompido...
 EXIT_LEASE_HELD = 4    # outro worker vivo tem a posse
 EXIT_LEASE_LOST = 5    # este worker perdeu a posse no meio do caminho e parou sem gravar
@@ -216,8 +217,8 @@ def stop_requested(run_dir, state, lease, max_turns):
     return True
 
 
-def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds):
-    """Turno a turno até concluir, parar num status de espera, ou chegar ao teto."""
+def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds, max_tokens=MAX_TOKENS):
+    """Turno a turno até parar: pelo stop_reason, num status de espera, ou no teto de turnos."""
     while True:
         if state["pending_tool_use"] and not answer_pending(run_dir, state, lease, ctx):
             return state
@@ -225,24 +226,25 @@ def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds):
             return state
         lease = renew_lease(lease, lease_seconds)
         state["turns"] += 1
-        response = call_model(client, state["messages"])
+        response = call_model(client, state["messages"], max_tokens)
         crash_point("after-model-response")
-        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens
-        content = [block.model_dump(exclude_none=True) for block in response.content]
-        state["messages"].append({"role": "assistant", "content": content})
-        state["pending_tool_use"] = tool_uses_in(content) or None
-        finished = response.stop_reason != "tool_use"
-        if finished:
-            set_status(state, "completed", f"o modelo encerrou ({response.stop_reason})")
+        tool_uses = take_response(state, response)  # a regra do stop_reason (lição 1)
+        state["pending_tool_use"] = tool_uses or None
+        if tool_uses is None:
             note_progress(state)
+            if response.stop_reason in CUT_OFF_STOP_REASONS:
+                # Nada da resposta cortada entrou na conversa: com um limite maior, o mesmo pedido segue.
+                set_status(state, "paused", f"{state['status_reason']}; retome com --resume e um "
+                                            f"--max-tokens maior que {max_tokens}")
         save_progress(run_dir, state, lease, "A")
         crash_point("after-save-A")
-        if finished:
+        if tool_uses is None:
             return state
 
 
 def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_TURNS, approver=None,
-                lease_seconds=LEASE_SECONDS, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS, owner=None):
+                lease_seconds=LEASE_SECONDS, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS, owner=None,
+                max_tokens=MAX_TOKENS):
     """Roda (ou retoma, com ``resume=True``) a execução de ``run_dir`` e devolve a cena final.
 
     Sem ``resume``, é um começo limpo do ``scenario``. Só um worker por vez passa daqui
@@ -267,7 +269,7 @@ def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_T
         ctx = ToolContext(effects_path=run_dir / EFFECTS_FILE, approver=approver,
                           approvals_path=run_dir / APPROVALS_FILE, dry_run=load_timeline(run_dir)["dry_run"])
         with workspace_in_use(Workspace(run_dir / WORLD_DIR)):
-            return drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds)
+            return drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds, max_tokens)
     finally:
         release_lease(lease)  # sem efeito se a posse já não é nossa
 
@@ -350,6 +352,8 @@ def add_run_arguments(parser):
     parser.add_argument("--workdir", help="pasta da execução (padrão: runs/CENÁRIO)")
     parser.add_argument("--resume", action="store_true", help="continua do checkpoint")
     parser.add_argument("--max-turns", type=int, default=MAX_TURNS)
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                        help="limite de tokens de saída por resposta do modelo (max_tokens)")
     parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
     parser.add_argument("--approval", action="store_true",
                         help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
@@ -373,7 +377,7 @@ def execute_run(args):
         state = run_durable(
             client, workdir, scenario, resume=args.resume, max_turns=args.max_turns,
             approver=ask_a_person if args.approval else None, lease_seconds=args.lease_seconds,
-            max_recovery_attempts=args.max_recovery_attempts,
+            max_recovery_attempts=args.max_recovery_attempts, max_tokens=args.max_tokens,
         )
     except SimulatedCrash as crash:
         print(f"processo derrubado: {crash}", file=sys.stderr)

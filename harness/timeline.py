@@ -28,7 +28,7 @@ from pathlib import Path
 
 from harness.checkpoint import CHECKPOINT_VERSION, load_checkpoint, save_checkpoint, write_json_atomic
 from harness.effects import EFFECTS_FILE, reconcile
-from harness.loop import MAX_TURNS, call_model, tool_uses_in
+from harness.loop import MAX_TURNS, call_model, take_response
 from harness.tool_runner import ToolContext, close_pending, run_tool_uses
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -315,18 +315,16 @@ def run_timeline(client, run_dir, max_turns=MAX_TURNS):
     while state["turns"] < max_turns:
         state["turns"] += 1
         response = call_model(client, state["messages"])
-        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens
-        content = [block.model_dump(exclude_none=True) for block in response.content]
-        state["messages"].append({"role": "assistant", "content": content})
-        tool_uses = tool_uses_in(content)
+        tool_uses = take_response(state, response)
         state["pending_tool_use"] = tool_uses or None
         save_point(run_dir, state, "A")
         save_checkpoint(state, run_dir / CHECKPOINT_FILE)
-        if response.stop_reason != "tool_use":
+        if tool_uses is None:
             break
-        results = run_tool_uses(tool_uses, context)
-        state["messages"].append({"role": "user", "content": results})
-        state["pending_tool_use"] = None
-        save_point(run_dir, state, "B")
-        save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+        if tool_uses:
+            results = run_tool_uses(tool_uses, context)
+            state["messages"].append({"role": "user", "content": results})
+            state["pending_tool_use"] = None
+            save_point(run_dir, state, "B")
+            save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state

@@ -24,7 +24,7 @@ from harness.effects import (
     save_effect,
 )
 from harness.checkpoint import load_checkpoint, save_checkpoint
-from harness.loop import MAX_TURNS, call_model, tool_uses_in
+from harness.loop import MAX_TURNS, call_model, has_ended, take_response
 from harness.tools import READ_ONLY_TOOLS, execute_tool
 
 
@@ -119,19 +119,16 @@ def run_agent_with_effects(client, state, checkpoint_path, ctx, max_turns=MAX_TU
         while state["turns"] < max_turns:
             state["turns"] += 1
             response = call_model(client, state["messages"])
-            state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens
-            content = [block.model_dump(exclude_none=True) for block in response.content]
-            state["messages"].append({"role": "assistant", "content": content})
-            tool_uses = tool_uses_in(content)
+            tool_uses = take_response(state, response)  # a regra do stop_reason (lição 1)
             state["pending_tool_use"] = tool_uses or None
             save_checkpoint(state, checkpoint_path)  # ponto de gravação A
-            if response.stop_reason != "tool_use":
+            if tool_uses is None:
                 break
-            results = run_tool_uses(tool_uses, ctx)
-            state["messages"].append({"role": "user", "content": results})
-            state["pending_tool_use"] = None
-            save_checkpoint(state, checkpoint_path)  # ponto de gravação B
-        state["status"] = "completed"
+            if tool_uses:
+                results = run_tool_uses(tool_uses, ctx)
+                state["messages"].append({"role": "user", "content": results})
+                state["pending_tool_use"] = None
+                save_checkpoint(state, checkpoint_path)  # ponto de gravação B
     except WaitingForApproval as waiting:
         state["status"] = "waiting_for_approval"
         state["pending_approval"] = waiting.pending_approval
@@ -144,7 +141,6 @@ def resume_with_effects(client, checkpoint_path, ctx, max_turns=MAX_TURNS):
     state = load_checkpoint(checkpoint_path)
     if state is None:
         raise FileNotFoundError(f"não há checkpoint para retomar em {checkpoint_path}")
-    last = state["messages"][-1]
-    if last["role"] == "assistant" and not state["pending_tool_use"]:
-        return state  # a tarefa já tinha terminado antes da queda
+    if has_ended(state):
+        return state  # a execução já tinha terminado antes da queda
     return run_agent_with_effects(client, state, checkpoint_path, ctx, max_turns)

@@ -8,6 +8,7 @@ import pytest
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
 from tests.exercise_support import (
     edited,
+    edited_definition,
     exercise_path,
     failing,
     grade_file,
@@ -19,8 +20,12 @@ from tests.exercise_support import (
 )
 
 EXERCISE = "exercise-1"
-RUN_FIXTURES = ["never-stops", "several-tools-per-turn", "single-tool", "tool-error"]  # each asks for tools
+RUN_FIXTURES = ["cut-tool-use", "never-stops", "pause-turn", "refusal", "several-tools-per-turn", "single-tool",
+                "stop-sequence", "tool-error"]  # each asks for tools
 ANSWER_AT_ONCE = "answer-at-once"  # the first turn ends: the tool checks do not apply to it
+KEPT_OUT_FIXTURES = ["cut-tool-use", "refusal"]  # the only ones the "kept out" check runs on
+# Per fixture asking for tools: when it stops, tool_use answered, tool outputs, the state, the status.
+CHECK_COUNT = 2 + 5 * len(RUN_FIXTURES) + 3 + len(KEPT_OUT_FIXTURES)  # answer-at-once: stops, state, status
 CLASSIFY = "n1.classification_matches[memory-vs-run-state]"
 COMPLETE = "n1.every_item_classified[memory-vs-run-state]"
 
@@ -34,7 +39,7 @@ def results_for(notebook, tmp_path, monkeypatch, level=None):
 
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
-    assert len(solution_results) == 2 + 4 * len(RUN_FIXTURES) + 2
+    assert len(solution_results) == CHECK_COUNT
 
 
 @pytest.mark.slow
@@ -42,7 +47,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 20
+    assert report.score == 1.0 and len(report.checks) == CHECK_COUNT
 
 
 @pytest.mark.slow
@@ -105,7 +110,7 @@ def test_labels_without_accents_or_capitals_are_accepted(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ level 2
 
 RUN_AGENT = "def run_agent(client, task, max_turns=MAX_TURNS):"
-SOLUTION_APPEND = '        state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses_in(content))})\n'
+SOLUTION_APPEND = '            state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses_in(content))})\n'
 
 
 def run_agent_with(old, new):
@@ -118,8 +123,8 @@ def level2(notebook, tmp_path, monkeypatch):
 
 def test_results_in_separate_messages_are_refused_by_the_api(tmp_path, monkeypatch, solution_results):
     notebook = run_agent_with(SOLUTION_APPEND, (
-        "        for result in answer_tool_uses(tool_uses_in(content)):\n"
-        '            state["messages"].append({"role": "user", "content": [result]})\n'
+        "            for result in answer_tool_uses(tool_uses_in(content)):\n"
+        '                state["messages"].append({"role": "user", "content": [result]})\n'
     ))
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     check = "n2.every_tool_use_answered[several-tools-per-turn]"
@@ -146,8 +151,9 @@ def test_a_loop_without_the_ceiling_is_caught_by_the_model_that_never_stops(tmp_
 
 
 def test_stopping_at_the_ceiling_before_answering_leaves_an_orphan(tmp_path, monkeypatch, solution_results):
-    notebook = run_agent_with('        if response.stop_reason != "tool_use":\n            break\n', (
-        '        if response.stop_reason != "tool_use" or state["turns"] == max_turns:\n            break\n'
+    notebook = run_agent_with('        if response.stop_reason == "tool_use":\n', (
+        '        if state["turns"] == max_turns:\n            break\n'
+        '        if response.stop_reason == "tool_use":\n'
     ))
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     check = "n2.every_tool_use_answered[never-stops]"
@@ -174,9 +180,9 @@ def test_text_before_the_tool_results_is_refused(tmp_path, monkeypatch):
 
 def test_dropping_is_error_hides_the_tool_failure_from_the_model(tmp_path, monkeypatch, solution_results):
     notebook = run_agent_with(SOLUTION_APPEND, (
-        '        results = [{"type": "tool_result", "tool_use_id": r["tool_use_id"], "content": r["content"]}\n'
-        "                   for r in answer_tool_uses(tool_uses_in(content))]\n"
-        '        state["messages"].append({"role": "user", "content": results})\n'
+        '            results = [{"type": "tool_result", "tool_use_id": r["tool_use_id"], "content": r["content"]}\n'
+        "                       for r in answer_tool_uses(tool_uses_in(content))]\n"
+        '            state["messages"].append({"role": "user", "content": results})\n'
     ))
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     check = "n2.tool_results_carry_outputs[tool-error]"
@@ -199,3 +205,112 @@ def test_a_loop_that_never_calls_the_model_fails_the_tool_checks_as_nothing_obse
             assert failed[check].startswith("Nada observado:"), failed[check]
             assert solution_results[check]["status"] == "pass"
     assert "n2.every_tool_use_answered[answer-at-once]" not in solution_results  # no tool_use to answer there
+
+
+# ------------------------------------------------------------------ level 2: the stop-reason rule
+
+OLD_RULE = (
+    "    state = new_run_state(task)\n"
+    '    while state["turns"] < max_turns:\n'
+    '        state["turns"] += 1\n'
+    '        response = call_model(client, state["messages"])\n'
+    '        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens\n'
+    "        content = [block.model_dump(exclude_none=True) for block in response.content]\n"
+    '        state["messages"].append({"role": "assistant", "content": content})\n'
+    '        if response.stop_reason != "tool_use":\n'
+    "            break\n"
+    '        state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses_in(content))})\n'
+    "    return state\n"
+)
+
+
+def solution_body():
+    source = next(c.source for c in solution_notebook(EXERCISE).cells if RUN_AGENT in c.source)
+    return source[source.index("    state = new_run_state(task)"):source.index("    ### END SOLUTION")]
+
+
+def test_the_old_rule_anything_but_tool_use_ends_fails_on_every_other_stop_reason(tmp_path, monkeypatch,
+                                                                                  solution_results):
+    """"stop_reason != tool_use: the task is over": a pause stops the run, a cut send_email stays in
+    the conversation, and no status is ever written."""
+    failed = failing(level2(run_agent_with(solution_body(), OLD_RULE), tmp_path, monkeypatch))
+    assert "pause_turn não encerra" in failed["n2.stops_at_the_right_time[pause-turn]"]
+    assert "entrou em messages" in failed["n2.kept_out_answer_never_runs[refusal]"]
+    assert "entrou em messages" in failed["n2.kept_out_answer_never_runs[cut-tool-use]"]
+    assert "resposta cortada ou recusada" in failed["n2.every_tool_use_answered[cut-tool-use]"]
+    assert "vale 'running'" in failed["n2.status_says_how_it_ended[single-tool]"]
+    for check in ("stops_at_the_right_time[pause-turn]", "kept_out_answer_never_runs[refusal]",
+                  "kept_out_answer_never_runs[cut-tool-use]", "every_tool_use_answered[cut-tool-use]",
+                  "status_says_how_it_ended[single-tool]"):
+        assert solution_results[f"n2.{check}"]["status"] == "pass"
+
+
+def test_running_the_cut_send_email_is_caught_by_the_spy(tmp_path, monkeypatch):
+    notebook = run_agent_with('if response.stop_reason in ("refusal", "max_tokens", "model_context_window_exceeded"):',
+                              'if response.stop_reason == "refusal":')
+    notebook = edited_definition(notebook, "run_agent", '        if response.stop_reason == "tool_use":\n',
+                               '        if response.stop_reason in ("tool_use", "max_tokens"):\n')
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    message = failed["n2.kept_out_answer_never_runs[cut-tool-use]"]
+    assert "executou send_email" in message and "team@example.com" in message
+    assert "resposta cortada (max_tokens)" in failed["n2.tool_results_carry_outputs[cut-tool-use]"]
+    assert "n2.kept_out_answer_never_runs[refusal]" not in failed
+
+
+def test_keeping_the_refused_answer_in_the_conversation_fails(tmp_path, monkeypatch):
+    notebook = run_agent_with(
+        '            state["status"] = "refused" if response.stop_reason == "refusal" else "failed"\n',
+        '            state["status"] = "refused" if response.stop_reason == "refusal" else "failed"\n'
+        '            state["messages"].append({"role": "assistant", "content": [b.model_dump(exclude_none=True) '
+        'for b in response.content]})\n')
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    assert "\"refusal\" entrou em messages" in failed["n2.kept_out_answer_never_runs[refusal]"]
+    assert "recusada ou cortada e fica de fora" in failed["n2.returned_state_is_complete[refusal]"]
+
+
+def test_the_wrong_status_for_a_refusal_names_the_rule(tmp_path, monkeypatch, solution_results):
+    notebook = run_agent_with('"refused" if response.stop_reason == "refusal" else "failed"', '"failed"')
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    message = failed["n2.status_says_how_it_ended[refusal]"]
+    assert "'failed'" in message and "'refused'" in message and "refusal" in message
+    assert set(failed) == {"n2.status_says_how_it_ended[refusal]"}
+    assert solution_results["n2.status_says_how_it_ended[refusal]"]["status"] == "pass"
+
+
+def test_calling_a_run_stopped_by_the_ceiling_completed_fails(tmp_path, monkeypatch, solution_results):
+    notebook = run_agent_with("    return state\n", '    state["status"] = state.get("status", "running")\n'
+                                                     '    if state["status"] == "running":\n'
+                                                     '        state["status"] = "completed"\n'
+                                                     "    return state\n")
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.status_says_how_it_ended[never-stops]"}
+    assert "teto max_turns" in failed["n2.status_says_how_it_ended[never-stops]"]
+    assert solution_results["n2.status_says_how_it_ended[never-stops]"]["status"] == "pass"
+
+
+def test_treating_pause_turn_as_the_end_stops_early(tmp_path, monkeypatch):
+    notebook = run_agent_with('if response.stop_reason in ("end_turn", "stop_sequence"):',
+                              'if response.stop_reason in ("end_turn", "stop_sequence", "pause_turn"):')
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    assert "pause_turn não encerra" in failed["n2.stops_at_the_right_time[pause-turn]"]
+    assert all("pause-turn" in check for check in failed)
+
+
+def test_not_stopping_on_a_stop_sequence_keeps_calling_the_model(tmp_path, monkeypatch, solution_results):
+    notebook = run_agent_with('if response.stop_reason in ("end_turn", "stop_sequence"):',
+                              'if response.stop_reason == "end_turn":')
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    message = failed["n2.stops_at_the_right_time[stop-sequence]"]
+    assert "\"stop_sequence\", que encerra a execução" in message
+    assert solution_results["n2.stops_at_the_right_time[stop-sequence]"]["status"] == "pass"
+
+
+def test_a_state_built_by_hand_without_status_is_told_where_status_comes_from(tmp_path, monkeypatch):
+    notebook = run_agent_with("    state = new_run_state(task)\n", (
+        '    state = {"version": 1, "task": task, "turns": 0, "tokens_used": 0,\n'
+        '             "messages": [{"role": "user", "content": task}], "pending_tool_use": None}\n'
+    ))
+    notebook = edited_definition(notebook, "run_agent", '            state["status"] = "completed"\n', "")
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    assert "não tem \"status\"" in failed["n2.status_says_how_it_ended[single-tool]"]
+    assert "new_run_state o cria" in failed["n2.status_says_how_it_ended[single-tool]"]

@@ -124,3 +124,17 @@ def test_live_mode_requires_a_key(monkeypatch):
         make_client(live=True)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     assert isinstance(make_client(live=True), anthropic.Anthropic)
+
+
+def test_a_system_message_gets_the_apis_own_text():
+    messages = [{"role": "system", "content": "Seja breve."}, {"role": "user", "content": "oi"}]
+    expected = ('messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter, '
+                'not "system" as an input message role.')
+    assert validate_messages(messages) == expected
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        call_model(make_stub_client(load_scenario("team-email").responses), messages)
+    assert caught.value.body["error"]["message"] == expected
+
+
+def test_other_unknown_roles_are_still_refused():
+    assert validate_messages([{"role": "tool", "content": "x"}]) == "messages.0.role: Input should be 'user' or 'assistant'"

@@ -186,7 +186,7 @@ def test_resumable_statuses():
 def test_unknown_status_is_refused():
     with pytest.raises(ValueError, match="sleeping"):
         set_status(new_run_checkpoint(TASK), "sleeping")
-    assert RUN_STATUSES == ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed")
+    assert RUN_STATUSES == ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed", "refused")
 
 
 def test_recovery_attempts_count_crashed_resumes_until_failed():

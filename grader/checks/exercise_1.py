@@ -15,10 +15,14 @@ Fixture shapes (``grader/fixtures/exercise-1/*.json``)::
      "workspace": {"files": {...}},            # optional
      "responses": [<compact scripted responses>],
      "max_turns": 5,                           # optional; absent = the student's default
-     "expect": {"model_calls": 3, "tokens_used": 1952}}
+     "expect": {"model_calls": 3, "tokens_used": 1952, "status": "completed"}}
 
 ``expect`` is checked against the script when the fixture loads, so an instructor's
-arithmetic slip is reported as a fixture problem, not as a student mistake.
+arithmetic slip is reported as a fixture problem, not as a student mistake. The
+script may use every stop_reason; the loop must follow the stop-reason rule of
+``harness.loop.STOP_REASON_ACTIONS``: tool_use runs the tools, pause_turn calls again,
+end_turn/stop_sequence complete, refusal ends as refused and max_tokens as failed,
+and a refused or cut answer neither runs nor enters the conversation.
 """
 from __future__ import annotations
 
@@ -61,22 +65,65 @@ def normalized_label(value: Any) -> str | None:
 # ----------------------------------------------------------------- fixture shape
 
 
-def expected_run(data: dict) -> tuple[int, int, int] | None:
-    """(model calls, tokens_used, messages) that a correct loop produces on this script."""
+@dataclass(frozen=True)
+class ExpectedRun:
+    calls: int
+    tokens: int
+    messages: int
+    status: str
+    entered: int  # responses that enter the conversation as assistant messages
+
+
+def action_of(response: dict) -> str:
+    from harness.loop import STOP_REASON_ACTIONS
+
+    return STOP_REASON_ACTIONS.get(response.get("stop_reason"), "failed")
+
+
+def expected_run(data: dict) -> ExpectedRun | None:
+    """What a correct loop does on this script: calls, tokens_used, messages, final status."""
     responses = data.get("responses")
     if not isinstance(responses, list) or not responses:
         return None
     limit = data.get("max_turns", len(responses))
-    calls = tokens = 0
+    calls = tokens = entered = 0
     messages = 1
+    status = "running"
     for response in responses[:limit]:
         calls += 1
         usage = response.get("usage") or {}
         tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-        messages += 2 if response.get("stop_reason") == "tool_use" else 1
-        if response.get("stop_reason") != "tool_use":
+        action = action_of(response)
+        if action in ("refused", "failed"):
+            status = action
             break
-    return calls, tokens, messages
+        entered += 1
+        messages += 2 if action == "run_tools" else 1
+        if action == "completed":
+            status = action
+            break
+    return ExpectedRun(calls, tokens, messages, status, entered)
+
+
+def kept_out(response: dict) -> bool:
+    """A refused or cut answer: nothing of it runs and it stays out of the conversation."""
+    return action_of(response) in ("refused", "failed")
+
+
+def has_kept_out_answer(fixture: Fixture) -> bool:
+    return fixture.data.get("kind") == "run" and any(kept_out(r) for r in fixture.data.get("responses", []))
+
+
+def block_keys(message: dict) -> list:
+    """What identifies an answer's content: each block's type with its text or tool_use id."""
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [(b.get("type"), b.get("text", b.get("id"))) for b in blocks if isinstance(b, dict)]
+
+
+def kept_out_ids(fixture: Fixture) -> set:
+    return {block.get("id") for response in fixture.data.get("responses", []) if kept_out(response)
+            for block in response.get("content", []) if block.get("type") == "tool_use"}
 
 
 @EXERCISE.fixture_validator
@@ -103,20 +150,19 @@ def validate_run_fixture(data: dict) -> list[str]:
     problems = scripted_run_problems(data)
     if problems:
         return problems
-    responses = data["responses"]
-    calls, tokens, _ = expected_run(data)
-    limit = data.get("max_turns", len(responses))
-    ends = any(r.get("stop_reason") != "tool_use" for r in responses[:limit])
-    if not ends and calls < data.get("max_turns", 10**9):
-        problems.append(problem("responses", "o roteiro acaba antes de o modelo encerrar; acrescente uma resposta final ou defina max_turns"))
+    run = expected_run(data)
+    if run.status == "running" and run.calls < data.get("max_turns", 10**9):
+        problems.append(problem("responses", "o roteiro acaba antes de a execução terminar; acrescente uma resposta final ou defina max_turns"))
     expect = data.get("expect")
     if not isinstance(expect, dict):
-        return problems + [problem("expect", "obrigatório, deveria ser {model_calls, tokens_used}")]
-    problems += unknown_keys(expect, {"model_calls", "tokens_used"}, "expect")
-    if expect.get("model_calls") != calls:
-        problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {calls} chamada(s) (está {expect.get('model_calls')!r})"))
-    if expect.get("tokens_used") != tokens:
-        problems.append(problem("expect.tokens_used", f"pela soma do usage do roteiro, deveria ser {tokens} (está {expect.get('tokens_used')!r})"))
+        return problems + [problem("expect", "obrigatório, deveria ser {model_calls, tokens_used, status}")]
+    problems += unknown_keys(expect, {"model_calls", "tokens_used", "status"}, "expect")
+    if expect.get("model_calls") != run.calls:
+        problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {run.calls} chamada(s) (está {expect.get('model_calls')!r})"))
+    if expect.get("tokens_used") != run.tokens:
+        problems.append(problem("expect.tokens_used", f"pela soma do usage do roteiro, deveria ser {run.tokens} (está {expect.get('tokens_used')!r})"))
+    if expect.get("status") != run.status:
+        problems.append(problem("expect.status", f"pela regra do stop_reason, a execução termina em {run.status!r} (está {expect.get('status')!r})"))
     return problems
 
 
@@ -240,9 +286,11 @@ def ceiling_problem(run: AgentRun, fixture: Fixture) -> CheckFailed | None:
             f"max_turns={limit}: o laço precisa parar quando turns chega a max_turns.",
             expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
         )
+    last = fixture.data["responses"][calls - 1]
     return CheckFailed(
-        f"run_agent continuou chamando o modelo depois de uma resposta com stop_reason diferente de "
-        f"\"tool_use\" ({len(run.requests)} chamadas; o roteiro encerra na {calls}ª).",
+        f"run_agent continuou chamando o modelo depois de uma resposta com stop_reason "
+        f"\"{last.get('stop_reason')}\", que encerra a execução ({len(run.requests)} chamadas; o roteiro "
+        f"encerra na {calls}ª). Só tool_use e pause_turn seguem para a próxima chamada.",
         expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
     )
 
@@ -268,10 +316,11 @@ def require_state(run: AgentRun) -> dict:
     level=2,
     per_fixture=True,
     applies=is_kind("run"),
-    title="Para no end_turn ou no teto MAX_TURNS",
+    title="Para quando o stop_reason encerra, ou no teto MAX_TURNS",
     criterion=(
-        "run_agent para na primeira resposta com stop_reason diferente de \"tool_use\" e nunca faz "
-        "mais que max_turns chamadas ao modelo, mesmo com um modelo que não para; turns conta as chamadas."
+        "run_agent segue chamando o modelo depois de tool_use e de pause_turn, para na primeira resposta "
+        "com qualquer outro stop_reason e nunca faz mais que max_turns chamadas, mesmo com um modelo "
+        "que não para; turns conta as chamadas."
     ),
 )
 def stops_at_the_right_time(ctx: Context, fixture: Fixture) -> None:
@@ -282,9 +331,13 @@ def stops_at_the_right_time(ctx: Context, fixture: Fixture) -> None:
     state = require_state(run)
     calls = fixture.expect["model_calls"]
     if len(run.requests) < calls:
+        stopped_at = run.served[-1].get("stop_reason") if run.served else None
+        why = ("um pause_turn não encerra: o modelo só pausou o turno, e a próxima chamada (com a resposta "
+               "pausada de volta na conversa) o continua" if stopped_at == "pause_turn" else
+               "enquanto a resposta vier com stop_reason \"tool_use\" ou \"pause_turn\", o laço continua")
         raise CheckFailed(
-            f"run_agent parou cedo: fez {len(run.requests)} chamada(s), mas o modelo só encerra na {calls}ª "
-            "(enquanto a resposta vier com stop_reason \"tool_use\", o laço continua).",
+            f"run_agent parou cedo: fez {len(run.requests)} chamada(s), mas a execução só termina na {calls}ª "
+            f"({why}).",
             expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
         )
     if state.get("turns") != calls:
@@ -334,6 +387,13 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
         if not ids:
             continue
         if index + 1 >= len(messages):
+            if set(ids) & kept_out_ids(fixture):
+                raise CheckFailed(
+                    "A conversa devolvida termina no tool_use de uma resposta cortada ou recusada: essa resposta "
+                    "não pode entrar em messages (ninguém conseguiria continuar a conversa, e o pedido nela "
+                    "não deve ser respondido nem executado).",
+                    expected="a conversa sem a resposta cortada ou recusada", observed=f"termina em {', '.join(ids)}",
+                )
             raise CheckFailed(
                 "A conversa devolvida termina com um tool_use sem resposta: quando o teto chega, o turno "
                 "em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
@@ -357,16 +417,16 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
     applies=asks_for_tools,
     title="Cada ferramenta roda uma vez e o resultado volta ao modelo",
     criterion=(
-        "Cada tool_use executa a ferramenta exatamente uma vez, com a entrada pedida, e o tool_result "
-        "leva o content e o is_error que a ferramenta devolveu (um erro de ferramenta vira is_error "
-        "True e o loop continua)."
+        "Cada tool_use de uma resposta com stop_reason \"tool_use\" executa a ferramenta exatamente uma "
+        "vez, com a entrada pedida, e o tool_result leva o content e o is_error que a ferramenta devolveu "
+        "(um erro de ferramenta vira is_error True e o loop continua)."
     ),
 )
 def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
     run = agent_run(ctx, fixture)
     state = require_state(run)
     expected_calls = [
-        block for response in run.served if response.get("stop_reason") == "tool_use"
+        block for response in run.served if action_of(response) == "run_tools"
         for block in response["content"] if block.get("type") == "tool_use"
     ]
     if not expected_calls and not run.calls:
@@ -376,7 +436,12 @@ def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
     observed = [(call.name, call.input) for call in run.calls]
     wanted = [(block["name"], block["input"]) for block in expected_calls]
     if observed != wanted:
-        if len(observed) > len(wanted) and all(o in wanted for o in observed):
+        never = [(block["name"], block["input"]) for response in fixture.data["responses"] if kept_out(response)
+                 for block in response["content"] if block.get("type") == "tool_use"]
+        if any(call in never for call in observed):
+            message = ("run_agent executou o tool_use de uma resposta cortada (max_tokens) ou recusada (refusal): "
+                       "a entrada pode estar pela metade, e essa chamada nunca pode rodar.")
+        elif len(observed) > len(wanted) and all(o in wanted for o in observed):
             message = "Alguma ferramenta rodou mais de uma vez para o mesmo tool_use: execute cada pedido uma vez só."
         elif len(observed) < len(wanted):
             message = (f"O modelo pediu {len(wanted)} execução(ões) de ferramenta e só {len(observed)} "
@@ -420,9 +485,9 @@ def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
     applies=is_kind("run"),
     title="O estado devolvido: tarefa, mensagens e tokens_used",
     criterion=(
-        "O estado devolvido começa pela tarefa como primeira mensagem do usuário, guarda cada resposta "
-        "como mensagem do assistente, e tokens_used é a soma de input_tokens + output_tokens de todas "
-        "as respostas."
+        "O estado devolvido começa pela tarefa como primeira mensagem do usuário, guarda como mensagem do "
+        "assistente cada resposta a partir da qual a execução segue ou termina bem (nunca uma recusada ou "
+        "cortada), e tokens_used é a soma de input_tokens + output_tokens de todas as respostas."
     ),
 )
 def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
@@ -437,17 +502,22 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
             expected={"role": "user", "content": task}, observed=messages[0] if messages else "<vazia>",
         )
     assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
-    if len(assistant) != len(run.served):
+    expected = expected_run(fixture.data)
+    if len(assistant) != expected.entered:
+        left_out = len(run.served) - expected.entered
+        rule = (f"; {left_out} delas foi recusada ou cortada e fica de fora" if left_out else "")
         raise CheckFailed(
-            f"O modelo respondeu {len(run.served)} vez(es), mas a conversa tem {len(assistant)} mensagem(ns) "
-            "do assistente: cada resposta entra em messages.",
-            expected=len(run.served), observed=len(assistant),
+            f"O modelo respondeu {len(run.served)} vez(es){rule}, então a conversa deveria ter "
+            f"{expected.entered} mensagem(ns) do assistente, e tem {len(assistant)}: cada resposta aproveitável "
+            "entra em messages, uma resposta recusada ou cortada não.",
+            expected=expected.entered, observed=len(assistant),
         )
-    _, tokens, count = expected_run({**fixture.data, "responses": fixture.data["responses"]})
+    tokens, count = expected.tokens, expected.messages
     if len(messages) != count:
         raise CheckFailed(
             f"A conversa devolvida tem {len(messages)} mensagens; um loop correto deixa {count} "
-            "(a tarefa, uma mensagem do assistente por resposta e uma do usuário por turno com ferramentas).",
+            "(a tarefa, uma mensagem do assistente por resposta aproveitável e uma do usuário por turno "
+            "com ferramentas).",
             expected=count, observed=len(messages),
         )
     if state.get("tokens_used") != tokens:
@@ -461,3 +531,73 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
         else:
             detail = "some input_tokens + output_tokens de cada resposta."
         raise CheckFailed(f"tokens_used vale {used!r}, mas deveria ser {tokens}: {detail}", expected=tokens, observed=used)
+
+
+STATUS_RULES = {
+    "completed": "end_turn e stop_sequence encerram com status \"completed\"",
+    "refused": "uma resposta com stop_reason \"refusal\" encerra com status \"refused\"",
+    "failed": "uma resposta cortada (stop_reason \"max_tokens\") encerra com status \"failed\"",
+    "running": "quando quem para é o teto max_turns, a execução não terminou: o status continua \"running\"",
+}
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="O status diz como a execução terminou",
+    criterion=(
+        "state[\"status\"] termina em \"completed\" (end_turn, stop_sequence), \"refused\" (refusal), "
+        "\"failed\" (max_tokens) ou continua \"running\" quando o teto max_turns interrompeu a execução."
+    ),
+)
+def status_says_how_it_ended(ctx: Context, fixture: Fixture) -> None:
+    run = agent_run(ctx, fixture)
+    state = require_state(run)
+    wanted = fixture.expect["status"]
+    if "status" not in state:
+        raise CheckFailed(
+            "O estado devolvido não tem \"status\": new_run_state o cria como \"running\", e o loop o troca "
+            f"quando a resposta encerra a execução ({STATUS_RULES[wanted]}).",
+            expected=wanted, observed="<ausente>",
+        )
+    if state["status"] != wanted:
+        raise CheckFailed(
+            f"state[\"status\"] vale {state['status']!r}, mas nesta tarefa deveria ser {wanted!r}: "
+            f"{STATUS_RULES[wanted]}.",
+            expected=wanted, observed=state["status"],
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_kept_out_answer,
+    title="Resposta cortada ou recusada: nada roda, nada entra na conversa",
+    criterion=(
+        "Quando a resposta vem com stop_reason \"max_tokens\" ou \"refusal\", nenhum tool_use dela é "
+        "executado (a entrada pode estar pela metade), nenhum e-mail sai, e ela não entra em messages: "
+        "a conversa fica como estava antes da chamada."
+    ),
+)
+def kept_out_answer_never_runs(ctx: Context, fixture: Fixture) -> None:
+    run = agent_run(ctx, fixture)
+    state = require_state(run)
+    answer = next(r for r in fixture.data["responses"] if kept_out(r))
+    blocks = [b for b in answer["content"] if b.get("type") == "tool_use"]
+    ran = [call for call in run.calls if any(call.name == b["name"] and call.input == b["input"] for b in blocks)]
+    if ran:
+        raise CheckFailed(
+            f"run_agent executou {ran[0].name} com a entrada {show(ran[0].input, 80)}, que veio numa resposta "
+            f"com stop_reason \"{answer['stop_reason']}\": a entrada pode estar cortada, e essa chamada nunca "
+            "pode rodar.",
+            expected="nenhuma ferramenta executada dessa resposta", observed=[c.name for c in ran],
+        )
+    if any(block_keys(m) == block_keys({"content": answer["content"]}) for m in state["messages"]
+           if isinstance(m, dict) and m.get("role") == "assistant"):
+        raise CheckFailed(
+            f"A resposta com stop_reason \"{answer['stop_reason']}\" entrou em messages. Ela fica de fora: "
+            "assim a conversa continua aceitável pela API e o mesmo pedido pode ser repetido (com um "
+            "max_tokens maior, ou com outro modelo).",
+            expected="a conversa sem essa resposta", observed="a resposta está em messages",
+        )
