@@ -7,9 +7,9 @@ that many workers at once. Whatever happens to one submission (timeout, dead
 kernel, invalid file, a worker that dies) ends up as a row saying so; the batch
 always goes on. Progress is drawn on stderr as plain text.
 
-This isolates submissions from each other and from the batch; it is NOT a
-security sandbox. Untrusted code belongs inside a container (see
-docs/instrutores.md).
+This isolates submissions from each other and from the batch; with ``--sandbox``
+each kernel also runs under bubblewrap (grader/sandbox.py): no network, no other
+submission or private fixture in sight, limits on processes and memory.
 """
 from __future__ import annotations
 
@@ -86,6 +86,7 @@ class BatchOptions:
     # Upper bound on one worker's life: notebook time + every check's time + margin.
     # Past it the batch kills the worker; the engine's own limits normally act first.
     hard_timeout: float = DEFAULT_TIMEOUT + WORKER_GRACE_SECONDS
+    sandbox: bool = False  # each kernel under bubblewrap (grader/sandbox.py)
 
 
 # ------------------------------------------------------------- submissions
@@ -249,6 +250,8 @@ def _worker_command(submission: Submission, options: BatchOptions, result_path: 
     command += ["--memory-mb", str(options.memory_mb or 0)]  # 0: no limit
     for folder in options.fixture_dirs:
         command += ["--fixtures", str(folder)]
+    if options.sandbox:
+        command.append("--sandbox")
     return command
 
 
@@ -335,9 +338,11 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
+    parser.add_argument("--sandbox", action="store_true")
     args = parser.parse_args(argv)
     try:
         from grader.engine import DEFAULT_CELL_TIMEOUT, grade
+        from grader.sandbox import require
 
         report = grade(
             args.exercise,
@@ -346,6 +351,7 @@ def worker_main(argv: list[str]) -> int:
             cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout),
             total_timeout=args.timeout,
             memory_limit_mb=args.memory_mb,
+            sandbox=require() if args.sandbox else None,
         )
         payload: dict[str, Any] = {"report": report.to_dict()}
     except Exception as error:  # noqa: BLE001 - reported as this submission's row
@@ -517,6 +523,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", type=Path, default=Path("gradebook.csv"), metavar="ARQUIVO", help="onde gravar o gradebook (padrão: gradebook.csv)")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="DIR", help="pasta extra de fixtures do instrutor (pode repetir)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--sandbox", action="store_true", help="executa cada submissão isolada no bubblewrap: sem rede, sem ver as outras entregas nem as fixtures, com limites de processos e memória")
     parser.add_argument("--feedback", type=Path, default=None, metavar="PASTA", help="grava nesta pasta uma página HTML de retorno por submissão")
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
@@ -575,6 +582,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         levels, checks = plan_summary(args.exercise, fixture_dirs)
         max_points = plan_max_points(args.exercise, fixture_dirs)
+        if args.sandbox:
+            from grader.sandbox import require
+
+            require()  # bwrap missing: say so now, never grade unsandboxed
     except GraderError as error:
         # One clear message now instead of the same failure in every row.
         print(f"grade batch: {error}", file=sys.stderr)
@@ -594,6 +605,7 @@ def run(args: argparse.Namespace) -> int:
         memory_mb=args.memory_mb or None,
         fixture_dirs=fixture_dirs,
         hard_timeout=worker_deadline(args.timeout, checks),
+        sandbox=args.sandbox,
     )
     if ignored:
         print(f"ignorados (não são .ipynb nem pastas): {', '.join(ignored)}", file=sys.stderr)

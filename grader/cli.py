@@ -52,6 +52,8 @@ def grade_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="imprime o resultado em JSON")
     parser.add_argument("--junit", type=Path, default=None, metavar="ARQUIVO",
                         help="grava também um relatório JUnit XML")
+    parser.add_argument("--sandbox", action="store_true",
+                        help="executa o notebook isolado no bubblewrap: sem rede, sem ver outros arquivos, com limites")
     parser.add_argument("--verbose", "-v", action="store_true", help="mostra também o critério das verificações que passaram")
     parser.add_argument("--cell-timeout", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--total-timeout", type=float, default=None, help=argparse.SUPPRESS)
@@ -89,6 +91,10 @@ def run_grade(argv: list[str]) -> int:
         ) if value is not None
     }
     try:
+        if args.sandbox:
+            from grader import sandbox
+
+            options["sandbox"] = sandbox.require()
         report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures, **options)
     except GraderError as error:
         print(f"grade: {error}", file=sys.stderr)

@@ -19,6 +19,7 @@ from grader.kernel import DEFAULT_MEMORY_MB
 from grader.fixture_loader import load_fixtures
 from grader.notebook_file import read_notebook
 from grader.points import points_for
+from grader.sandbox import Sandbox
 from grader.results import FAIL, KERNEL_DIED, MEMORY_EXHAUSTED, CheckResult, GradeReport
 
 DEFAULT_CELL_TIMEOUT = 60.0
@@ -114,6 +115,7 @@ def grade(
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
     memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+    sandbox: Sandbox | None = None,
 ) -> GradeReport:
     """Grade ``notebook`` (never written) against ``exercise``'s checks, in one fresh kernel.
 
@@ -125,6 +127,7 @@ def grade(
     return grade_with_fixtures(
         spec_exercise, fixtures, notebook, level=level, cell_timeout=cell_timeout,
         total_timeout=total_timeout, memory_limit_mb=memory_limit_mb, check_timeout=check_timeout,
+        sandbox=sandbox,
     )
 
 
@@ -138,6 +141,7 @@ def grade_with_fixtures(
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
     memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+    sandbox: Sandbox | None = None,
 ) -> GradeReport:
     """``grade`` with fixtures already loaded (``grade fixtures`` passes only the valid ones)."""
     exercise = spec_exercise.name
@@ -175,6 +179,7 @@ def grade_with_fixtures(
             cell_timeout=cell_timeout,
             total_timeout=total_timeout,
             memory_limit_mb=memory_limit_mb,
+            sandbox=sandbox,
         )
 
     report.cell_problems = execution.cell_problems

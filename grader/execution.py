@@ -34,6 +34,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from grader import kernel as kernels
 from grader.checks.framework import error_text
 from grader.environment import GRADER_ENV
+from grader.sandbox import Sandbox, sandboxed_connection
 from grader.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
 from grader.results import (
     GRADER_ERROR,
@@ -78,7 +79,9 @@ class _Client(NotebookClient):
         self.timed_out_cells: set[int] = set()
 
     def create_kernel_manager(self) -> Any:
-        self.km = self.kernel_manager_class(kernel_name=self.kernel_name, config=self.config, **self.connection)
+        settings = dict(self.connection)
+        manager_class = settings.pop("manager_class", self.kernel_manager_class)
+        self.km = manager_class(kernel_name=self.kernel_name, config=self.config, **settings)
         return self.km
 
     async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
@@ -194,7 +197,8 @@ class _Grading:
     """One grading: the notebook, its kernel (restarted when needed) and what went wrong."""
 
     def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, outcome: Execution, *,
-                 cell_timeout: float, total_timeout: float, memory_limit_mb: int | None):
+                 cell_timeout: float, total_timeout: float, memory_limit_mb: int | None,
+                 sandbox: Sandbox | None = None):
         self.notebook = notebook
         self.workdir = workdir
         self.outcome = outcome
@@ -205,6 +209,9 @@ class _Grading:
         self.phase = "start"
         self.env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
         self.env[GRADER_ENV] = "1"
+        self.sandbox = sandbox
+        if sandbox is not None:
+            sandbox.prepare(workdir)
         self.dog = Watchdog()
         self.generation = 0
         self.stack: ExitStack | None = None
@@ -232,7 +239,10 @@ class _Grading:
             shutdown_kernel="immediate",
             startup_timeout=kernels.STARTUP_TIMEOUT,
             resources={"metadata": {"path": str(self.workdir)}},
-            connection=kernels.kernel_connection(self.workdir, attempt, self.generation),
+            connection=(
+                sandboxed_connection(self.workdir, self.sandbox, self.generation) if self.sandbox
+                else kernels.kernel_connection(self.workdir, attempt, self.generation)
+            ),
         )
         client.timeout_func = self.timeout_for
         return client
@@ -505,6 +515,7 @@ def execute_and_grade(
     cell_timeout: float,
     total_timeout: float,
     memory_limit_mb: int | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Execution:
     """Run ``notebook`` (an in-memory copy; no file is written) and then the checks in ``spec``.
 
@@ -514,7 +525,7 @@ def execute_and_grade(
     """
     outcome = Execution()
     grading = _Grading(notebook, workdir, outcome, cell_timeout=cell_timeout, total_timeout=total_timeout,
-                       memory_limit_mb=memory_limit_mb)
+                       memory_limit_mb=memory_limit_mb, sandbox=sandbox)
     try:
         grading.start()
         if grading.run_cells():

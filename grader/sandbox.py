@@ -1,0 +1,227 @@
+"""Run the grading kernel inside a bubblewrap sandbox (``grade --sandbox``, ``grade batch --sandbox``).
+
+The kernel that executes a student's notebook starts as
+``bwrap [mounts] -- prlimit [limits] -- setpriv [unprivileged user] -- python -m ipykernel_launcher``:
+
+- no network: its own network namespace, with nothing but a loopback of its own;
+- the file system is an empty root with, read-only, the system (``/usr``, ``/etc``),
+  the Python environment and the ``grader`` and ``harness`` packages. The project
+  (solutions, other notebooks), the other submissions and the instructor's private
+  fixtures are not there at all;
+- the only writable folder is this grading's own temporary folder;
+- its own PID namespace: it sees and signals only its own processes, and all of them
+  die with it;
+- limits on processes (``RLIMIT_NPROC``) and file size, beside the memory limit
+  (``RLIMIT_DATA``) every grading sets.
+  ``RLIMIT_NPROC`` never applies to root, so when the grader runs as root the kernel
+  runs as an unprivileged user id of its own (one per grading process), where the
+  limit holds.
+
+What the sandbox does not stop is described in docs/instrutores.md: the checks run in
+the same kernel as the student's code, so that code can tamper with them.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.errors import GraderError
+
+SANDBOX_UID_BASE = 61000  # unprivileged ids with no passwd entry; one per grading process
+SANDBOX_UID_SPAN = 4000
+DEFAULT_MAX_PROCESSES = 128  # threads count too: the kernel itself uses about ten
+DEFAULT_MAX_FILE_MB = 256
+_SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+INSTALL_HELP = (
+    "--sandbox precisa do bubblewrap (o comando bwrap), que não foi encontrado. Instale-o e "
+    "rode de novo: no Debian/Ubuntu, `sudo apt-get install bubblewrap`; no Fedora, "
+    "`sudo dnf install bubblewrap`; no Arch, `sudo pacman -S bubblewrap`. Sem ele a correção "
+    "não roda isolada, e por isso não roda."
+)
+
+
+class SandboxUnavailable(GraderError):
+    """bwrap is missing or cannot create a sandbox here; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How one grading's kernel is confined."""
+
+    uid: int | None  # the user id the kernel runs as; None keeps the caller's (not root)
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    max_file_mb: int = DEFAULT_MAX_FILE_MB
+
+    def prepare(self, workdir: Path) -> None:
+        """Make the grading folder the kernel's: it writes its sockets, results and temp files there."""
+        for name in ("home", "tmp"):
+            (workdir / name).mkdir(exist_ok=True)
+        if self.uid is not None:
+            for path in (workdir, *workdir.rglob("*")):
+                os.chown(path, self.uid, self.uid, follow_symlinks=False)
+
+    def give(self, path: Path) -> None:
+        """Hand a file the grader wrote (the kernel's connection file, mode 600) to the kernel's user."""
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+
+    def command(self, kernel_cmd: list[str], workdir: Path) -> list[str]:
+        return [*bwrap_arguments(workdir), *self._limits(), *self._user(), *kernel_cmd]
+
+    def _limits(self) -> list[str]:
+        processes = self.max_processes
+        if self.uid is None:
+            # The limit counts every process of the user, the sandbox's and the rest of the session's.
+            processes += _processes_of(os.getuid())
+        # Memory is capped by the grading itself (grader/kernel.py); as an unprivileged user
+        # the kernel cannot raise that cap again.
+        return ["prlimit", f"--nproc={processes}", f"--fsize={self.max_file_mb * 1024 * 1024}", "--"]
+
+    def _user(self) -> list[str]:
+        if self.uid is None:
+            return []
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        uid_line = next((line for line in text.splitlines() if line.startswith("Uid:")), "")
+        threads = next((line for line in text.splitlines() if line.startswith("Threads:")), "Threads: 1")
+        if uid_line.split()[1:2] == [str(uid)]:
+            count += int(threads.split()[1])
+    return count
+
+
+def _ancestors(path: Path) -> list[Path]:
+    return [parent for parent in reversed(path.parents) if parent != Path("/")]
+
+
+def readable_paths() -> list[Path]:
+    """What the kernel must read besides the system: the Python environment and the packages."""
+    import grader
+    import harness
+
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(grader.__file__).parent, Path(harness.__file__).parent}
+    executable = Path(sys.executable).resolve()
+    paths.add(executable.parent)
+    # Drop what the system folders already cover, and paths inside another one.
+    kept = [p.resolve() for p in paths if not any(str(p.resolve()).startswith(d + "/") or str(p) == d for d in _SYSTEM_DIRS)]
+    return sorted({p for p in kept if not any(p != q and q in p.parents for q in kept)})
+
+
+def bwrap_arguments(workdir: Path) -> list[str]:
+    args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--die-with-parent", "--hostname", "correcao"]
+    if os.geteuid() != 0:
+        args.append("--unshare-user")
+    for folder in _SYSTEM_DIRS:
+        path = Path(folder)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            args += ["--ro-bind", folder, folder]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    made: set[Path] = set()
+
+    def make_parents(path: Path) -> None:
+        nonlocal args
+        for parent in _ancestors(path):
+            if parent not in made and str(parent) not in _SYSTEM_DIRS:
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", str(parent)]
+
+    for path in readable_paths():
+        make_parents(path)
+        args += ["--ro-bind", str(path), str(path)]
+    make_parents(Path("/tmp/x"))  # an empty /tmp the kernel cannot write to
+    make_parents(workdir)
+    args += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir),
+             "--setenv", "HOME", str(workdir / "home"), "--setenv", "TMPDIR", str(workdir / "tmp"),
+             "--setenv", "IPYTHONDIR", str(workdir / "home" / ".ipython"),
+             "--setenv", "JUPYTER_RUNTIME_DIR", str(workdir),
+             # Inside its PID namespace the kernel's parent is the sandbox's init, which
+             # ipykernel would take for a dead grader; --die-with-parent ties it to the grader.
+             "--unsetenv", "JPY_PARENT_PID", "--"]
+    return args
+
+
+def sandbox_uid() -> int | None:
+    """An unprivileged user id for this grading process, or None when not running as root."""
+    if os.geteuid() != 0:
+        return None
+    return SANDBOX_UID_BASE + os.getpid() % SANDBOX_UID_SPAN
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> str | None:
+    """Why a sandbox cannot start here (None when it can): bwrap missing, or refusing to run."""
+    if shutil.which("bwrap") is None:
+        return INSTALL_HELP
+    for tool in ("prlimit", "setpriv"):
+        if shutil.which(tool) is None:
+            return f"--sandbox precisa do comando {tool} (pacote util-linux), que não foi encontrado."
+    probe = Path(os.environ.get("TMPDIR", "/tmp"))
+    try:
+        done = subprocess.run(
+            [*bwrap_arguments(probe), "true"], capture_output=True, text=True, timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"o bubblewrap não conseguiu criar a sandbox aqui ({error})."
+    if done.returncode != 0:
+        return (
+            f"o bubblewrap não conseguiu criar a sandbox aqui: {done.stderr.strip() or done.returncode}. "
+            "Como usuário comum, ele precisa de user namespaces (sysctl kernel.unprivileged_userns_clone=1); "
+            "como root, de permissão para montar."
+        )
+    return None
+
+
+def require(max_processes: int = DEFAULT_MAX_PROCESSES) -> Sandbox:
+    """A Sandbox for this process; SandboxUnavailable (Portuguese) when it cannot be had,
+    never a silent fallback to running unsandboxed."""
+    problem = _probe()
+    if problem:
+        raise SandboxUnavailable(problem)
+    return Sandbox(uid=sandbox_uid(), max_processes=max_processes)
+
+
+def sandboxed_connection(workdir: Path, sandbox: Sandbox, generation: int = 1) -> dict[str, Any]:
+    """Kernel manager settings for a sandboxed kernel. It has no network to reach the grader
+    over TCP, only its own folder, which holds its sockets and its connection file (given
+    to the kernel's user). Each kernel of one grading (``generation``) has its own names."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    name = "kernel" if generation == 1 else f"kernel{generation}"
+    return {
+        "transport": "ipc",
+        "ip": str(workdir / name),
+        "connection_file": str(workdir / f"{name}-connection.json"),
+        "manager_class": sandboxed_manager_class(AsyncKernelManager, sandbox, workdir),
+    }
+
+
+def sandboxed_manager_class(base: Any, sandbox: Sandbox, workdir: Path) -> Any:
+    """A jupyter_client KernelManager class that starts its kernel inside ``sandbox``."""
+
+    class SandboxedKernelManager(base):
+        def format_kernel_cmd(self, extra_arguments=None):
+            return sandbox.command(super().format_kernel_cmd(extra_arguments), workdir)
+
+        def write_connection_file(self, **kwargs):
+            super().write_connection_file(**kwargs)
+            sandbox.give(Path(self.connection_file))
+
+    return SandboxedKernelManager

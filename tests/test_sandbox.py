@@ -1,0 +1,165 @@
+"""`--sandbox`: hostile submissions are stopped and reported, the solution still scores 100%."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import batch, cli, sandbox
+from grader.engine import grade
+from tests.grader_support import ROOT, solution_notebook, write, write_new_fixtures
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) não instalado; .ci/run o instala")
+
+SECRET = "SEGREDO-DA-BRUNA-42"
+
+
+class Listener:
+    """A TCP server on loopback that counts the connections it accepts (bounded, stops itself)."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(8)
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        for _ in range(3000):  # at most ten minutes
+            if self._stop.is_set():
+                break
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.server.close()
+
+
+def attack_cells(other_submission: Path, private_fixture: Path, port: int) -> list[str]:
+    return [
+        f"print(open({str(other_submission)!r}).read())",
+        f"print(open({str(private_fixture)!r}).read())",
+        f"open({str(ROOT / 'grader' / 'invadido.txt')!r}, 'w').write('x')",
+        f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'oi')",
+        # A fork bomb that counts: children wait a moment and leave, the cell reports how far it got.
+        "import os, time\nfilhos = []\ntry:\n"
+        "    for _ in range(2000):\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n"
+        "            time.sleep(1)\n"
+        "            os._exit(0)\n"
+        "        filhos.append(pid)\n"
+        "except OSError as erro:\n"
+        "    raise RuntimeError(f'fork recusado depois de {len(filhos)} processos') from erro\n"
+        "finally:\n"
+        "    for pid in filhos:\n"
+        "        os.waitpid(pid, 0)",
+    ]
+
+
+def sandbox_processes() -> list[int]:
+    """Processes still running as one of the sandbox's user ids."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid_line = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        uid = int(uid_line.split()[1])
+        if sandbox.SANDBOX_UID_BASE <= uid < sandbox.SANDBOX_UID_BASE + sandbox.SANDBOX_UID_SPAN:
+            found.append(int(status.parent.name))
+    return found
+
+
+def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_still_count(tmp_path):
+    other = tmp_path / "entregas" / "bruna.ipynb"
+    other.parent.mkdir()
+    other.write_text(json.dumps({"segredo": SECRET}))
+    private = write_new_fixtures(tmp_path / "privadas")
+    fixture_file = private / "pending-grep.json"
+    listener = Listener()
+    try:
+        hostile = solution_notebook()
+        attacks = attack_cells(other, fixture_file, listener.port)
+        hostile.cells[0:0] = [nbformat.v4.new_code_cell(source) for source in attacks]
+        notebook = write(hostile, tmp_path / "entregas" / "ana.ipynb")
+        report = grade("exercise-3", notebook, fixture_dirs=[private], sandbox=sandbox.require())
+    finally:
+        listener.close()
+
+    problems = {problem.cell: problem for problem in report.cell_problems}
+    assert sorted(problems) == [1, 2, 3, 4, 5], [p.message for p in report.cell_problems]
+    assert problems[1].ename == "FileNotFoundError"  # other submissions are not in the sandbox
+    assert problems[2].ename == "FileNotFoundError"  # nor the private fixtures
+    assert problems[3].ename == "OSError" and "Read-only file system" in problems[3].evalue
+    assert problems[4].ename in {"ConnectionRefusedError", "OSError"}
+    assert problems[5].ename == "RuntimeError" and "fork recusado depois de" in problems[5].evalue
+    forks = int(problems[5].evalue.split("depois de ")[1].split()[0])
+    assert forks < sandbox.DEFAULT_MAX_PROCESSES
+    assert listener.accepted == 0
+    assert not (ROOT / "grader" / "invadido.txt").exists()
+    text = json.dumps(report.to_dict(), ensure_ascii=False)
+    assert SECRET not in text and "Revisar contrato do fornecedor" not in text.split('"checks"')[0]
+    # The student's own answers ran after the attacks and are graded, hidden fixtures included.
+    assert report.passed, [c.message for c in report.failed()]
+    assert any(check.fixture == "pending-grep" for check in report.checks)
+    assert sandbox_processes() == []  # every process of the sandbox died with it
+
+
+def test_the_solution_scores_everything_under_grade_sandbox(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
+    code = cli.main(["exercise-3", "--notebook", str(ROOT / "solutions" / "exercise-3.ipynb"), "--sandbox", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["score"] == 1.0 and data["passed"]
+
+
+def test_batch_sandbox_grades_each_submission_apart(tmp_path, capsys):
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    shutil.copyfile(ROOT / "solutions" / "exercise-3.ipynb", entregas / "ana.ipynb")
+    snoop = solution_notebook()
+    snoop.cells.insert(0, nbformat.v4.new_code_cell(f"print(open({str(entregas / 'ana.ipynb')!r}).read()[:50])"))
+    write(snoop, entregas / "bruno.ipynb")
+    gradebook = tmp_path / "notas.csv"
+    code = cli.main(["batch", str(entregas), "exercise-3", "-j", "2", "--sandbox", "--csv", str(gradebook),
+                     "--feedback", str(tmp_path / "retorno")])
+    assert code == 0
+    text = gradebook.read_text(encoding="utf-8")
+    assert text.count(batch.PASSED) == 2
+    bruno = (tmp_path / "retorno" / "bruno.html").read_text(encoding="utf-8")
+    assert "FileNotFoundError" in bruno and "Avisos do notebook" in bruno
+
+
+def test_without_bwrap_sandbox_refuses_to_grade_and_says_how_to_install(tmp_path, capsys, monkeypatch):
+    real_which = shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    sandbox._probe.cache_clear()
+    try:
+        code = cli.main(["exercise-3", "--notebook", str(ROOT / "solutions" / "exercise-3.ipynb"), "--sandbox"])
+        captured = capsys.readouterr()
+        assert code == 2 and captured.out == ""
+        assert "apt-get install bubblewrap" in captured.err and "não roda isolada" in captured.err
+        entregas = tmp_path / "entregas"
+        entregas.mkdir()
+        shutil.copyfile(ROOT / "solutions" / "exercise-3.ipynb", entregas / "ana.ipynb")
+        code = cli.main(["batch", str(entregas), "exercise-3", "--sandbox", "--csv", str(tmp_path / "n.csv")])
+        assert code == 2 and "apt-get install bubblewrap" in capsys.readouterr().err
+        assert not (tmp_path / "n.csv").exists()
+    finally:
+        sandbox._probe.cache_clear()
