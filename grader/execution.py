@@ -47,6 +47,14 @@ from grader.results import (
 
 MAX_RESTARTS = 3  # fresh kernels one grading may start after the first, to go on past a bad cell or check
 HELD_MEMORY_SHARE = 0.5  # a notebook holding more than this share of the limit leaves the checks too little
+# The checks run in the student's kernel, so the student's code could have patched the
+# grader's modules (or json, which writes the results) by then. The grading cell drops
+# them and imports fresh copies from disk first. This stops patches of those modules
+# only: code in the kernel can still reach deeper (builtins, gc); see docs/instrutores.md.
+FRESH_GRADER_IMPORT = (
+    "[__import__('sys').modules.pop(_m) for _m in list(__import__('sys').modules) "
+    "if _m.split('.')[0] in ('grader', 'json')];"
+)
 _NAME_DEFINED = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
 
 # How a cell ended, as far as this module is concerned.
@@ -431,7 +439,7 @@ class _Grading:
             self.dog.arm(monotonic() + self.grading_timeout + KILL_GRACE, "grading")
             self.dog.watch_checks(results_path, check_timeout + INTERRUPT_GRACE)
             grading_cell = nbformat.v4.new_code_cell(
-                "__import__('grader.checks.runner', fromlist=['run_from_file'])"
+                FRESH_GRADER_IMPORT + "__import__('grader.checks.runner', fromlist=['run_from_file'])"
                 f".run_from_file({json.dumps(str(spec_path))})"
             )
             try:
