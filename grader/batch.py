@@ -1,11 +1,13 @@
 """`grade batch SUBMISSIONS_DIR exercise-N`: grade a whole class into a CSV gradebook.
 
 Each submission (an ``*.ipynb`` file, or a folder per student holding the
-notebook) is graded by its own worker process, which runs the same engine as
-`grade exercise-N` with a fresh kernel under time and memory limits. `-j` runs
-that many workers at once. Whatever happens to one submission (timeout, dead
-kernel, invalid file, a worker that dies) ends up as a row saying so; the batch
-always goes on. Progress is drawn on stderr as plain text.
+notebook) is graded by the same engine as `grade exercise-N`, in a fresh kernel
+under time and memory limits. `-j` runs that many warm worker processes
+(grader/warm.py), each grading one submission after another while the next
+one's kernel is already starting. Whatever happens to one submission (timeout,
+dead kernel, invalid file, a worker that dies or hangs: it is replaced) ends up
+as a row saying so; the batch always goes on. Progress is drawn on stderr as
+plain text.
 
 This isolates submissions from each other and from the batch; with ``--sandbox``
 each kernel also runs under bubblewrap (grader/sandbox.py): no network, no other
@@ -14,23 +16,24 @@ submission or private fixture in sight, limits on processes and memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
 import os
+import queue
+import select
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from grader import results
-from grader.checks.framework import describe_error
 from grader.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
 from grader.points import shown as shown_points
 
@@ -241,12 +244,9 @@ def failure_row(submission: Submission, status: str, message: str, levels: list[
 # ----------------------------------------------------------------- worker
 
 
-def _worker_command(submission: Submission, options: BatchOptions, result_path: Path) -> list[str]:
-    command = [
-        sys.executable, "-m", "grader.batch", "--worker",
-        str(submission.notebook), options.exercise, str(result_path),
-        "--timeout", str(options.timeout),
-    ]
+def _worker_command(options: BatchOptions) -> list[str]:
+    """A warm worker (grader/warm.py) for this batch: it grades one task after another."""
+    command = [sys.executable, "-m", "grader.batch", "--serve", options.exercise, "--timeout", str(options.timeout)]
     command += ["--memory-mb", str(options.memory_mb or 0)]  # 0: no limit
     for folder in options.fixture_dirs:
         command += ["--fixtures", str(folder)]
@@ -256,39 +256,33 @@ def _worker_command(submission: Submission, options: BatchOptions, result_path: 
 
 
 class WorkerPool:
-    """Runs worker processes and can kill every one still alive (Ctrl-C)."""
+    """Starts worker processes and can kill every one still alive (Ctrl-C)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._alive: set[subprocess.Popen] = set()
         self.cancelled = False
 
-    def run(self, command: list[str], timeout: float) -> tuple[int | None, str]:
-        """(return code or None on timeout, stderr tail)."""
+    def start(self, command: list[str], stderr: Any) -> subprocess.Popen | None:
         with self._lock:
             if self.cancelled:
-                return None, "cancelado"
+                return None
             process = subprocess.Popen(
                 command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
                 start_new_session=True,  # Ctrl-C in the terminal reaches the batch only
             )
             self._alive.add(process)
-        try:
-            _, stderr = process.communicate(timeout=timeout)
-            return process.returncode, stderr.decode("utf-8", "replace")[-2000:]
-        except subprocess.TimeoutExpired:
-            self._kill(process)
-            process.communicate()
-            return None, ""
-        finally:
-            with self._lock:
-                self._alive.discard(process)
+            return process
+
+    def forget(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._alive.discard(process)
 
     @staticmethod
-    def _kill(process: subprocess.Popen) -> None:
+    def kill(process: subprocess.Popen) -> None:
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except (OSError, AttributeError):
@@ -298,18 +292,92 @@ class WorkerPool:
         with self._lock:
             self.cancelled = True
             for process in list(self._alive):
-                self._kill(process)
+                self.kill(process)
 
 
-def grade_submission(submission: Submission, options: BatchOptions, levels: list[int], pool: WorkerPool) -> Row:
+class WarmWorker:
+    """One job's worker process, started on first use and again after it dies or hangs."""
+
+    def __init__(self, options: BatchOptions, pool: WorkerPool):
+        self.options = options
+        self.pool = pool
+        self.process: subprocess.Popen | None = None
+        self.stderr = tempfile.TemporaryFile()
+
+    def run(self, notebook: Path, result: Path, more: bool, timeout: float) -> tuple[int | None, str]:
+        """(0 when the worker answered, its exit code when it died, None past ``timeout``; its stderr)."""
+        if self.process is None:
+            self.process = self.pool.start(_worker_command(self.options), self.stderr)
+            if self.process is None:
+                return None, "cancelado"
+        process = self.process
+        self.stderr.seek(0, os.SEEK_END)
+        offset = self.stderr.tell()
+        task = json.dumps({"notebook": str(notebook), "result": str(result), "more": more}) + "\n"
+        try:
+            process.stdin.write(task.encode())
+            process.stdin.flush()
+            answered = _read_line(process, time.monotonic() + timeout)
+        except (BrokenPipeError, OSError):
+            answered = b""
+        if answered is None:  # still working past the deadline
+            self._end(kill=True)
+            return None, ""
+        if answered.strip() == b"done":
+            return 0, ""
+        self._end(kill=True)  # it died (or answered nonsense): a new one takes the next task
+        self.stderr.seek(offset)
+        return process.returncode if process.returncode is not None else -9, self.stderr.read().decode("utf-8", "replace")[-2000:]
+
+    def _end(self, kill: bool) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if kill:
+            self.pool.kill(process)
+        else:
+            with contextlib.suppress(OSError):
+                process.stdin.close()  # the worker ends its loop and discards its spare kernel
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.pool.kill(process)
+            process.wait()
+        self.pool.forget(process)
+
+    def close(self) -> None:
+        self._end(kill=False)
+        self.stderr.close()
+
+
+def _read_line(process: subprocess.Popen, deadline: float) -> bytes | None:
+    """The worker's next answer line; b"" when it closed its output (it died); None at the deadline."""
+    line = b""
+    while not line.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        ready, _, _ = select.select([process.stdout], [], [], min(remaining, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(process.stdout.fileno(), 1)
+        if not chunk:
+            process.wait()
+            return b""
+        line += chunk
+    return line
+
+
+def grade_submission(submission: Submission, options: BatchOptions, levels: list[int], worker: WarmWorker,
+                     more: bool = False) -> Row:
     if submission.notebook is None:
         return failure_row(submission, NO_NOTEBOOK, submission.problem or "notebook não encontrado", levels)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grade-batch-") as scratch:
         result_path = Path(scratch) / "result.json"
-        code, stderr = pool.run(_worker_command(submission, options, result_path), options.hard_timeout)
+        code, stderr = worker.run(Path(submission.notebook).resolve(), result_path, more, options.hard_timeout)
         seconds = time.monotonic() - started
-        if pool.cancelled and not result_path.exists():
+        if worker.pool.cancelled and not result_path.exists():
             return failure_row(submission, NOT_GRADED, "lote interrompido antes desta correção terminar", levels, seconds)
         if code is None:
             return failure_row(
@@ -327,39 +395,6 @@ def grade_submission(submission: Submission, options: BatchOptions, levels: list
     if "error" in payload:
         return failure_row(submission, WORKER_FAILED, payload["error"], levels, seconds)
     return row_from_report(submission, results.GradeReport.from_dict(payload["report"]), levels, seconds)
-
-
-def worker_main(argv: list[str]) -> int:
-    """Grade one notebook and write the report as JSON to the result path."""
-    parser = argparse.ArgumentParser(prog="grader.batch --worker")
-    parser.add_argument("notebook", type=Path)
-    parser.add_argument("exercise")
-    parser.add_argument("result", type=Path)
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
-    parser.add_argument("--fixtures", type=Path, action="append", default=[])
-    parser.add_argument("--sandbox", action="store_true")
-    args = parser.parse_args(argv)
-    try:
-        from grader.engine import DEFAULT_CELL_TIMEOUT, grade
-        from grader.sandbox import require
-
-        report = grade(
-            args.exercise,
-            args.notebook,
-            fixture_dirs=tuple(args.fixtures),
-            cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout),
-            total_timeout=args.timeout,
-            memory_limit_mb=args.memory_mb,
-            sandbox=require() if args.sandbox else None,
-        )
-        payload: dict[str, Any] = {"report": report.to_dict()}
-    except Exception as error:  # noqa: BLE001 - reported as this submission's row
-        payload = {"error": f"erro do corretor: {describe_error(error)}"}
-    tmp = args.result.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, args.result)
-    return 0
 
 
 # -------------------------------------------------------------- progress
@@ -405,30 +440,55 @@ def grade_all(
     on_row: Callable[[Row], None] = lambda row: None,
     pool: WorkerPool | None = None,
 ) -> list[Row]:
-    """Grade every submission with up to `jobs` workers at once; rows in submission order."""
+    """Grade every submission with `jobs` warm workers at once; rows in submission order."""
     pool = pool or WorkerPool()
-    rows: dict[int, Row] = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as executor:
-        futures = {
-            executor.submit(grade_submission, submission, options, levels, pool): index
-            for index, submission in enumerate(submissions)
-        }
+    tasks: queue.Queue = queue.Queue()
+    for index, submission in enumerate(submissions):
+        tasks.put((index, submission))
+    finished: queue.Queue = queue.Queue()
+
+    def job() -> None:
+        worker = WarmWorker(options, pool)
         try:
-            for future in as_completed(futures):
-                index = futures[future]
+            while not pool.cancelled:
                 try:
-                    row = future.result()
+                    index, submission = tasks.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    row = grade_submission(submission, options, levels, worker, more=not tasks.empty())
                 except Exception as error:  # noqa: BLE001 - one row, never the batch
-                    row = failure_row(submissions[index], WORKER_FAILED, f"erro do corretor: {error}", levels)
-                rows[index] = row
-                on_row(row)
-        except KeyboardInterrupt:
-            pool.cancel_all()
-            for future in futures:
-                future.cancel()
-            for index, submission in enumerate(submissions):
-                rows.setdefault(index, failure_row(submission, NOT_GRADED, "lote interrompido (Ctrl-C)", levels))
-            raise BatchInterrupted([rows[index] for index in range(len(submissions))]) from None
+                    row = failure_row(submission, WORKER_FAILED, f"erro do corretor: {error}", levels)
+                finished.put((index, row))
+        finally:
+            worker.close()
+
+    threads = [threading.Thread(target=job, name=f"grade-job-{n}", daemon=True)
+               for n in range(max(1, min(jobs, len(submissions))))]
+    for thread in threads:
+        thread.start()
+    rows: dict[int, Row] = {}
+    try:
+        while len(rows) < len(submissions):
+            try:
+                index, row = finished.get(timeout=0.5)
+            except queue.Empty:
+                if not any(thread.is_alive() for thread in threads) and finished.empty():
+                    break
+                continue
+            rows[index] = row
+            on_row(row)
+    except KeyboardInterrupt:
+        pool.cancel_all()
+        for thread in threads:  # each notices its killed worker at once and lets it go
+            thread.join(timeout=15)
+        for index, submission in enumerate(submissions):
+            rows.setdefault(index, failure_row(submission, NOT_GRADED, "lote interrompido (Ctrl-C)", levels))
+        raise BatchInterrupted([rows[index] for index in range(len(submissions))]) from None
+    for index, submission in enumerate(submissions):
+        rows.setdefault(index, failure_row(submission, NOT_GRADED, "nenhum processo de correção pegou esta submissão", levels))
+    for thread in threads:
+        thread.join(timeout=15)
     return [rows[index] for index in range(len(submissions))]
 
 
@@ -635,7 +695,9 @@ def write_feedback(folder: Path | None, rows: list[Row]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--worker"]:
-        sys.exit(worker_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["--serve"]:
+        from grader.warm import serve
+
+        sys.exit(serve(sys.argv[2:]))
     print("Use `grade batch ...`; este módulo só roda sozinho como processo de correção.", file=sys.stderr)
     sys.exit(2)

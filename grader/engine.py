@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from grader import registry
 from grader.checks.framework import Exercise, Fixture, PlannedCheck
@@ -116,6 +116,7 @@ def grade(
     memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
     sandbox: Sandbox | None = None,
+    prelaunched: Any = None,
 ) -> GradeReport:
     """Grade ``notebook`` (never written) against ``exercise``'s checks, in one fresh kernel.
 
@@ -127,7 +128,7 @@ def grade(
     return grade_with_fixtures(
         spec_exercise, fixtures, notebook, level=level, cell_timeout=cell_timeout,
         total_timeout=total_timeout, memory_limit_mb=memory_limit_mb, check_timeout=check_timeout,
-        sandbox=sandbox,
+        sandbox=sandbox, prelaunched=prelaunched,
     )
 
 
@@ -142,6 +143,7 @@ def grade_with_fixtures(
     memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
     sandbox: Sandbox | None = None,
+    prelaunched: Any = None,
 ) -> GradeReport:
     """``grade`` with fixtures already loaded (``grade fixtures`` passes only the valid ones)."""
     exercise = spec_exercise.name
@@ -161,7 +163,7 @@ def grade_with_fixtures(
         report.checks = [_failed(planned, problem.message) for planned in plan]
         return with_points(report, points)
 
-    with tempfile.TemporaryDirectory(prefix="grade-") as temporary:
+    with (prelaunched.folder() if prelaunched else tempfile.TemporaryDirectory(prefix="grade-")) as temporary:
         workdir = Path(temporary)
         spec = {
             "exercise": exercise,
@@ -171,7 +173,7 @@ def grade_with_fixtures(
             "check_timeout": check_timeout,
             "results_path": str(workdir / "results.jsonl"),
         }
-        (workdir / "checks").mkdir()
+        (workdir / "checks").mkdir(exist_ok=True)
         execution = execute_and_grade(
             nb,
             workdir=workdir,
@@ -180,6 +182,7 @@ def grade_with_fixtures(
             total_timeout=total_timeout,
             memory_limit_mb=memory_limit_mb,
             sandbox=sandbox,
+            prelaunched=prelaunched,
         )
 
     report.cell_problems = execution.cell_problems

@@ -201,12 +201,19 @@ def _running_check(path: Path) -> str | None:
     return next((id_ for id_ in reversed(started) if id_ not in finished), None)
 
 
+def kernel_env() -> dict[str, str]:
+    """The environment a grading kernel starts with."""
+    env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
+    env[GRADER_ENV] = "1"
+    return env
+
+
 class _Grading:
     """One grading: the notebook, its kernel (restarted when needed) and what went wrong."""
 
     def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, outcome: Execution, *,
                  cell_timeout: float, total_timeout: float, memory_limit_mb: int | None,
-                 sandbox: Sandbox | None = None):
+                 sandbox: Sandbox | None = None, prelaunched: Any = None):
         self.notebook = notebook
         self.workdir = workdir
         self.outcome = outcome
@@ -215,8 +222,8 @@ class _Grading:
         self.memory_limit_mb = memory_limit_mb or None
         self.deadline = float("inf")  # set once the first kernel is ready
         self.phase = "start"
-        self.env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
-        self.env[GRADER_ENV] = "1"
+        self.env = kernel_env()
+        self.prelaunched = prelaunched
         self.sandbox = sandbox
         if sandbox is not None:
             sandbox.prepare(workdir)
@@ -253,6 +260,10 @@ class _Grading:
             ),
         )
         client.timeout_func = self.timeout_for
+        if self.prelaunched is not None and self.generation == 1 and attempt == 1:
+            # A kernel started while the previous submission was graded (grader/warm.py):
+            # nbclient connects to it instead of starting one. If it died, attempt 2 starts afresh.
+            client.km = self.prelaunched.take()
         return client
 
     def start(self) -> None:
@@ -524,6 +535,7 @@ def execute_and_grade(
     total_timeout: float,
     memory_limit_mb: int | None = None,
     sandbox: Sandbox | None = None,
+    prelaunched: Any = None,
 ) -> Execution:
     """Run ``notebook`` (an in-memory copy; no file is written) and then the checks in ``spec``.
 
@@ -533,7 +545,7 @@ def execute_and_grade(
     """
     outcome = Execution()
     grading = _Grading(notebook, workdir, outcome, cell_timeout=cell_timeout, total_timeout=total_timeout,
-                       memory_limit_mb=memory_limit_mb, sandbox=sandbox)
+                       memory_limit_mb=memory_limit_mb, sandbox=sandbox, prelaunched=prelaunched)
     try:
         grading.start()
         if grading.run_cells():

@@ -84,7 +84,7 @@ def start_kernel(stack: ExitStack, make_client: Callable[[int], Any], env: dict[
     for attempt in range(1, START_ATTEMPTS + 1):
         client = make_client(attempt)
         stderr_path = workdir / f"kernel-stderr-{generation}-{attempt}.log"
-        stderr = stack.enter_context(open(stderr_path, "wb"))
+        stderr = stack.enter_context(open(stderr_path, "ab"))  # a prelaunched kernel may be writing it already
         try:
             stack.enter_context(client.setup_kernel(env=env, stderr=stderr, stdout=stderr))
         except Exception as error:  # the kernel died at start, never answered, or could not be launched

@@ -380,44 +380,66 @@ def test_progress_bar_plain_lines_when_not_a_terminal():
     assert lines[1].startswith("[####] 2/2") and lines[1].endswith("bruno: tempo_esgotado")
 
 
-def test_worker_pool_kills_a_worker_past_its_deadline():
-    pool = batch.WorkerPool()
-    code, _ = pool.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
-    assert code is None
-
-
-def test_worker_pool_reports_a_worker_that_dies():
-    pool = batch.WorkerPool()
-    code, stderr = pool.run([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], timeout=30)
-    assert code == 3 and "boom" in stderr
-
-
 FAKE_WORKER = r"""
 import json, os, sys, time
-notebook, result = sys.argv[1], sys.argv[2]
-name = os.path.basename(notebook)
-if name.startswith("dies"):
-    sys.stderr.write("Segmentation fault\n")
-    os._exit(139)
-if name.startswith("hangs"):
-    time.sleep(60)
-report = {"exercise": "exercise-3", "checks": [
-    {"id": "a", "level": 1, "fixture": None, "title": "t", "criterion": "c", "status": "pass"},
-    {"id": "b", "level": 2, "fixture": "cpB", "title": "t", "criterion": "c",
-     "status": "fail" if name.startswith("wrong") else "pass"},
-]}
-with open(result, "w", encoding="utf-8") as handle:
-    json.dump({"report": report}, handle)
+for line in sys.stdin:
+    task = json.loads(line)
+    notebook, result = task["notebook"], task["result"]
+    name = os.path.basename(notebook)
+    if name.startswith("dies"):
+        sys.stderr.write("Segmentation fault\n")
+        sys.stderr.flush()
+        os._exit(139)
+    if name.startswith("hangs"):
+        time.sleep(60)
+    report = {"exercise": "exercise-3", "checks": [
+        {"id": "a", "level": 1, "fixture": None, "title": "t", "criterion": "c", "status": "pass"},
+        {"id": "b", "level": 2, "fixture": "cpB", "title": "t", "criterion": "c",
+         "status": "fail" if name.startswith("wrong") else "pass"},
+    ]}
+    with open(result, "w", encoding="utf-8") as handle:
+        json.dump({"report": report}, handle)
+    print("done", flush=True)
 """
 
 
-def test_batch_goes_on_past_dead_and_hung_workers(tmp_path, monkeypatch):
+@pytest.fixture
+def fake_workers(tmp_path, monkeypatch):
+    """Warm workers that speak the real protocol but fake the grading by notebook name;
+    returns a list that collects the pid of every worker started."""
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER, encoding="utf-8")
-    monkeypatch.setattr(
-        batch, "_worker_command",
-        lambda submission, options, result: [sys.executable, str(script), str(submission.notebook), str(result)],
-    )
+    monkeypatch.setattr(batch, "_worker_command", lambda options: [sys.executable, str(script)])
+    started = []
+    real_start = batch.WorkerPool.start
+
+    def start(self, command, stderr):
+        process = real_start(self, command, stderr)
+        if process is not None:
+            started.append(process.pid)
+        return process
+
+    monkeypatch.setattr(batch.WorkerPool, "start", start)
+    return started
+
+
+def test_a_warm_worker_grades_many_and_is_replaced_after_it_dies_or_hangs(tmp_path, fake_workers):
+    worker = batch.WarmWorker(batch.BatchOptions(exercise="exercise-3"), batch.WorkerPool())
+    try:
+        assert worker.run(tmp_path / "ana.ipynb", tmp_path / "1.json", True, timeout=30) == (0, "")
+        assert worker.run(tmp_path / "eva.ipynb", tmp_path / "2.json", True, timeout=30) == (0, "")
+        assert len(fake_workers) == 1  # one process graded both
+        code, stderr = worker.run(tmp_path / "dies-bruno.ipynb", tmp_path / "3.json", True, timeout=30)
+        assert code == 139 and "Segmentation fault" in stderr
+        assert worker.run(tmp_path / "hangs-carla.ipynb", tmp_path / "4.json", True, timeout=0.5) == (None, "")
+        assert worker.run(tmp_path / "davi.ipynb", tmp_path / "5.json", False, timeout=30) == (0, "")
+        assert len(fake_workers) == 3  # a new worker after the death and after the hang
+    finally:
+        worker.close()
+    assert worker.process is None
+
+
+def test_batch_goes_on_past_dead_and_hung_workers(tmp_path, fake_workers):
     folder = tmp_path / "entregas"
     folder.mkdir()
     for name in ("ana", "dies-bruno", "hangs-carla", "wrong-davi", "eva"):
@@ -545,13 +567,7 @@ def test_hand_edited_state_with_wrong_shapes_is_tolerated(state_file):
     assert progress.load_state()["exercises"]["exercise-2"]["levels"] == {"1": {"passed": 1, "total": 1}}
 
 
-def test_ctrl_c_during_a_batch_keeps_finished_rows_and_kills_workers(tmp_path, monkeypatch):
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE_WORKER, encoding="utf-8")
-    monkeypatch.setattr(
-        batch, "_worker_command",
-        lambda submission, options, result: [sys.executable, str(script), str(submission.notebook), str(result)],
-    )
+def test_ctrl_c_during_a_batch_keeps_finished_rows_and_kills_workers(tmp_path, fake_workers):
     folder = tmp_path / "entregas"
     folder.mkdir()
     for name in ("ana", "hangs-bruno", "hangs-carla", "hangs-davi"):

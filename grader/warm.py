@@ -1,0 +1,148 @@
+"""Warm batch workers: one process per job grades submission after submission.
+
+``grade batch`` starts ``python -m grader.batch --serve`` once per job. The worker
+imports the grader and loads the exercise's checks and fixtures once, then reads one
+task per line on stdin (JSON: the notebook, where to write the result, whether more
+tasks follow) and answers ``done`` on stdout when the result file is written.
+
+While a submission is graded, the kernel for the next one is already starting: a
+``PrelaunchedKernel`` launches the kernel process (cheap) in the next grading's own
+folder, and the kernel imports IPython on its own, in parallel with the grading; the
+engine connects to it when that grading begins (``grade(..., prelaunched=...)``).
+Each submission still gets a fresh kernel that nothing ran in before.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from grader import kernel as kernels
+from grader.checks.framework import describe_error
+from grader.execution import kernel_env
+from grader.sandbox import Sandbox, sandboxed_connection
+
+DONE = "done"
+
+
+class PrelaunchedKernel:
+    """A kernel started ahead of its grading, in the folder that grading will use."""
+
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+
+        self._temporary = tempfile.TemporaryDirectory(prefix="grade-")
+        self.workdir = Path(self._temporary.name)
+        self._taken = False
+        self._km: Any = None
+        self._stderr = open(self.workdir / "kernel-stderr-1-1.log", "ab")
+        if sandbox is not None:
+            sandbox.prepare(self.workdir)
+            settings = sandboxed_connection(self.workdir, sandbox, 1)
+        else:
+            settings = kernels.kernel_connection(self.workdir, 1, 1)
+        manager_class = settings.pop("manager_class", AsyncKernelManager)
+        km = manager_class(kernel_name="python3", **settings)
+        try:
+            # The same launch nbclient would do (its in-memory history argument included).
+            run_sync(km.start_kernel)(
+                extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
+                env=kernel_env(), stderr=self._stderr, stdout=self._stderr,
+            )
+            self._km = km
+        except Exception:  # noqa: BLE001 - the grading then starts its own kernel
+            self._km = None
+
+    def take(self) -> Any:
+        """The kernel manager, now owned (and shut down) by the grading; None if the launch failed."""
+        self._taken = True
+        return self._km
+
+    @contextlib.contextmanager
+    def folder(self) -> Iterator[str]:
+        """The grading folder, removed (with a kernel never taken) when the grading ends."""
+        try:
+            yield str(self.workdir)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        if self._km is not None and not self._taken:
+            from jupyter_core.utils import run_sync
+
+            with contextlib.suppress(Exception):
+                run_sync(self._km.shutdown_kernel)(now=True)
+        self._km = None
+        with contextlib.suppress(OSError):
+            self._stderr.close()
+        with contextlib.suppress(OSError):
+            self._temporary.cleanup()
+
+
+def grade_payload(grade_one, notebook: Path, prelaunched: PrelaunchedKernel | None) -> dict[str, Any]:
+    """The worker's answer for one notebook: the report, or the grader's own error."""
+    try:
+        return {"report": grade_one(notebook, prelaunched).to_dict()}
+    except Exception as error:  # noqa: BLE001 - reported as this submission's row
+        return {"error": f"erro do corretor: {describe_error(error)}"}
+
+
+def write_payload(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def serve(argv: list[str]) -> int:
+    """The warm worker's loop (``python -m grader.batch --serve ...``)."""
+    parser = argparse.ArgumentParser(prog="grader.batch --serve")
+    parser.add_argument("exercise")
+    parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--memory-mb", type=int, default=None)
+    parser.add_argument("--fixtures", type=Path, action="append", default=[])
+    parser.add_argument("--sandbox", action="store_true")
+    args = parser.parse_args(argv)
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    sys.stdout = sys.stderr  # whatever else prints must not mix with the answers
+
+    from grader.engine import DEFAULT_CELL_TIMEOUT, grade_with_fixtures, load_exercise
+    from grader.fixture_loader import load_fixtures
+    from grader.sandbox import require
+
+    spec = load_exercise(args.exercise)
+    fixtures = load_fixtures(args.exercise, tuple(args.fixtures), spec.validate_fixture)
+    sandbox = require() if args.sandbox else None
+
+    def grade_one(notebook: Path, prelaunched: PrelaunchedKernel | None):
+        return grade_with_fixtures(
+            spec, fixtures, notebook,
+            cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout),
+            total_timeout=args.timeout,
+            memory_limit_mb=args.memory_mb,
+            sandbox=sandbox,
+            prelaunched=prelaunched,
+        )
+
+    spare: PrelaunchedKernel | None = PrelaunchedKernel(sandbox)
+    try:
+        for line in sys.stdin:
+            task = json.loads(line)
+            current, spare = spare, None
+            if task.get("more"):
+                spare = PrelaunchedKernel(sandbox)  # starts while this submission is graded
+            try:
+                write_payload(Path(task["result"]), grade_payload(grade_one, Path(task["notebook"]), current))
+            finally:
+                if current is not None:
+                    current.discard()
+            answers.write(DONE + "\n")
+    finally:
+        if spare is not None:
+            spare.discard()
+    return 0
