@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prepara o ambiente do curso e executa uma tarefa: abrir o JupyterLab, rodar os testes, corrigir.
 
-    python3 bootstrap.py lab            # cria .venv se preciso, instala e abre o curso
+    python3 bootstrap.py lab            # cria .venv se preciso, instala e abre a lição 1 no JupyterLab
     python3 bootstrap.py test [args]    # cria .venv se preciso, instala e roda o pytest
     python3 bootstrap.py grade exercise-3   # qualquer comando do ambiente: grade, course, python
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -22,6 +23,10 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".instalado"
 FIRST_LESSON = "lessons/01-memoria-e-estado-de-execucao.ipynb"
+LAB_FILES = ROOT / ".lab"  # o que o curso entrega ao JupyterLab: ajustes padrão e o rc do terminal
+# Aviso informativo do setuptools sobre instalações editáveis (uma caixa de asteriscos a cada
+# instalação). Só ele é silenciado: erros e outros avisos do pip continuam aparecendo.
+EDITABLE_NOTICE_FILTER = "ignore:Editable installation"
 
 
 def say(message: str) -> None:
@@ -43,7 +48,8 @@ def ensure_environment() -> None:
     say("instalando o curso e suas dependências (só na primeira vez; leva alguns minutos) ...")
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True)
+    quiet_notice = {**os.environ, "PYTHONWARNINGS": EDITABLE_NOTICE_FILTER}
+    subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True, env=quiet_notice)
     STAMP.write_text(requirements_hash())
 
 
@@ -55,6 +61,47 @@ def environment() -> dict:
     return env
 
 
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def terminal_command(bin_dir: Path) -> list[str] | None:
+    """O shell dos terminais do Lab: bash com o rc do curso, que põe `bin_dir` na frente do PATH.
+
+    Sem isso o Jupyter abre um shell de login quando não foi iniciado num terminal, e o
+    /etc/profile do Debian troca o PATH: `grade` viraria "command not found".
+    """
+    bash, env = shutil.which("bash"), shutil.which("env")
+    if bash is None or env is None:
+        return None  # Windows sem bash: fica o terminal padrão do Jupyter
+    return [env, f"CURSO_BIN={bin_dir}", bash, "--rcfile", str(LAB_FILES / "terminal.bashrc"), "-i"]
+
+
+def lab_command(
+    extra: list[str] | tuple[str, ...] = (), *, python: Path = BIN / "python", root: Path = ROOT,
+) -> list[str]:
+    """O comando exato de `bootstrap.py lab` (o teste do navegador sobe o JupyterLab por aqui).
+
+    Serve a raiz do projeto (lições, exercícios e soluções no mesmo navegador de arquivos, e os
+    links entre eles funcionam) e abre a lição 1.
+    """
+    command = [
+        str(python), "-m", "jupyterlab",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.default_url=/lab/tree/{FIRST_LESSON}",
+        # overrides.json: nada de perguntar sobre notícias nem procurar atualizações na internet
+        f"--LabApp.app_settings_dir={LAB_FILES / 'settings'}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    shell = terminal_command(Path(python).parent)
+    if shell is not None:
+        command.append(f"--ServerApp.terminado_settings={{'shell_command': {shell!r}}}")
+    if running_as_root():
+        command.append("--allow-root")
+    return [*command, *extra]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -62,7 +109,9 @@ def main(argv: list[str]) -> int:
     ensure_environment()
     task, rest = argv[0], argv[1:]
     if task == "lab":
-        command = [str(BIN / "jupyter"), "lab", FIRST_LESSON, *rest]
+        if running_as_root():
+            say("rodando como root (contêiner, Codespaces, WSL?): o JupyterLab sobe com --allow-root.")
+        command = lab_command(rest)
     elif task == "test":
         command = [str(BIN / "python"), "-m", "pytest", *rest]
     else:

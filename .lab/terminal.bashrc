@@ -1,0 +1,9 @@
+# Terminal do JupyterLab aberto por `python3 bootstrap.py lab`.
+# O bash roda com este arquivo no lugar do ~/.bashrc e sem ser um shell de login, então o
+# /etc/profile não tem como zerar o PATH: `grade` e `course` ficam sempre à mão.
+[ -f /etc/bash.bashrc ] && . /etc/bash.bashrc
+[ -f "$HOME/.bashrc" ] && . "$HOME/.bashrc"
+if [ -n "$CURSO_BIN" ]; then
+    export VIRTUAL_ENV="$(dirname "$CURSO_BIN")"
+    export PATH="$CURSO_BIN:$PATH"
+fi
