@@ -10,6 +10,9 @@ import importlib
 import sys
 from pathlib import Path
 
+from grader import console
+from grader.plural import quantity
+
 # subcommand -> (module, help). Each module exposes `add_arguments(parser)` and
 # `run(args) -> int`. `check` is special: it aggregates every module's checks.
 SUBCOMMANDS = {
@@ -40,7 +43,7 @@ def run_check(args: argparse.Namespace) -> int:
         module = importlib.import_module(name)
         problems.extend(module.check_problems(args.root))
     if problems:
-        print(f"course check: {len(problems)} problema(s):")
+        print(f"course check: {quantity(len(problems), 'problema', 'problemas')}:")
         for problem in problems:
             print(f"  - {problem}")
         return 1
@@ -49,9 +52,13 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="course", description="Ferramentas de autoria do curso.")
-    parser.add_argument("--root", type=Path, default=None, help="pasta do projeto (padrão: detectada)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    return console.run(lambda: dispatch(argv))
+
+
+def dispatch(argv: list[str] | None) -> int:
+    parser = console.ArgumentParser(prog="course", description="Ferramentas de autoria do curso.")
+    parser.add_argument("--root", type=Path, default=None, metavar="PASTA", help="pasta do projeto (padrão: detectada)")
+    sub = parser.add_subparsers(dest="command", metavar="COMANDO", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
         sp = sub.add_parser(name, help=help_text)

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import nbformat
 
+from grader.plural import quantity
+
 CODE_BEGIN = "### BEGIN SOLUTION"
 CODE_END = "### END SOLUTION"
 HINT_PREFIX = "### HINT:"
@@ -372,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         relative = f"{EXERCISES_DIR}/{outcome.target.name}"
         if outcome.changed:
-            print(f"{relative}: gerado a partir de {SOLUTIONS_DIR}/{path.name} ({outcome.blocks} resposta(s) trocada(s) por esboço).")
+            print(f"{relative}: gerado a partir de {SOLUTIONS_DIR}/{path.name} ({quantity(outcome.blocks, 'resposta trocada', 'respostas trocadas')} por esboço).")
         else:
             print(f"{relative}: já estava em dia.")
     return 1 if failures else 0

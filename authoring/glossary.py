@@ -23,6 +23,7 @@ import nbformat
 from authoring.glossary_marker import MARK, Marker, strip_marks
 from authoring.glossary_page import PAGE_NAME, LessonInfo, build_page
 from authoring.glossary_schema import GlossaryError, Term, load_glossary
+from grader.plural import quantity
 
 GLOSSARY_FILE = "glossary.yaml"
 LESSONS_DIR = "lessons"
@@ -198,7 +199,7 @@ def check_problems(root: Path) -> list[str]:
     for number, names in sorted(missing_lessons.items()):
         problems.append(
             f"{LESSONS_DIR}/: não existe a lição {number} ({number:02d}-*.ipynb), que deveria apresentar "
-            f"{len(names)} termo(s) de {GLOSSARY_FILE}: {', '.join(names)}."
+            f"{quantity(len(names), 'termo', 'termos')} de {GLOSSARY_FILE}: {', '.join(names)}."
         )
     page = plan.page_path
     page_name = _relative(page, root)
@@ -226,19 +227,19 @@ def run(args: argparse.Namespace) -> int:
         problems = check_problems(root)
         for problem in problems:
             print(f"  - {problem}")
-        print("glossário: tudo em dia." if not problems else f"glossário: {len(problems)} problema(s).")
+        print("glossário: tudo em dia." if not problems else f"glossário: {quantity(len(problems), 'problema', 'problemas')}.")
         return 1 if problems else 0
     try:
         plan, written = apply_glossary(root)
     except GlossaryError as exc:
-        print(f"course glossary: {GLOSSARY_FILE} tem {len(exc.problems)} problema(s); nada foi gravado.")
+        print(f"course glossary: {GLOSSARY_FILE} tem {quantity(len(exc.problems), 'problema', 'problemas')}; nada foi gravado.")
         for problem in exc.problems:
             print(f"  - {problem}")
         return 1
     for message in plan.unreadable:
         print(f"  - ignorado: {message}")
     marks = sum(count_marks(lesson.marked) for lesson in plan.lessons)
-    print(f"course glossary: {len(plan.terms)} termos, {len(plan.lessons)} lição(ões), {marks} marca(s).")
+    print(f"course glossary: {len(plan.terms)} termos, {quantity(len(plan.lessons), 'lição', 'lições')}, {quantity(marks, 'marca', 'marcas')}.")
     for path in written:
         print(f"  gravado: {_relative(path, root)}")
     if not written:

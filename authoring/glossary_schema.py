@@ -101,7 +101,7 @@ def parse_glossary(data: object, name: str = "glossary.yaml") -> list[Term]:
     extra = sorted(str(key) for key in data if key != "terms")
     problems: list[str] = []
     if extra:
-        problems.append(f'{name}: chave(s) desconhecida(s) no topo: {", ".join(extra)} (só "terms" é aceita).')
+        problems.append(f'{name}: {"chave desconhecida" if len(extra) == 1 else "chaves desconhecidas"} no topo: {", ".join(extra)} (só "terms" é aceita).')
     entries = data["terms"]
     if not isinstance(entries, list) or not entries:
         raise GlossaryError(problems + [f'{name}: "terms" deve ser uma lista não vazia de termos.'])

@@ -27,6 +27,7 @@ from authoring.glossary import lesson_paths, read_notebook
 from authoring.glossary_marker import strip_marks
 from authoring.glossary_page import COURSE_TITLE
 from authoring.markdown_regions import FENCE, HEADING_TEXT
+from grader.plural import quantity
 
 RUN_LENGTH = 8
 SOURCES_HEADING = "fontes"
@@ -203,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     except (UnicodeDecodeError, ValueError) as exc:
         print(f"course originality: não consegui ler os arquivos: {exc}")
         return 2
-    print(f"sequências de {args.words} palavras em comum com {len(args.references)} texto(s) de referência:")
+    print(f"sequências de {args.words} palavras em comum com {quantity(len(args.references), 'texto', 'textos')} de referência:")
     for report in reports:
         print(f"  {report.name}: {report.count}")
         if not args.quiet:

@@ -28,6 +28,7 @@ from nbconvert import HTMLExporter
 from authoring.glossary import build_plan, lesson_title
 from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
 from authoring.glossary_schema import GlossaryError
+from grader.plural import quantity
 
 DEFAULT_OUT = "site"
 INDEX_NAME = "index.html"
@@ -163,9 +164,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"course site: uma lição falhou ao executar; nada mais foi exportado.\n{exc}")
         return 1
     except GlossaryError as exc:
-        print(f"course site: glossary.yaml tem {len(exc.problems)} problema(s); nada foi exportado.")
+        print(f"course site: glossary.yaml tem {quantity(len(exc.problems), 'problema', 'problemas')}; nada foi exportado.")
         for problem in exc.problems:
             print(f"  - {problem}")
         return 1
-    print(f"course site: {len(written)} página(s) em {out}; comece por {out / INDEX_NAME}")
+    print(f"course site: {quantity(len(written), 'página', 'páginas')} em {out}; comece por {out / INDEX_NAME}")
     return 0

@@ -36,6 +36,7 @@ from typing import Any, Callable, TextIO
 from grader import results
 from grader.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
 from grader.points import shown as shown_points
+from grader.plural import quantity
 
 DEFAULT_TIMEOUT = 300.0
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
@@ -570,7 +571,7 @@ def summary(rows: list[Row]) -> str:
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1
     parts = ", ".join(f"{count} {status}" for status, count in sorted(counts.items(), key=lambda item: -item[1]))
-    return f"{len(rows)} submissão(ões): {parts}."
+    return f"{quantity(len(rows), 'submissão', 'submissões')}: {parts}."
 
 
 # ---------------------------------------------------------------- command
@@ -669,7 +670,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if ignored:
         print(f"ignorados (não são .ipynb nem pastas): {', '.join(ignored)}", file=sys.stderr)
-    print(f"Corrigindo {len(submissions)} submissão(ões) do {args.exercise} com -j {args.jobs}...", file=sys.stderr)
+    print(f"Corrigindo {quantity(len(submissions), 'submissão', 'submissões')} do {args.exercise} com -j {args.jobs}...", file=sys.stderr)
     bar = ProgressBar(len(submissions))
     try:
         rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)

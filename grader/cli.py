@@ -11,8 +11,10 @@ import importlib
 import sys
 from pathlib import Path
 
+from grader import console
 from grader.errors import GraderError
 from grader.kernel import DEFAULT_MEMORY_MB
+from grader.progress import find_project_root as project_root
 
 # subcommand -> (module, help shown by `grade --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -31,21 +33,12 @@ e mostra, nível por nível, o que passou e o que falhou.
 """
 
 
-def project_root(start: Path | None = None) -> Path:
-    """The nearest folder, from the current one upward, that holds the course."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "exercises").is_dir() or (folder / "pyproject.toml").is_file():
-            return folder
-    return here
-
-
 def grade_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grade", usage=USAGE.split("\n\n")[0].removeprefix("uso: "),
+    parser = console.ArgumentParser(prog="grade", usage=USAGE.split("\n\n")[0].removeprefix("uso: "),
                                      description="Corrige um exercício do curso.")
     parser.add_argument("exercise", metavar="exercise-N", help="o exercício a corrigir, por exemplo exercise-3")
-    parser.add_argument("--level", type=int, default=None, help="corrige só este nível")
-    parser.add_argument("--notebook", type=Path, default=None,
+    parser.add_argument("--level", type=int, default=None, metavar="K", help="corrige só este nível")
+    parser.add_argument("--notebook", type=Path, default=None, metavar="CAMINHO",
                         help="o notebook a corrigir (padrão: exercises/exercise-N.ipynb na pasta do curso)")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA",
                         help="pasta extra de fixtures (do instrutor); pode repetir")
@@ -63,17 +56,17 @@ def grade_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def record_progress(exercise: str, report) -> None:
-    """Remember the result for `grade list` when that module is present."""
-    try:
-        from grader import progress
-    except ImportError:
+def record_progress(exercise: str, report, notebook: Path) -> None:
+    """Remember the result for `grade list`, but only when ``notebook`` is the student's own
+    exercises/exercise-N.ipynb: grading a copy, a solution or a submission changes nothing there."""
+    from grader import progress
+
+    if not progress.is_students_notebook(exercise, notebook):
+        print(f"(o progresso do `grade list` não mudou: ele acompanha só exercises/{exercise}.ipynb)",
+              file=sys.stderr)
         return
-    record = getattr(progress, "record", None)
-    if record is None:
-        return
     try:
-        record(exercise, report)
+        progress.record(exercise, report)
     except Exception as error:  # noqa: BLE001 - progress must never hide a grade
         print(f"aviso: não consegui guardar o progresso ({error}).", file=sys.stderr)
 
@@ -99,7 +92,7 @@ def run_grade(argv: list[str]) -> int:
     except GraderError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
-    record_progress(args.exercise, report)
+    record_progress(args.exercise, report, notebook)
     if args.junit:
         args.junit.parent.mkdir(parents=True, exist_ok=True)
         args.junit.write_text(render.junit_report(report), encoding="utf-8")
@@ -119,14 +112,17 @@ def print_help() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    return console.run(lambda: dispatch(list(sys.argv[1:] if argv is None else argv)))
+
+
+def dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print_help()
         return 0 if argv else 2
     if argv[0] in COMMANDS:
         module_name, help_text = COMMANDS[argv[0]]
         module = importlib.import_module(module_name)
-        parser = argparse.ArgumentParser(prog=f"grade {argv[0]}", description=help_text)
+        parser = console.ArgumentParser(prog=f"grade {argv[0]}", description=help_text)
         module.add_arguments(parser)
         args = parser.parse_args(argv[1:])
         try:

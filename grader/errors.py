@@ -24,4 +24,4 @@ class FixtureError(GraderError):
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         lines = "\n".join(f"  - {problem}" for problem in problems)
-        super().__init__(f"Fixture(s) com problema:\n{lines}")
+        super().__init__(f"{'Fixture com problema' if len(self.problems) == 1 else 'Fixtures com problema'}:\n{lines}")

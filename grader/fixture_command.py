@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grader import registry
 from grader.errors import GraderError
+from grader.plural import quantity
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,7 @@ def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape
 
     exercise = load_exercise(name)
     files = read_fixture_files(name, extra_dirs, exercise.validate_fixture)
-    lines = [f"{name}: {len(files)} fixture(s)"]
+    lines = [f"{name}: {quantity(len(files), 'fixture', 'fixtures')}"]
     problems = 0
     for item in files:
         if item.problems:
@@ -43,7 +44,7 @@ def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape
     if not solution.exists():
         lines.append(f"  PROBLEMA  não achei a solução de referência {solution}; não deu para rodá-la.")
         return problems + 1, lines
-    lines.append(f"  Rodando a solução de referência ({solution.name}) contra {len(valid)} fixture(s)...")
+    lines.append(f"  Rodando a solução de referência ({solution.name}) contra {quantity(len(valid), 'fixture', 'fixtures')}...")
     report = grade_with_fixtures(exercise, valid, solution)
     if report.notebook_error:
         lines.append(f"  PROBLEMA  a própria solução de referência não rodou: {report.notebook_error}")
@@ -53,10 +54,10 @@ def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape
         total = sum(1 for c in report.checks if c.fixture == fixture.name)
         if failed:
             problems += 1
-            lines.append(f"  QUEBRADA  {fixture.name}: a solução de referência falha em {len(failed)} de {total} verificação(ões)")
+            lines.append(f"  QUEBRADA  {fixture.name}: a solução de referência falha em {len(failed)} de {quantity(total, 'verificação', 'verificações')}")
             lines += [f"      {c.id}: {c.message}" for c in failed]
         else:
-            lines.append(f"  ok        {fixture.name}: a solução passa nas {total} verificação(ões)")
+            lines.append(f"  ok        {fixture.name}: a solução passa em {quantity(total, 'verificação', 'verificações')}")
     general = [c for c in report.checks if c.fixture is None and not c.passed]
     for check in general:
         problems += 1
@@ -77,5 +78,5 @@ def run(args: argparse.Namespace) -> int:
             problems, lines = 1, [f"{name}: {error}"]
         total += problems
         print("\n".join(lines))
-    print(f"\ngrade fixtures: {total} problema(s)." if total else "\ngrade fixtures: tudo certo.")
+    print(f"\ngrade fixtures: {quantity(total, 'problema', 'problemas')}." if total else "\ngrade fixtures: tudo certo.")
     return 1 if total else 0

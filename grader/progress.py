@@ -1,6 +1,7 @@
 """Students' progress: the local state file and `grade list`.
 
-After every `grade exercise-N` run, the CLI calls `record(exercise, report)`, which
+After every `grade exercise-N` run of the student's own exercises/exercise-N.ipynb (never a
+copy, a solution or a submission graded with --notebook), the CLI calls `record(exercise, report)`, which
 keeps per-level check counts in `.grade-state.json` at the project root (gitignored).
 `grade list` reads it back: every exercise in manifest order, its status from the
 last run, and the next one to do. `grade hint` keeps its tier counters in the same
@@ -38,6 +39,19 @@ def find_project_root(start: Path | None = None) -> Path:
         if (folder / "exercises").is_dir() or (folder / "pyproject.toml").is_file():
             return folder
     return here
+
+
+def students_notebook(exercise: str, root: Path | None = None) -> Path:
+    """exercises/exercise-N.ipynb of the course: the only file whose grades `grade list` shows."""
+    return (root or find_project_root()) / "exercises" / f"{exercise}.ipynb"
+
+
+def is_students_notebook(exercise: str, notebook: Path) -> bool:
+    """Whether ``notebook`` is the student's own exercise file (the same file, however it is named)."""
+    try:
+        return Path(notebook).resolve() == students_notebook(exercise).resolve()
+    except OSError:
+        return False
 
 
 def default_state_path() -> Path:

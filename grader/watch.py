@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         except GraderError as error:
             print(f"grade watch: {error}", file=sys.stderr)
             return
-        record_progress(args.exercise, report)
+        record_progress(args.exercise, report, notebook)
         sys.stdout.write(render.text_report(report))
         sys.stdout.flush()
 

@@ -112,7 +112,7 @@ def test_level_1_judging_by_return_value_fails(tmp_path, monkeypatch):
     assert set(failed) == {"n1.answers_judge_by_effect"}
     message = failed["n1.answers_judge_by_effect"]
     assert "enviar_email_sem_chave" in message and "valor devolvido é igual" in message
-    assert "mais 3 operação(ões)" in message
+    assert "mais 3 operações" in message
 
 
 def test_level_1_rewriting_the_file_is_not_enough(tmp_path, monkeypatch):

@@ -551,7 +551,7 @@ def test_check_reports_a_missing_lesson_and_a_missing_page(tmp_path):
     root = two_lesson_project(tmp_path)
     (root / "lessons" / "02-ckpt.ipynb").unlink()
     problems = check_problems(root)
-    assert ("lessons/: não existe a lição 2 (02-*.ipynb), que deveria apresentar 1 termo(s) de "
+    assert ("lessons/: não existe a lição 2 (02-*.ipynb), que deveria apresentar 1 termo de "
             "glossary.yaml: checkpoint.") in problems
     assert not any("não é usado" in problem for problem in problems)  # lesson 3 still uses it
     assert 'lessons/glossario.ipynb: a página do glossário não existe; rode "course glossary".' in problems

@@ -228,7 +228,7 @@ def test_the_incident_leaves_exactly_one_email(tmp_path, monkeypatch):
     ).replace('"content": saida["content"]}', '"content": saida["content"], "is_error": saida["is_error"]}')
     results = grade_notebook(with_definition("reconcile", sneaky), tmp_path, monkeypatch, level=2)
     message = results["n2.high_impact_not_repeated[incident-duplicate-email]"]["message"]
-    assert "a caixa de saída passou de 1 para 2 e-mail(s)" in message
+    assert "a caixa de saída passou de 1 para 2 e-mails" in message
 
 
 def test_wrong_result_content_and_missing_results_are_named(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.checks.framework import CheckFailed, content_blocks, describe_error
+from grader.plural import quantity
 
 
 def tool_use_ids(message: Any) -> list[str]:
@@ -83,7 +84,7 @@ def protocol_diagnosis(messages: list, refusal: str) -> str:
                     "da mensagem do assistente.")
         missing = [i for i in ids if i not in answered]
         if missing:
-            return (f"O modelo pediu {len(ids)} ferramenta(s) no mesmo turno ({', '.join(ids)}), mas a mensagem "
+            return (f"O modelo pediu {quantity(len(ids), 'ferramenta', 'ferramentas')} no mesmo turno ({', '.join(ids)}), mas a mensagem "
                     f"seguinte não responde a {', '.join(missing)}: cada tool_use precisa do seu tool_result, "
                     "com o mesmo tool_use_id.")
     if "unexpected `tool_use_id`" in refusal:

@@ -42,6 +42,7 @@ from grader.checks.framework import (
     nothing_observed,
     show,
 )
+from grader.plural import quantity
 
 EXERCISE = Exercise(
     name="exercise-1",
@@ -158,7 +159,7 @@ def validate_run_fixture(data: dict) -> list[str]:
         return problems + [problem("expect", "obrigatório, deveria ser {model_calls, tokens_used, status}")]
     problems += unknown_keys(expect, {"model_calls", "tokens_used", "status"}, "expect")
     if expect.get("model_calls") != run.calls:
-        problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {run.calls} chamada(s) (está {expect.get('model_calls')!r})"))
+        problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {quantity(run.calls, 'chamada', 'chamadas')} (está {expect.get('model_calls')!r})"))
     if expect.get("tokens_used") != run.tokens:
         problems.append(problem("expect.tokens_used", f"pela soma do usage do roteiro, deveria ser {run.tokens} (está {expect.get('tokens_used')!r})"))
     if expect.get("status") != run.status:
@@ -196,7 +197,7 @@ def every_item_classified(ctx: Context, fixture: Fixture) -> None:
     missing = [key for key in items if key not in answer]
     if missing:
         raise CheckFailed(
-            f"Faltou classificar {len(missing)} item(ns): {', '.join(missing)}. Copie as chaves da "
+            f"Faltou classificar {quantity(len(missing), 'item', 'itens')}: {', '.join(missing)}. Copie as chaves da "
             "lista ITEMS, sem mudar a grafia.",
             expected=sorted(items), observed=sorted(answer),
         )
@@ -234,7 +235,7 @@ def classification_matches(ctx: Context, fixture: Fixture) -> None:
     if wrong:
         reasons = " ".join(f"[{key}] {items[key]['why']}" for key in wrong)
         raise CheckFailed(
-            f"{len(wrong)} de {len(items)} item(ns) no grupo trocado: {', '.join(wrong)}. {reasons}",
+            f"{len(wrong)} de {quantity(len(items), 'item', 'itens')} no grupo trocado: {', '.join(wrong)}. {reasons}",
             expected=f"{len(items)} de {len(items)} certos", observed=f"{len(items) - len(wrong)} certos",
         )
 
@@ -336,13 +337,13 @@ def stops_at_the_right_time(ctx: Context, fixture: Fixture) -> None:
                "pausada de volta na conversa) o continua" if stopped_at == "pause_turn" else
                "enquanto a resposta vier com stop_reason \"tool_use\" ou \"pause_turn\", o laço continua")
         raise CheckFailed(
-            f"run_agent parou cedo: fez {len(run.requests)} chamada(s), mas a execução só termina na {calls}ª "
+            f"run_agent parou cedo: fez {quantity(len(run.requests), 'chamada', 'chamadas')}, mas a execução só termina na {calls}ª "
             f"({why}).",
             expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
         )
     if state.get("turns") != calls:
         raise CheckFailed(
-            f"state[\"turns\"] vale {state.get('turns')!r}, mas o modelo foi chamado {calls} vez(es): "
+            f"state[\"turns\"] vale {state.get('turns')!r}, mas o modelo foi chamado {quantity(calls, 'vez', 'vezes')}: "
             "some 1 a turns a cada chamada.",
             expected=calls, observed=state.get("turns"),
         )
@@ -374,7 +375,7 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
     if not run.requests:
         require_state(run)
         raise nothing_observed("run_agent não chamou o modelo nenhuma vez, então não há turno para conferir",
-                               expected=f"{fixture.expect['model_calls']} chamada(s) ao modelo")
+                               expected=f"{quantity(fixture.expect['model_calls'], 'chamada', 'chamadas')} ao modelo")
     for number, body in enumerate(run.requests, start=1):
         messages = body.get("messages", [])
         refusal = validate_messages(messages)
@@ -431,7 +432,7 @@ def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
     ]
     if not expected_calls and not run.calls:
         raise nothing_observed(
-            f"nenhuma ferramenta rodou: run_agent parou depois de {len(run.requests)} chamada(s) ao modelo, "
+            f"nenhuma ferramenta rodou: run_agent parou depois de {quantity(len(run.requests), 'chamada', 'chamadas')} ao modelo, "
             "antes de qualquer turno com ferramentas", expected="as ferramentas que o roteiro pede")
     observed = [(call.name, call.input) for call in run.calls]
     wanted = [(block["name"], block["input"]) for block in expected_calls]
@@ -444,7 +445,7 @@ def tool_results_carry_outputs(ctx: Context, fixture: Fixture) -> None:
         elif len(observed) > len(wanted) and all(o in wanted for o in observed):
             message = "Alguma ferramenta rodou mais de uma vez para o mesmo tool_use: execute cada pedido uma vez só."
         elif len(observed) < len(wanted):
-            message = (f"O modelo pediu {len(wanted)} execução(ões) de ferramenta e só {len(observed)} "
+            message = (f"O modelo pediu {quantity(len(wanted), 'execução', 'execuções')} de ferramenta e só {len(observed)} "
                        "aconteceram: todos os tool_use de um turno precisam ser executados.")
         else:
             message = "As ferramentas executadas não são as que o modelo pediu (nome, entrada ou ordem)."
@@ -507,8 +508,8 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
         left_out = len(run.served) - expected.entered
         rule = (f"; {left_out} delas foi recusada ou cortada e fica de fora" if left_out else "")
         raise CheckFailed(
-            f"O modelo respondeu {len(run.served)} vez(es){rule}, então a conversa deveria ter "
-            f"{expected.entered} mensagem(ns) do assistente, e tem {len(assistant)}: cada resposta aproveitável "
+            f"O modelo respondeu {quantity(len(run.served), 'vez', 'vezes')}{rule}, então a conversa deveria ter "
+            f"{quantity(expected.entered, 'mensagem', 'mensagens')} do assistente, e tem {len(assistant)}: cada resposta aproveitável "
             "entra em messages, uma resposta recusada ou cortada não.",
             expected=expected.entered, observed=len(assistant),
         )

@@ -44,6 +44,7 @@ from grader.checks.framework import (
     is_kind,
     show,
 )
+from grader.plural import quantity
 
 EXERCISE = Exercise(
     name="exercise-2",
@@ -117,7 +118,7 @@ def validate_run_fixture(data: dict) -> list[str]:
     saves = expected_saves(data)
     if not isinstance(expect, dict) or expect.get("saves") != saves:
         got = expect.get("saves") if isinstance(expect, dict) else expect
-        problems.append(problem("expect.saves", f"pelo roteiro, um loop correto grava {saves} vez(es) (está {got!r})"))
+        problems.append(problem("expect.saves", f"pelo roteiro, um loop correto grava {quantity(saves, 'vez', 'vezes')} (está {got!r})"))
     return problems
 
 
@@ -688,7 +689,7 @@ def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
     elif run.saves[0].state.get("turns") == 0:
         message = "A primeira gravação aconteceu antes do primeiro turno: os pontos são A (depois da resposta) e B (depois dos resultados)."
     elif len(observed) < len(wanted):
-        message = (f"Houve {len(observed)} gravação(ões); um loop com os pontos A e B faz {len(wanted)} nesta "
+        message = (f"Houve {quantity(len(observed), 'gravação', 'gravações')}; um loop com os pontos A e B faz {len(wanted)} nesta "
                    "tarefa (A e B em cada turno com ferramentas, só A no final).")
     else:
         message = f"As gravações não seguem a sequência A, B, A, B, ..., A: houve {len(observed)}, esperava {len(wanted)}."
@@ -757,7 +758,7 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
         save = find_save(run, "A", turn)
         if save is not None and save.tools_run != executed_before:
             raise CheckFailed(
-                f"O ponto A do turno {turn} foi gravado depois de {save.tools_run - executed_before} ferramenta(s) "
+                f"O ponto A do turno {turn} foi gravado depois de {quantity(save.tools_run - executed_before, 'ferramenta', 'ferramentas')} "
                 "do turno já terem rodado: se o processo morresse enquanto elas rodavam, o disco não saberia "
                 "que o modelo as pediu. Grave A antes de executar.",
                 expected=f"{executed_before} ferramentas executadas até o ponto A", observed=save.tools_run,

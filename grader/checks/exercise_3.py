@@ -43,6 +43,7 @@ from grader.checks.framework import (
     content_blocks,
     show,
 )
+from grader.plural import quantity
 
 EXERCISE = Exercise(
     name="exercise-3",
@@ -315,7 +316,7 @@ def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
         if added != 0 or run.calls:
             did = []
             if added:
-                did.append(f"acrescentou {added} mensagem(ns)")
+                did.append(f"acrescentou {quantity(added, 'mensagem', 'mensagens')}")
             if run.calls:
                 did.append("executou " + ", ".join(sorted({c.name for c in run.calls})))
             raise CheckFailed(
@@ -545,7 +546,7 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
                 f"reconcile executou `{call['name']}` e também marcou is_error: o is_error não desfaz "
                 "o que a ferramenta já fez de novo. Uma ferramenta de alto impacto sem registro não é "
                 "executada; ela só recebe o is_error." + effect,
-                expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es), com is_error",
+                expected=f"{call['name']} executada 0 vezes", observed=f"{quantity(len(executed), 'vez', 'vezes')}, com is_error",
             )
         if executed:
             by_name = "" if call["name"] == "send_email" else (
@@ -556,7 +557,7 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
                 f"reconcile reexecutou `{call['name']}` ({tool_use_id}), uma ferramenta de alto impacto: "
                 "é o bug do incidente — re-rodar toda chamada pendente repete o efeito (um segundo "
                 "e-mail, um chamado a mais)." + effect + by_name,
-                expected=f"{call['name']} executada 0 vezes", observed=f"{len(executed)} vez(es)",
+                expected=f"{call['name']} executada 0 vezes", observed=f"{quantity(len(executed), 'vez', 'vezes')}",
             )
         if block is None:
             raise CheckFailed(
@@ -586,13 +587,13 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
     expect = fixture.expect
     if "outbox_after" in expect and run.emails_after != expect["outbox_after"]:
         raise CheckFailed(
-            f"A caixa de saída terminou com {run.emails_after} e-mail(s); o esperado é exatamente "
+            f"A caixa de saída terminou com {quantity(run.emails_after, 'e-mail', 'e-mails')}; o esperado é exatamente "
             f"{expect['outbox_after']}.",
             expected=expect["outbox_after"], observed=run.emails_after,
         )
     if "tickets_after" in expect and run.tickets_after != expect["tickets_after"]:
         raise CheckFailed(
-            f"O sistema de chamados terminou com {run.tickets_after} chamado(s); o esperado é "
+            f"O sistema de chamados terminou com {quantity(run.tickets_after, 'chamado', 'chamados')}; o esperado é "
             f"exatamente {expect['tickets_after']}.",
             expected=expect["tickets_after"], observed=run.tickets_after,
         )
@@ -602,7 +603,7 @@ def world_changes(run: ReconcileRun) -> list[str]:
     """What reconcile did to the outbox and the tickets, in words ([] when nothing)."""
     changes = []
     if run.emails_after != run.emails_before:
-        changes.append(f"a caixa de saída passou de {run.emails_before} para {run.emails_after} e-mail(s)")
+        changes.append(f"a caixa de saída passou de {run.emails_before} para {quantity(run.emails_after, 'e-mail', 'e-mails')}")
     if run.tickets_after != run.tickets_before:
         changes.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
     return changes

@@ -56,6 +56,7 @@ from grader.checks.framework import (
     content_blocks,
     show,
 )
+from grader.plural import quantity
 
 EXERCISE = Exercise(
     name="exercise-4",
@@ -265,7 +266,7 @@ def answers_judge_by_effect(ctx: Context) -> None:
     if wrong:
         key = wrong[0]
         label, why = OPERATIONS[key]
-        others = f" (e mais {len(wrong) - 1} operação(ões) com o rótulo trocado)" if len(wrong) > 1 else ""
+        others = f" (e mais {quantity(len(wrong) - 1, 'operação', 'operações')} com o rótulo trocado)" if len(wrong) > 1 else ""
         raise CheckFailed(
             f"{key}: {why}{others}",
             expected=label, observed=answers.get(key),
@@ -634,7 +635,7 @@ def each_call_takes_its_way(ctx: Context, fixture: Fixture) -> None:
                 raise CheckFailed(
                     f"`{call['name']}` ({call['id']}) tinha recibo {recorded['status']} no livro-razão e mesmo "
                     "assim foi executada: é a via 1, reaproveite record[\"result\"] sem executar.",
-                    expected="0 execuções", observed=f"{len(ran)} execução(ões)",
+                    expected="0 execuções", observed=f"{quantity(len(ran), 'execução', 'execuções')}",
                 )
             if text != recorded["result"]["content"] or flagged != recorded["result"]["is_error"]:
                 raise CheckFailed(
@@ -646,7 +647,7 @@ def each_call_takes_its_way(ctx: Context, fixture: Fixture) -> None:
             if len(ran) != 1:
                 raise CheckFailed(
                     f"`{call['name']}` ({call['id']}) é somente leitura e não tem recibo: reexecute-a uma vez "
-                    f"(rodou {len(ran)} vez(es)).",
+                    f"(rodou {quantity(len(ran), 'vez', 'vezes')}).",
                     expected="1 execução", observed=f"{len(ran)}",
                 )
             if text != ran[0].result["content"]:
@@ -676,7 +677,7 @@ def each_call_takes_its_way(ctx: Context, fixture: Fixture) -> None:
                     f"`{call['name']}` ({call['id']}) foi executada de novo, mas havia intenção no livro-razão "
                     "e o efeito já existe no sistema externo com a chave: pergunte antes (find_effect, ou "
                     "confirmed_effect) e só rode o que não aconteceu.",
-                    expected="0 execuções", observed=f"{len(ran)} execução(ões)",
+                    expected="0 execuções", observed=f"{quantity(len(ran), 'execução', 'execuções')}",
                 )
             if flagged:
                 raise CheckFailed(
@@ -729,7 +730,7 @@ def world_counts(ctx: Context, fixture: Fixture) -> None:
     expect = fixture.expect
     if "outbox_after" in expect and run.emails_after != expect["outbox_after"]:
         raise CheckFailed(
-            f"A caixa de saída terminou com {run.emails_after} e-mail(s); o esperado é {expect['outbox_after']}.",
+            f"A caixa de saída terminou com {quantity(run.emails_after, 'e-mail', 'e-mails')}; o esperado é {expect['outbox_after']}.",
             expected=expect["outbox_after"], observed=run.emails_after,
         )
     if "tickets_after" in expect and run.tickets_after != expect["tickets_after"]:
@@ -954,7 +955,7 @@ def rejection_is_an_error_result(ctx: Context) -> None:
     block = results[EMAIL["id"]]
     if any(e[0] == "execute" for e in observed["events"]) or observed["emails"]:
         raise CheckFailed("A aprovação recusou, mas send_email executou: uma recusa impede o efeito.",
-                          expected="0 e-mails", observed=f"{observed['emails']} e-mail(s)")
+                          expected="0 e-mails", observed=f"{quantity(observed['emails'], 'e-mail', 'e-mails')}")
     if block.get("is_error") is not True:
         raise CheckFailed("Uma recusa vira tool_result com \"is_error\": True, para o modelo saber e se adaptar.",
                           expected=True, observed=block.get("is_error", "<ausente>"))
@@ -985,7 +986,7 @@ def pending_waits(ctx: Context) -> None:
     returned = observed["returned"]
     if observed["emails"] or any(e[0] == "execute" for e in observed["events"]):
         raise CheckFailed("Com a aprovação pendente, send_email executou: pendente não é aprovado.",
-                          expected="0 e-mails", observed=f"{observed['emails']} e-mail(s)")
+                          expected="0 e-mails", observed=f"{quantity(observed['emails'], 'e-mail', 'e-mails')}")
     if not isinstance(returned, Raised):
         raise CheckFailed(
             "Com a aprovação pendente, run_tool_uses deveria levantar WaitingForApproval (com "
@@ -1028,7 +1029,7 @@ def approval_bound_to_input_and_time(ctx: Context) -> None:
             "Havia uma aprovação gravada para esta entrada exata, ainda no prazo, e mesmo assim o e-mail não "
             "saiu" + (" (a política foi consultada de novo)" if asked else "") + ": use check_approval, que "
             "reaproveita a decisão gravada em approvals.json.",
-            expected="1 e-mail, sem nova consulta", observed=f"{same['emails']} e-mail(s)",
+            expected="1 e-mail, sem nova consulta", observed=f"{quantity(same['emails'], 'e-mail', 'e-mails')}",
         )
     changed = {**EMAIL, "input": {**EMAIL["input"], "to": "todos@example.com"}}
     other = run_turn(ctx, "n4-outra-entrada", [changed], approver=lambda c: PENDING, clock=clock,
@@ -1037,7 +1038,7 @@ def approval_bound_to_input_and_time(ctx: Context) -> None:
         raise CheckFailed(
             "A aprovação gravada era para outra entrada (outro destinatário), com o mesmo tool_use_id, e o "
             "e-mail saiu: a aprovação fica presa ao hash da entrada exata (check_approval compara input_hash).",
-            expected="WaitingForApproval, 0 e-mails", observed=f"{other['emails']} e-mail(s)",
+            expected="WaitingForApproval, 0 e-mails", observed=f"{quantity(other['emails'], 'e-mail', 'e-mails')}",
         )
     expired = run_turn(ctx, "n4-vencida", [EMAIL], approver=lambda c: PENDING, clock=clock,
                        setup=approved_for(EMAIL, 9_000.0), waiting_ok=True)
@@ -1045,7 +1046,7 @@ def approval_bound_to_input_and_time(ctx: Context) -> None:
         raise CheckFailed(
             "A aprovação gravada tinha vencido (prazo de 600 s, dada 1000 s antes) e o e-mail saiu: passe "
             "ctx.clock() e ctx.approval_ttl a check_approval, que pergunta de novo quando o prazo acaba.",
-            expected="WaitingForApproval, 0 e-mails", observed=f"{expired['emails']} e-mail(s)",
+            expected="WaitingForApproval, 0 e-mails", observed=f"{quantity(expired['emails'], 'e-mail', 'e-mails')}",
         )
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from grader.checks.fixture_shape import checkpoint_problems, problem, required_text, unknown_keys, workspace_problems
 from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, content_blocks, describe_error, show
+from grader.plural import quantity
 
 EXERCISE = Exercise(
     name="exercise-5",
@@ -451,7 +452,7 @@ def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
     allowed = 1 if source["pending_tool_use"] else 0
     if extra > allowed:
         raise CheckFailed(
-            f"A cena devolvida tem {extra} mensagem(ns) a mais do que o ponto gravado: rebobinar não "
+            f"A cena devolvida tem {quantity(extra, 'mensagem', 'mensagens')} a mais do que o ponto gravado: rebobinar não "
             "acrescenta nada além do tool_result das chamadas que ficaram abertas.",
             expected=f"{len(recorded) + allowed} mensagens", observed=f"{len(messages)} mensagens",
         )
@@ -533,7 +534,7 @@ def no_orphan_after_rewind(ctx: Context, fixture: Fixture) -> None:
                 raise CheckFailed(
                     f"{call['name']} ({call['id']}) é somente leitura e não tem recibo: roda de novo uma vez "
                     "e o tool_result leva o resultado real.",
-                    expected=reference["content"], observed=f"{len(runs)} execução(ões); content={show(block.get('content'), 80)}",
+                    expected=reference["content"], observed=f"{quantity(len(runs), 'execução', 'execuções')}; content={show(block.get('content'), 80)}",
                 )
 
 
