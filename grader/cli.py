@@ -47,7 +47,7 @@ def grade_parser() -> argparse.ArgumentParser:
                         help="grava também um relatório JUnit XML")
     parser.add_argument("--sandbox", action="store_true",
                         help="executa o notebook isolado no bubblewrap: sem rede, sem ver outros arquivos, com limites")
-    parser.add_argument("--verbose", "-v", action="store_true", help="mostra também o critério das verificações que passaram")
+    parser.add_argument("--verbose", "-v", action="store_true", help="mostra todas as falhas (não só a primeira) e também as verificações que passaram")
     parser.add_argument("--cell-timeout", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--total-timeout", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--check-timeout", type=float, default=None, help=argparse.SUPPRESS)

@@ -7,35 +7,16 @@ import json
 import textwrap
 import xml.etree.ElementTree as ET
 
+from grader.plural import quantity
 from grader.points import shown as shown_points
-from grader.results import CheckResult, GradeReport
+from grader.report_view import Failure, LevelView, report_view
+from grader.results import GradeReport
 
 PASS_WORD, FAIL_WORD = "PASSOU", "FALHOU"
+WIDTH = 100
 
 
-def _percent(value: float) -> str:
-    return f"{round(value * 100)}%"
-
-
-def _level_heading(report: GradeReport, level: int, checks: list[CheckResult]) -> str:
-    title = report.level_titles.get(level, "")
-    passed = sum(c.passed for c in checks)
-    name = f"Nível {level}" + (f" — {title}" if title else "")
-    points = f"; {_points_text(checks)}" if _weighted(report) else ""
-    return f"{name}  ({passed}/{len(checks)}{points})"
-
-
-def _weighted(report: GradeReport) -> bool:
-    """Whether the manifest gave points; with one point per check, points repeat the counts."""
-    return any(check.points != 1 for check in report.checks)
-
-
-def _points_text(checks: list[CheckResult]) -> str:
-    earned = sum(c.points_earned for c in checks)
-    return f"{shown_points(earned)}/{shown_points(sum(c.points for c in checks))} pontos"
-
-
-def _indent(label: str, text: str, depth: int = 6, width: int = 100) -> list[str]:
+def _indent(label: str, text: str, depth: int = 6, width: int = WIDTH) -> list[str]:
     prefix = " " * depth + f"{label}: "
     return textwrap.wrap(
         text, width=width, initial_indent=prefix, subsequent_indent=" " * len(prefix),
@@ -43,122 +24,149 @@ def _indent(label: str, text: str, depth: int = 6, width: int = 100) -> list[str
     ) or [prefix.rstrip()]
 
 
-def _groups(checks: list[CheckResult]) -> list[list[CheckResult]]:
-    """Consecutive checks with the same title (one check run on several fixtures)."""
-    groups: list[list[CheckResult]] = []
-    for check in checks:
-        if groups and groups[-1][0].title == check.title and check.fixture is not None:
-            groups[-1].append(check)
-        else:
-            groups.append([check])
-    return groups
+def _fixtures(failure: Failure) -> str:
+    return " ".join(f"[{name}]" for name in failure.fixtures)
 
 
-def _failure_lines(check: CheckResult, depth: int) -> list[str]:
-    lines = []
-    if check.expected:
-        lines += _indent("Esperado", check.expected, depth)
-    if check.observed and check.observed != check.message:
-        lines += _indent("Obtido", check.observed, depth)
-    lines += _indent("Problema", check.message, depth)
-    if check.output.strip():
-        lines += _indent("Saída do seu código", check.output.strip()[-400:], depth)
+def _failure_lines(failure: Failure) -> list[str]:
+    lines = [f"  {FAIL_WORD}  {failure.title}" + (f"  {_fixtures(failure)}" if failure.fixtures else "")]
+    lines += _indent("Critério", failure.criterion)
+    if failure.expected:
+        lines += _indent("Esperado", failure.expected)
+    if failure.observed:
+        lines += _indent("Obtido", failure.observed)
+    lines += _indent("Problema", failure.message)
+    if failure.output:
+        lines += _indent("Saída do seu código", failure.output)
     return lines
 
 
-def _group_lines(group: list[CheckResult], verbose: bool, brief: bool) -> list[str]:
-    first = group[0]
-    failed = [c for c in group if not c.passed]
-    if first.fixture is None:
-        lines = [f"  {PASS_WORD if first.passed else FAIL_WORD}  {first.title}"]
-        if (failed and not brief) or verbose:
-            lines += _indent("Critério", first.criterion, 6)
-        if failed and not brief:
-            lines += _failure_lines(first, 6)
-        return lines
-    passed = [c for c in group if c.passed]
-    lines = [f"  {first.title}  ({len(passed)}/{len(group)})"]
-    if (failed and not brief) or verbose:
-        lines += _indent("Critério", first.criterion, 6)
-    if passed:
-        lines.append(f"    {PASS_WORD}  " + " ".join(f"[{c.fixture}]" for c in passed))
-    # Fixtures that fail the same way are listed together, with the explanation once.
-    same_failure: dict[tuple[str, str, str], list[CheckResult]] = {}
-    for check in failed:
-        same_failure.setdefault((check.message, check.expected, check.observed), []).append(check)
-    for checks in same_failure.values():
-        lines.append(f"    {FAIL_WORD}  " + " ".join(f"[{c.fixture}]" for c in checks))
-        if not brief:
-            lines += _failure_lines(checks[0], 8)
-    return lines
+def _level_line(level: LevelView) -> str:
+    return f"{level.heading}  ({level.count})" + (f"  · pista: {level.hint}" if level.hint else "")
+
+
+def _more_failures(view) -> str:
+    return "e mais " + quantity(view.more_failures, "verificação que não passou", "verificações que não passaram")
+
+
+def _passes_line(level: LevelView) -> str:
+    return f"  ✓ {quantity(len(level.passes), 'verificação passou', 'verificações passaram')}"
 
 
 def text_report(report: GradeReport, verbose: bool = False) -> str:
-    lines = [f"{report.exercise} — {report.title}" if report.title else report.exercise]
-    if report.notebook:
-        lines.append(f"Notebook: {report.notebook}")
-    if report.notebook_error:
+    view = report_view(report, verbose=verbose)
+    lines = [view.heading]
+    if view.notebook:
+        lines.append(f"Notebook: {view.notebook}")
+    if view.notebook_error:
         lines += ["", "O notebook não pôde ser corrigido:"]
-        lines += _indent("Motivo", report.notebook_error, 2)
-    if report.cell_problems:
+        lines += _indent("Motivo", view.notebook_error, 2)
+    if view.warnings:
         lines += ["", "Avisos do notebook (a execução continuou):"]
-        for problem in report.cell_problems:
-            lines += textwrap.wrap(problem.message, width=100, initial_indent="  - ", subsequent_indent="    ")
-    for level, checks in report.levels().items():
-        lines += ["", _level_heading(report, level, checks)]
-        for group in _groups(checks):
-            # With a notebook-level failure the reason is printed once, above.
-            lines += _group_lines(group, verbose, brief=bool(report.notebook_error))
-    total = len(report.checks)
-    if _weighted(report):
-        lines += ["", f"Pontuação: {_points_text(report.checks)} ({_percent(report.score)}); "
-                      f"{report.passed_count}/{total} verificações passaram."]
+        for warning in view.warnings:
+            lines += textwrap.wrap(warning, width=WIDTH, initial_indent="  - ", subsequent_indent="    ")
+    if view.unwritten:
+        lines += ["", "Ainda por escrever:"]
+        lines += [f"  - {item.describe()}" for item in view.unwritten]
+    if view.short:
+        lines += ["", f"Primeira verificação que falhou (nível {view.focus.level}):"]
+        lines += _failure_lines(view.focus)
+        if view.more_failures:
+            lines.append(f"  ({_more_failures(view)}; -v mostra todas)")
+        lines.append("")
+        lines += [f"{level.heading}  ({level.count})" for level in view.levels]
     else:
-        lines += ["", f"Pontuação: {report.passed_count}/{total} verificações ({_percent(report.score)})."]
-    if report.passed:
+        for level in view.levels:
+            lines += ["", _level_line(level)]
+            for failure in level.failures:
+                lines += _failure_lines(failure)
+            if verbose:
+                for check in level.passes:
+                    fixture = f"  [{check.fixture}]" if check.fixture else ""
+                    lines.append(f"  {PASS_WORD}  {check.title}{fixture}")
+                    lines += _indent("Critério", check.criterion)
+            elif level.passes:
+                lines.append(_passes_line(level))
+    lines += ["", view.score]
+    if view.passed:
         lines.append("Tudo certo: todas as verificações passaram.")
-    else:
-        hints = sorted({c.hint_ref for c in report.failed() if c.hint_ref})
-        if hints:
-            lines.append("Precisa de uma pista? " + " | ".join(hints))
+    elif view.hint:
+        lines.append(f"Precisa de uma pista? {view.hint}")
     return "\n".join(lines) + "\n"
 
 
-def html_report(report: GradeReport) -> str:
+LEFT = 'style="text-align:left;vertical-align:top"'
+STYLE = (
+    "<style>.grade-report{border-collapse:collapse;font-size:0.9em;margin:0.5em 0}"
+    ".grade-report td,.grade-report th{border:1px solid #ccc;padding:4px 8px;text-align:left;"
+    "vertical-align:top}.grade-report .ok{color:#1a7f37;font-weight:bold}"
+    ".grade-report .no{color:#cf222e;font-weight:bold}.grade-report .nivel{background:#f3f3f3}</style>"
+)
+
+
+def _failure_row(failure: Failure) -> str:
     esc = html.escape
-    style = (
-        "<style>.grade-report{border-collapse:collapse;font-size:0.9em;margin:0.5em 0}"
-        ".grade-report td,.grade-report th{border:1px solid #ccc;padding:4px 8px;text-align:left;"
-        "vertical-align:top}.grade-report .ok{color:#1a7f37;font-weight:bold}"
-        ".grade-report .no{color:#cf222e;font-weight:bold}</style>"
+    details = "".join(
+        f"<br><b>{label}:</b> {esc(text)}" for label, text in (
+            ("Esperado", failure.expected), ("Obtido", failure.observed), ("Saída do seu código", failure.output),
+        ) if text
     )
-    parts = [style, f"<h4>{esc(report.exercise)} — {esc(report.title)}: "
-             f"{esc(_points_text(report.checks))} ({_percent(report.score)}), "
-             f"{report.passed_count}/{len(report.checks)} verificações</h4>"]
-    if report.notebook_error:
-        parts.append(f"<p><b>O notebook não pôde ser corrigido:</b> {esc(report.notebook_error)}</p>")
-    if report.cell_problems:
-        items = "".join(f"<li>{esc(p.message)}</li>" for p in report.cell_problems)
-        parts.append(f"<p>Avisos do notebook:</p><ul>{items}</ul>")
-    parts.append(
-        '<table class="grade-report"><thead><tr><th>Nível</th><th>Fixture</th><th>Verificação</th>'
-        "<th>Resultado</th><th>Pontos</th><th>Esperado</th><th>Obtido / problema</th></tr></thead><tbody>"
+    return (
+        f'<tr><td {LEFT}><span class="no">{FAIL_WORD}</span></td>'
+        f"<td {LEFT}>{esc(failure.title)}<br><small>{esc(failure.criterion)}</small></td>"
+        f"<td {LEFT}>{esc(_fixtures(failure)) or '—'}</td>"
+        f"<td {LEFT}>{esc(failure.message)}{details}</td></tr>"
     )
-    for level, checks in report.levels().items():
-        for check in checks:
-            status = '<span class="ok">passou</span>' if check.passed else '<span class="no">falhou</span>'
-            problem = "" if check.passed else check.message
-            parts.append(
-                f"<tr><td>{level}</td><td>{esc(check.fixture or '—')}</td>"
-                f"<td>{esc(check.title)}<br><small>{esc(check.criterion)}</small></td>"
-                f"<td>{status}</td><td>{shown_points(check.points_earned)}/{shown_points(check.points)}</td>"
-                f"<td>{esc(check.expected if not check.passed else '')}</td>"
-                f"<td>{esc(problem)}</td></tr>"
-            )
+
+
+def _level_row(level: LevelView, with_hint: bool = True) -> str:
+    hint = f" · pista: <code>{html.escape(level.hint)}</code>" if level.hint and with_hint else ""
+    return (f'<tr class="nivel"><th colspan="4" {LEFT}>{html.escape(level.heading)} ({level.count})'
+            f"{hint}</th></tr>")
+
+
+def _passes_row(level: LevelView) -> str:
+    items = "".join(
+        f"<li>{html.escape(c.title)}{html.escape(f' [{c.fixture}]') if c.fixture else ''}</li>" for c in level.passes
+    )
+    summary = quantity(len(level.passes), "verificação passou", "verificações passaram")
+    return (f'<tr><td {LEFT}><span class="ok">✓</span></td><td colspan="3" {LEFT}>'
+            f"<details><summary>{summary}</summary><ul>{items}</ul></details></td></tr>")
+
+
+def html_report(report: GradeReport) -> str:
+    """The same content as ``text_report``, as a left-aligned table (inline styles too, since
+    Jupyter drops a <style> element from outputs it does not trust)."""
+    esc = html.escape
+    view = report_view(report)
+    parts = [STYLE, f"<h4>{esc(view.heading)}</h4>"]
+    if view.notebook_error:
+        parts.append(f"<p><b>O notebook não pôde ser corrigido:</b> {esc(view.notebook_error)}</p>")
+    if view.warnings:
+        parts.append("<p>Avisos do notebook (a execução continuou):</p><ul>"
+                     + "".join(f"<li>{esc(w)}</li>" for w in view.warnings) + "</ul>")
+    if view.unwritten:
+        items = "".join(f"<li>{esc(item.describe())}</li>" for item in view.unwritten)
+        parts.append(f"<p><b>Ainda por escrever:</b></p><ul>{items}</ul>")
+    parts.append(f'<table class="grade-report" {LEFT}><tbody>')
+    if view.short:
+        parts.append(f'<tr><th colspan="4" {LEFT}>Primeira verificação que falhou (nível {view.focus.level})</th></tr>')
+        parts.append(_failure_row(view.focus))
+        if view.more_failures:
+            parts.append(f'<tr><td colspan="4" {LEFT}>({_more_failures(view)})</td></tr>')
+        parts += [_level_row(level, with_hint=False) for level in view.levels]
+    else:
+        for level in view.levels:
+            parts.append(_level_row(level))
+            parts += [_failure_row(failure) for failure in level.failures]
+            if level.passes:
+                parts.append(_passes_row(level))
     parts.append("</tbody></table>")
-    hints = sorted({c.hint_ref for c in report.failed() if c.hint_ref})
-    if hints:
-        parts.append("<p>Precisa de uma pista? " + " | ".join(f"<code>{esc(h)}</code>" for h in hints) + "</p>")
+    parts.append(f"<p>{esc(view.score)}</p>")
+    if view.passed:
+        parts.append("<p>Tudo certo: todas as verificações passaram.</p>")
+    elif view.hint:
+        parts.append(f"<p>Precisa de uma pista? <code>{esc(view.hint)}</code></p>")
     return "".join(parts)
 
 

@@ -17,6 +17,10 @@ import httpx2
 from anthropic.types import Message
 
 DEFAULT_MODEL = "claude-haiku-4-5"
+# Chave opcional de uma resposta roteirizada: a resposta a servir no lugar dela quando a
+# ferramenta do turno anterior voltou com is_error. Assim o modelo roteirizado conta a
+# história que o resultado contou ("não sei se o e-mail saiu"), não a do caminho feliz.
+ON_TOOL_ERROR = "on_tool_error"
 
 
 class ResponseQueueExhausted(RuntimeError):
@@ -111,7 +115,12 @@ def expand_response(compact: dict, index: int, model: str = DEFAULT_MODEL) -> di
 
     O SDK não valida respostas por padrão (``{}`` viraria uma Message cheia de None),
     então o roteiro é conferido aqui, ao ser carregado, e não no meio de uma execução.
+    A alternativa ``on_tool_error`` é conferida também, mas não faz parte da resposta.
     """
+    compact = dict(compact)
+    on_error = compact.pop(ON_TOOL_ERROR, None)
+    if on_error is not None:
+        expand_response(on_error, index, model)
     full = {
         "id": f"msg_roteiro_{index:03d}",
         "type": "message",
@@ -186,7 +195,11 @@ class ScriptedEndpoint:
     """
 
     def __init__(self, responses: Iterable[dict], model: str = DEFAULT_MODEL):
-        self.responses = [expand_response(r, i, model) for i, r in enumerate(responses)]
+        script = list(responses)
+        self.responses = [expand_response(r, i, model) for i, r in enumerate(script)]
+        self.error_responses = {
+            i: expand_response(r[ON_TOOL_ERROR], i, model) for i, r in enumerate(script) if ON_TOOL_ERROR in r
+        }
         self.requests: list[dict] = []
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
@@ -208,7 +221,10 @@ class ScriptedEndpoint:
                 f"fila de respostas esgotada: o roteiro tem {len(self.responses)} resposta(s) e a "
                 f"conversa pediu a de número {index + 1}",
             )
-        return httpx2.Response(200, json=cut_at_limit(self.responses[index], limit))
+        response = self.responses[index]
+        if index in self.error_responses and _tool_failed(body["messages"]):
+            response = self.error_responses[index]
+        return httpx2.Response(200, json=cut_at_limit(response, limit))
 
     def client(self) -> anthropic.Anthropic:
         """O cliente de verdade do SDK, ligado a este endpoint."""
@@ -216,6 +232,14 @@ class ScriptedEndpoint:
         client = anthropic.Anthropic(api_key="offline", max_retries=0, http_client=http_client)
         client.stub_endpoint = self
         return client
+
+
+def _tool_failed(messages: list[dict]) -> bool:
+    """A última mensagem traz um tool_result com is_error: o modelo deve saber que algo falhou."""
+    last = messages[-1] if messages else {}
+    return last.get("role") == "user" and any(
+        b.get("type") == "tool_result" and b.get("is_error") for b in _blocks(last)
+    )
 
 
 def _error(status: int, kind: str, message: str) -> httpx2.Response:

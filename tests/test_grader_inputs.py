@@ -105,7 +105,7 @@ def sample_report() -> GradeReport:
 def test_text_report_shows_levels_expectations_score_and_hint():
     text = render.text_report(sample_report())
     assert "Nível 1 — Nível um  (1/1)" in text and "Nível 2 — Nível dois  (0/1)" in text
-    assert "  Não reenvia <e-mail>  (0/1)\n" in text and "    FALHOU  [cpC]\n" in text
+    assert "  FALHOU  Não reenvia <e-mail>  [cpC]\n" in text and "  ✓ 1 verificação passou\n" in text
     assert "Esperado: 0 envios" in text and "Obtido: 1 envio" in text
     assert "Problema: reexecutou `send_email`" in text and "Critério: critério & 2" in text
     assert "A célula 4 chamou sys.exit()" in text
@@ -117,6 +117,7 @@ def test_html_report_escapes_and_marks_status():
     page = render.html_report(sample_report())
     assert "Não reenvia &lt;e-mail&gt;" in page and "critério &amp; 2" in page
     assert page.count('class="ok"') == 1 and page.count('class="no"') == 1
+    assert "<details><summary>1 verificação passou</summary>" in page
 
 
 def test_json_and_junit_reports():
@@ -178,4 +179,4 @@ def test_check_shows_an_html_table_inside_jupyter(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
     notebook_api._show(sample_report())
     assert len(shown) == 1 and isinstance(shown[0], IPython.display.HTML)
-    assert '<table class="grade-report">' in shown[0].data and "reexecutou `send_email`" in shown[0].data
+    assert '<table class="grade-report"' in shown[0].data and "reexecutou `send_email`" in shown[0].data

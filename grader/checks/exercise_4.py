@@ -241,7 +241,7 @@ def answers_are_complete(ctx: Context) -> None:
         )
     for key, label in answers.items():
         if label is None:
-            raise StudentProblem(f"Ainda não implementado: a operação {key} ainda vale None.")
+            raise StudentProblem(f"Ainda não implementado: a operação {key} ainda vale None.", unwritten="ANSWERS")
         if label not in LABELS:
             raise CheckFailed(
                 f"{key}: o rótulo {label!r} não é um dos dois do exercício; use IDEMPOTENTE ou NAO_IDEMPOTENTE.",

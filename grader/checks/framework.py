@@ -52,13 +52,16 @@ def nothing_observed(what: str, expected: Any = "") -> "CheckFailed":
 
 class StudentProblem(Exception):
     """The student's code could not be used: missing, not implemented, raised, looped, exited.
-    ``kind`` is "memory" when it ran out of memory (reported as memory exhaustion)."""
+    ``kind`` is "memory" when it ran out of memory (reported as memory exhaustion).
+    ``unwritten`` names the function or answer the student has not written yet, when that is
+    the reason (the report then lists it once instead of repeating the failure per check)."""
 
-    def __init__(self, message: str, observed: str = "", kind: str = ""):
+    def __init__(self, message: str, observed: str = "", kind: str = "", *, unwritten: str = ""):
         super().__init__(message)
         self.message = message
         self.observed = observed or message
         self.kind = kind
+        self.unwritten = unwritten
 
 
 class CheckTimeout(BaseException):
@@ -314,7 +317,8 @@ class Context:
         value = self._lookup(name)
         if value is None:
             raise StudentProblem(
-                f"{NOT_IMPLEMENTED_PREFIX}: `{name}` ainda vale None. Troque o None pela sua resposta."
+                f"{NOT_IMPLEMENTED_PREFIX}: `{name}` ainda vale None. Troque o None pela sua resposta.",
+                unwritten=name,
             )
         return value
 
@@ -322,7 +326,8 @@ class Context:
         namespace = self._session.namespace
         if name in namespace:
             return namespace[name]
-        raise StudentProblem(missing_name_message(name, self._session.cell_problems))
+        message = missing_name_message(name, self._session.cell_problems)
+        raise StudentProblem(message, unwritten=name if message.startswith(NOT_IMPLEMENTED_PREFIX) else "")
 
     # --- calling student code
 
@@ -363,7 +368,7 @@ class Context:
                 "processo. Uma função do harness nunca deve encerrar o processo: devolva um valor."
             ) from None
         except NotImplementedError as error:
-            raise StudentProblem(not_implemented_message(label, error)) from None
+            raise StudentProblem(not_implemented_message(label, error), unwritten=label) from None
         except MemoryError:
             raise StudentProblem(
                 f"`{label}` esgotou a memória do kernel (MemoryError): ela guardou ou criou dados demais "
@@ -454,7 +459,7 @@ class Context:
                 memo[key] = ("problem", problem)
         kind, value = memo[key]
         if kind == "problem":
-            raise StudentProblem(value.message, value.observed, value.kind)
+            raise StudentProblem(value.message, value.observed, value.kind, unwritten=value.unwritten)
         return value
 
 

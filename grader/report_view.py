@@ -1,0 +1,194 @@
+"""What a grading report shows, decided once for the terminal and for Jupyter alike.
+
+``report_view(report)`` picks the content; ``render`` only draws it as text or HTML, so
+`grade exercise-N`, ``check()`` in a notebook and ``check()`` outside Jupyter say the same.
+
+- Each level lists its failures first (checks with the same title that fail the same way
+  on several fixtures are one entry naming the fixtures), then folds its passes into a count.
+- A blank or partly written exercise gets the short form: one line per function (or
+  answer) not written yet, with the levels it blocks, then only the first failing check
+  in full. The hint ladder stays in `grade hint`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grader.plural import quantity
+from grader.points import shown as shown_points
+from grader.results import CheckResult, GradeReport
+
+
+@dataclass
+class Failure:
+    """One check that failed, on one or more fixtures, for the same reason."""
+
+    level: int
+    title: str
+    criterion: str
+    fixtures: list[str]
+    message: str
+    expected: str
+    observed: str
+    output: str
+
+    def same_reason(self, check: CheckResult) -> bool:
+        return check.fixture is not None and self.fixtures != [] and (
+            self.title, self.message, self.expected, self.observed
+        ) == (check.title, check.message, check.expected, _observed(check))
+
+
+def _observed(check: CheckResult) -> str:
+    """What the check saw, when it says more than the message."""
+    return check.observed if check.observed != check.message else ""
+
+
+@dataclass
+class LevelView:
+    number: int
+    title: str
+    passed: int
+    total: int
+    hint: str  # `grade hint exercise-N --level K` when something failed
+    failures: list[Failure] = field(default_factory=list)
+    passes: list[CheckResult] = field(default_factory=list)
+    points: str = ""  # "7.5/30 pontos" when the manifest weighs the checks
+
+    @property
+    def heading(self) -> str:
+        return f"Nível {self.number}" + (f" — {self.title}" if self.title else "")
+
+    @property
+    def count(self) -> str:
+        return f"{self.passed}/{self.total}" + (f"; {self.points}" if self.points else "")
+
+
+@dataclass
+class Unwritten:
+    """A function or answer the student has not written yet, and what it holds back."""
+
+    name: str
+    levels: list[int]
+    checks: int
+
+    def describe(self) -> str:
+        levels = ", ".join(str(n) for n in self.levels)
+        word = "o nível" if len(self.levels) == 1 else "os níveis"
+        return f"`{self.name}`: trava {word} {levels} ({quantity(self.checks, 'verificação', 'verificações')})"
+
+
+@dataclass
+class ReportView:
+    heading: str
+    notebook: str
+    notebook_error: str | None
+    warnings: list[str]
+    levels: list[LevelView]
+    unwritten: list[Unwritten]
+    focus: Failure | None  # short form: the one failure shown in full
+    more_failures: int  # short form: failures left out
+    score: str
+    passed: bool
+    hint: str
+
+    @property
+    def short(self) -> bool:
+        return self.focus is not None
+
+
+def _failures(checks: list[CheckResult]) -> list[Failure]:
+    failures: list[Failure] = []
+    for check in checks:
+        if check.passed:
+            continue
+        same = next((f for f in failures if f.same_reason(check)), None)
+        if same is not None:
+            same.fixtures.append(check.fixture)
+            continue
+        failures.append(Failure(
+            check.level, check.title, check.criterion, [check.fixture] if check.fixture else [],
+            check.message, check.expected, _observed(check),
+            check.output.strip()[-400:],
+        ))
+    return failures
+
+
+def _entry_of(levels: list[LevelView], check: CheckResult) -> Failure:
+    """The failure entry that holds ``check``."""
+    return next(
+        failure for level in levels for failure in level.failures
+        if (failure.title, failure.message) == (check.title, check.message)
+        and (check.fixture in failure.fixtures if check.fixture else not failure.fixtures)
+    )
+
+
+def _unwritten(report: GradeReport) -> list[Unwritten]:
+    found: dict[str, Unwritten] = {}
+    for check in report.checks:
+        if check.passed or not check.unwritten:
+            continue
+        entry = found.setdefault(check.unwritten, Unwritten(check.unwritten, [], 0))
+        entry.checks += 1
+        if check.level not in entry.levels:
+            entry.levels.append(check.level)
+    return list(found.values())
+
+
+def _percent(value: float) -> str:
+    return f"{round(value * 100)}%"
+
+
+def _weighted(report: GradeReport) -> bool:
+    """Whether the manifest gave points; with one point per check, points repeat the counts."""
+    return any(check.points != 1 for check in report.checks)
+
+
+def _points_text(checks: list[CheckResult]) -> str:
+    earned = sum(c.points_earned for c in checks)
+    return f"{shown_points(earned)}/{shown_points(sum(c.points for c in checks))} pontos"
+
+
+def _score(report: GradeReport) -> str:
+    total = len(report.checks)
+    if _weighted(report):
+        return (f"Pontuação: {_points_text(report.checks)} ({_percent(report.score)}); "
+                f"{report.passed_count}/{total} verificações passaram.")
+    return f"Pontuação: {report.passed_count}/{total} verificações ({_percent(report.score)})."
+
+
+def report_view(report: GradeReport, *, verbose: bool = False) -> ReportView:
+    levels = []
+    for number, checks in report.levels().items():
+        passed = sum(c.passed for c in checks)
+        failed = [c for c in checks if not c.passed]
+        levels.append(LevelView(
+            number, report.level_titles.get(number, ""), passed, len(checks),
+            failed[0].hint_ref if failed and failed[0].hint_ref else "",
+            failures=[] if report.notebook_error else _failures(checks),
+            passes=[c for c in checks if c.passed],
+            points=_points_text(checks) if _weighted(report) else "",
+        ))
+    unwritten = [] if report.notebook_error else _unwritten(report)
+    focus, more = None, 0
+    if unwritten and not verbose:
+        # The first failure of code the student did write says the most; else the very first one.
+        failed = report.failed()
+        first = next((c for c in failed if not c.unwritten), failed[0])
+        focus = _entry_of(levels, first)
+        more = len(failed) - max(1, len(focus.fixtures))
+    warnings = [
+        p.message for p in report.cell_problems if not (unwritten and p.ename == "NotImplementedError")
+    ]
+    first_failing = next((level for level in levels if level.passed < level.total), None)
+    return ReportView(
+        heading=f"{report.exercise} — {report.title}" if report.title else report.exercise,
+        notebook=report.notebook,
+        notebook_error=report.notebook_error,
+        warnings=warnings,
+        levels=levels,
+        unwritten=unwritten,
+        focus=focus,
+        more_failures=more,
+        score=_score(report),
+        passed=report.passed,
+        hint=first_failing.hint if first_failing else "",
+    )
