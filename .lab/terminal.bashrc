@@ -7,3 +7,10 @@ if [ -n "$CURSO_BIN" ]; then
     export VIRTUAL_ENV="$(dirname "$CURSO_BIN")"
     export PATH="$CURSO_BIN:$PATH"
 fi
+# Fora da pasta do curso (o Jupyter foi iniciado de outro lugar)? Comece na raiz dele.
+if [ -n "$JUPYTER_SERVER_ROOT" ]; then
+    case "$PWD/" in
+        "$JUPYTER_SERVER_ROOT"/*) ;;
+        *) cd "$JUPYTER_SERVER_ROOT" || true ;;
+    esac
+fi

@@ -286,3 +286,175 @@ def test_missing_chromium_skips_outside_ci_and_fails_in_ci(monkeypatch, tmp_path
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI must run the browser tests"):
         require_chromium()
+
+
+# ------------------------------------------------------------------ the student's first hour
+
+COURSE_FILES = ("lessons", "exercises", "solutions", "docs", "glossary.yaml", "README.md", "pyproject.toml")
+BARE_PATH = "/usr/bin:/bin"  # what a service manager or an IDE hands a process: no venv on it
+
+
+def copy_course(target: Path) -> Path:
+    """The course as a student clones it (a copy: Lab's autosave must never write the repository)."""
+    for name in COURSE_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        else:
+            shutil.copy(source, target / name)
+    return target
+
+
+@pytest.fixture(scope="module")
+def student_lab(tmp_path_factory):
+    """JupyterLab started by the very command `python3 bootstrap.py lab` runs, as root, from an
+    environment whose PATH has no virtual environment on it."""
+    require_chromium()
+    import bootstrap
+
+    root = copy_course(tmp_path_factory.mktemp("clone"))
+    home = tmp_path_factory.mktemp("student-home")
+    env = {
+        "HOME": str(home), "PATH": BARE_PATH, "LANG": "C.UTF-8",
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / ".ipython"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "user-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+    }
+    # The test reads the terminal through xterm's accessibility tree (its screen is a canvas).
+    reader = home / "user-settings" / "@jupyterlab" / "terminal-extension" / "plugin.jupyterlab-settings"
+    reader.parent.mkdir(parents=True)
+    reader.write_text(json.dumps({"screenReaderMode": True}))
+    port, token = free_port(), secrets.token_hex(16)
+    command = bootstrap.lab_command(
+        ["--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}"],
+        python=Path(sys.executable), root=root,
+    )
+    assert os.geteuid() != 0 or "--allow-root" in command
+    server = Server(base=f"http://127.0.0.1:{port}", token=token)
+    log_path = home / "jupyterlab.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=home, start_new_session=True)
+        try:
+            deadline = time.monotonic() + STARTUP_SECONDS
+            while True:
+                if process.poll() is not None:
+                    pytest.fail(f"JupyterLab exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+                try:
+                    server.api("/api/status")
+                    break
+                except (urllib.error.URLError, ConnectionError, TimeoutError):
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"JupyterLab did not answer in {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}")
+                    time.sleep(0.5)
+            yield server, root
+        finally:
+            try:
+                for session in server.api("/api/sessions") or []:
+                    server.api(f"/api/sessions/{session['id']}", method="DELETE")
+                for terminal in server.api("/api/terminals") or []:
+                    server.api(f"/api/terminals/{terminal['name']}", method="DELETE")
+            except Exception:
+                pass
+            stop_process_group(process)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"jornada-{name}.png"))
+
+
+def current_tab(page) -> str:
+    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").inner_text()
+
+
+def run_cell(page, cell) -> None:
+    """Select a code cell, run it with Shift+Enter and wait until the kernel has answered."""
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    cell.locator(".jp-InputPrompt").filter(has_text=re.compile(r"\[\d+\]")).wait_for()
+
+
+def scroll_to(page, selector: str):
+    """Scroll the open notebook down until `selector` is rendered (Lab renders cells lazily)."""
+    page.locator(".jp-NotebookPanel:visible .jp-RenderedMarkdown").first.wait_for()
+    target = page.locator(selector).first
+    scroller = page.locator(".jp-NotebookPanel:visible .jp-WindowedPanel-outer")
+    for _ in range(200):
+        if target.count():
+            target.scroll_into_view_if_needed()
+            return target
+        scroller.evaluate("element => element.scrollBy(0, element.clientHeight * 0.8)")
+        page.wait_for_timeout(150)
+    pytest.fail(f"{selector} never appeared in the notebook")
+
+
+def terminal_text(page) -> str:
+    return page.locator(".jp-Terminal .xterm-accessibility-tree").first.inner_text()
+
+
+def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, page):
+    server, root = student_lab
+    # 1. The address `bootstrap.py lab` opens: lesson 1, served from the project root, no news prompt.
+    page.goto(f"{server.base}/?token={server.token}&reset")
+    page.locator(".jp-NotebookPanel .jp-RenderedMarkdown").first.wait_for()
+    assert "/lab/tree/lessons/01-memoria-e-estado-de-execucao.ipynb" in page.url
+    assert current_tab(page) == "01-memoria-e-estado-de-execucao.ipynb"
+    assert page.get_by_text(re.compile("Jupyter news", re.I)).count() == 0
+    shot(page, "1-licao-1")
+
+    # 2. Lesson 2, then its link to the exercise.
+    page.goto(server.lab_url("lessons/02-checkpoint.ipynb"))
+    # Lab rewrites a relative link to the file it resolves to, from the notebook's folder.
+    link = scroll_to(page, ".jp-RenderedMarkdown a[href*='/files/exercises/exercise-2.ipynb']")
+    link.click()
+    page.wait_for_function("() => location.pathname.endsWith('/lab/tree/exercises/exercise-2.ipynb')")
+    panel = page.locator(".jp-NotebookPanel:visible")
+    panel.locator(".jp-RenderedMarkdown").first.wait_for()
+    assert current_tab(page) == "exercise-2.ipynb"
+    assert page.get_by_text("Could not find path").count() == 0
+    shot(page, "2-exercicio-2")
+
+    # 3. Run the exercise's first code cell (its imports) in a real kernel.
+    first_code = panel.locator(".jp-CodeCell").first
+    run_cell(page, first_code)
+    assert first_code.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+    # 4. A Lab terminal: `grade` is on its PATH although the server's PATH had no venv.
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^New$")).hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Terminal$")).click()
+    page.locator(".jp-Terminal .xterm").wait_for()
+    page.locator(".jp-Terminal .xterm").click()
+    page.keyboard.type("grade exercise-2; echo fim-$?\n")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Terminal .xterm-accessibility-tree')]"
+        ".some(e => /fim-\\d/.test(e.innerText))", timeout=180_000)
+    report = terminal_text(page)
+    shot(page, "3-terminal-grade")
+    assert "command not found" not in report
+    assert "exercise-2 — " in report and "Ainda por escrever:" in report and "fim-1" in report
+    assert "`save_checkpoint`: trava o nível" in report
+
+    # 5. check("exercise-2") in the notebook: the table, left-aligned, same content.
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="exercise-2.ipynb").click()
+    first_code.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new cell below, in command mode
+    page.keyboard.press("Enter")
+    page.keyboard.type('check("exercise-2")')
+    page.keyboard.press("Shift+Enter")
+    table = panel.locator("table.grade-report")
+    table.wait_for(timeout=180_000)
+    table.scroll_into_view_if_needed()
+    shot(page, "4-check-tabela")
+    text = " ".join(panel.locator(".jp-OutputArea-output:has(table.grade-report)").inner_text().split())
+    assert "Ainda por escrever:" in text and "`save_checkpoint`: trava o nível 1" in text
+    assert "Primeira verificação que falhou (nível 1)" in text and "Pontuação: 0/" in text
+    alignments = table.locator("td, th").evaluate_all("cells => cells.map(c => getComputedStyle(c).textAlign)")
+    assert alignments and set(alignments) <= {"left", "start"}
+    assert (root / ".grade-state.json").exists()  # the terminal's grade of the student's own file counted
