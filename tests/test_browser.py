@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,16 +158,23 @@ def jupyterlab(course, tmp_path_factory):
         "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
     })
     port, token = free_port(), secrets.token_hex(16)
-    log_path = home / "jupyterlab.log"
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={course.root / 'lessons'}", "--allow-root",
     ]
+    with running_lab(command, env, cwd=home, port=port, token=token) as server:
+        yield server
+
+
+@contextmanager
+def running_lab(command: list[str], env: dict, *, cwd: Path, port: int, token: str):
+    """Start JupyterLab, wait until it answers, and stop it (kernels and terminals first)."""
     server = Server(base=f"http://127.0.0.1:{port}", token=token)
+    log_path = cwd / "jupyterlab.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=home, start_new_session=True)
+                                   cwd=cwd, start_new_session=True)
         try:
             deadline = time.monotonic() + STARTUP_SECONDS
             while True:
@@ -181,9 +189,11 @@ def jupyterlab(course, tmp_path_factory):
                     time.sleep(0.5)
             yield server
         finally:
-            try:  # shut the kernels down through the server before stopping it
+            try:  # shut the kernels and terminals down through the server before stopping it
                 for session in server.api("/api/sessions") or []:
                     server.api(f"/api/sessions/{session['id']}", method="DELETE")
+                for terminal in server.api("/api/terminals") or []:
+                    server.api(f"/api/terminals/{terminal['name']}", method="DELETE")
             except Exception:
                 pass
             stop_process_group(process)
@@ -334,33 +344,8 @@ def student_lab(tmp_path_factory):
         python=Path(sys.executable), root=root,
     )
     assert os.geteuid() != 0 or "--allow-root" in command
-    server = Server(base=f"http://127.0.0.1:{port}", token=token)
-    log_path = home / "jupyterlab.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=home, start_new_session=True)
-        try:
-            deadline = time.monotonic() + STARTUP_SECONDS
-            while True:
-                if process.poll() is not None:
-                    pytest.fail(f"JupyterLab exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-                try:
-                    server.api("/api/status")
-                    break
-                except (urllib.error.URLError, ConnectionError, TimeoutError):
-                    if time.monotonic() > deadline:
-                        pytest.fail(f"JupyterLab did not answer in {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}")
-                    time.sleep(0.5)
-            yield server, root
-        finally:
-            try:
-                for session in server.api("/api/sessions") or []:
-                    server.api(f"/api/sessions/{session['id']}", method="DELETE")
-                for terminal in server.api("/api/terminals") or []:
-                    server.api(f"/api/terminals/{terminal['name']}", method="DELETE")
-            except Exception:
-                pass
-            stop_process_group(process)
+    with running_lab(command, env, cwd=home, port=port, token=token) as server:
+        yield server, root
 
 
 def shot(page, name: str) -> None:
