@@ -29,7 +29,6 @@ from pathlib import Path
 from harness.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_VERSION, CheckpointError, write_json_atomic
 from harness.crash import crash_point
 from harness.loop import has_ended
-from harness.timeline import MAIN_TIMELINE_ID
 
 RUN_STATUSES = ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed", "refused")
 FINAL_STATUSES = ("completed", "refused", "failed", "cancelled")  # daqui a execução não sai mais
@@ -40,6 +39,8 @@ CHECKPOINT_FILE = "checkpoint.json"
 LEASE_FILE = "lease.json"
 LEASE_LOCK_FILE = "lease.lock"
 CONTROL_FILE = "control.json"
+
+MAIN_TIMELINE_ID = "principal"  # a linha do tempo de uma execução que nunca foi bifurcada (lição 5)
 
 LEASE_SECONDS = 30.0        # prazo da posse; o dono renova a cada turno
 LOCK_WAIT_SECONDS = 10.0    # quanto esperar pela trava do lease.json antes de desistir

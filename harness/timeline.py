@@ -15,7 +15,12 @@ partir dele (bifurcar), o harness guarda UMA cena por ponto de gravação:
 
 O que a sequência rebobina é a cena da decisão (messages, turns, tokens_used,
 pending_tool_use). Ela não desfaz nada do mundo externo: um e-mail enviado continua
-enviado depois de qualquer rebobinagem.
+enviado depois de qualquer rebobinagem. E rebobinar ou bifurcar só move estado: nenhuma
+ferramenta roda. Chamadas que ficaram pendentes no ponto escolhido continuam pendentes,
+e a próxima execução as resolve pelo livro-razão e pela válvula, como depois de uma queda.
+
+Este módulo lê também as execuções da lição 6 (checkpoint.json na versão 2), por isso
+importa ``lifecycle``; o contrário nunca acontece.
 """
 from __future__ import annotations
 
@@ -26,9 +31,11 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.checkpoint import CHECKPOINT_VERSION, load_checkpoint, save_checkpoint, write_json_atomic
-from harness.effects import EFFECTS_FILE, reconcile
-from harness.loop import MAX_TURNS, call_model, take_response
+from harness.approval import WaitingForApproval
+from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpoint, save_checkpoint, write_json_atomic
+from harness.effects import EFFECTS_FILE
+from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint
+from harness.loop import MAX_TURNS, call_model, has_ended, take_response
 from harness.tool_runner import ToolContext, close_pending, run_tool_uses
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -36,7 +43,6 @@ CHECKPOINT_FILE = "checkpoint.json"
 TIMELINE_FILE = "timeline.json"
 SAVE_POINTS = ("A", "B")  # A = antes das ferramentas, B = depois dos resultados
 SCENE_FIELDS = ("task", "turns", "tokens_used", "messages", "pending_tool_use")  # a cena, além de version
-MAIN_TIMELINE_ID = "principal"  # a linha do tempo de uma execução que nunca foi bifurcada
 
 # turn-014-A.json: o número do turno com zeros à esquerda e a letra do ponto.
 POINT_NAME = re.compile(r"turn-(\d{3,})-([AB])\.json")
@@ -103,8 +109,6 @@ def read_point(path):
     dessa versão, igualmente estrito. Nada é migrado aqui: o ponto volta como está.
     """
     if declared_version(path) == 2:
-        from harness.lifecycle import load_run_checkpoint  # a lição 6 importa este módulo
-
         state = load_run_checkpoint(path)
     else:
         state = load_checkpoint(path)
@@ -126,8 +130,14 @@ def turns_available(run_dir):
     return sorted({parse_point_name(path.name)[0] for path in list_points(run_dir)})
 
 
-def latest_point_or_error(run_dir, turn):
+def latest_point_or_error(run_dir, turn, point=None):
+    """O ponto ``point`` ("A" ou "B") do turno, ou o último dele sem ``point``; TimelineError se não há."""
     path = pick_latest_point(run_dir, turn)
+    if point is not None and path is not None:
+        path = checkpoints_dir(run_dir) / point_filename(turn, point)
+        if not path.is_file():
+            raise TimelineError(f"não há {path.name} em {Path(run_dir).name}; pontos do turno {turn}: "
+                                + ", ".join(p.name for p in list_points(run_dir) if parse_point_name(p.name)[0] == turn))
     if path is None:
         available = ", ".join(str(t) for t in turns_available(run_dir)) or "nenhum"
         raise TimelineError(f"não há ponto gravado para o turno {turn} em {Path(run_dir).name}; "
@@ -174,9 +184,10 @@ def utc_now():
 
 # --- Rebobinar ----------------------------------------------------------------------------
 
-def set_aside_points_after(run_dir, turn):
-    """Tira da sequência ativa os pontos depois de ``turn`` (guardados em ``rewound-NNN/``, nunca apagados)."""
-    later = [path for path in list_points(run_dir) if parse_point_name(path.name)[0] > turn]
+def set_aside_points_after(run_dir, turn, point="B"):
+    """Tira da sequência ativa os pontos depois de ``turn`` (ou do ponto ``point`` dele),
+    guardados em ``rewound-NNN/`` e nunca apagados."""
+    later = [path for path in list_points(run_dir) if parse_point_name(path.name) > (turn, point)]
     if not later:
         return None
     folder = checkpoints_dir(run_dir)
@@ -195,25 +206,20 @@ def current_run(run_dir):
 
     Na versão 2, o checkpoint.json guarda também o que é da execução e não de um turno
     (run_id, status, se exige aprovação...); os pontos da sequência guardam só a cena.
+    Um checkpoint.json que existe mas não se deixa ler é um erro, não "nenhum": trocá-lo
+    por uma cena da lição 5 apagaria a identidade e as regras de uma execução da lição 6.
     """
     path = Path(run_dir) / CHECKPOINT_FILE
-    return read_point(path) if declared_version(path) == 2 else None
-
-
-def close_from_ledger(state, run_dir):
-    """Fecha as chamadas abertas da cena pelo reconcile com livro-razão (lição 4).
-
-    O reconcile executa uma chamada de alto impacto que nunca começou. Numa execução
-    que exige aprovação (lição 6) isso seria pular a válvula, então ali a rebobinagem
-    para e pede a retomada normal, que passa pela aprovação.
-    """
-    run = current_run(run_dir) or {}
-    if state.get("requires_approval") or run.get("requires_approval"):
-        raise TimelineError(
-            "este turno parou com chamadas abertas numa execução que exige aprovação: "
-            "retome-a (--resume) para a válvula decidir, ou rebobine para o turno anterior"
-        )
-    return reconcile(state, Path(run_dir) / EFFECTS_FILE)
+    if not path.exists():
+        return None
+    try:
+        if declared_version(path) == 2:
+            return read_point(path)
+        load_checkpoint(path)  # uma cena da lição 5 também precisa ser legível
+        return None
+    except CheckpointError as error:
+        raise TimelineError(f"{error}; nada foi alterado. Restaure o {CHECKPOINT_FILE} (ou apague-o, "
+                            f"se a pasta é de uma linha do tempo da lição 5) e rebobine de novo") from None
 
 
 def scene_into_run(run_dir, scene, reason):
@@ -236,55 +242,48 @@ def scene_only(state):
     return {"version": CHECKPOINT_VERSION, **{field: state[field] for field in SCENE_FIELDS}}
 
 
-def rewind_to(run_dir, turn):
+def rewind_to(run_dir, turn, point=None):
     """Volta a linha do tempo à cena da decisão do turno ``turn`` e devolve essa cena.
 
-    Usa o último ponto gravado do turno. Se a cena tem chamadas sem resultado
-    (só o ponto A foi gravado), elas são fechadas pelo livro-razão antes de qualquer
-    outra coisa: a rebobinagem nunca devolve um tool_use sem o seu tool_result.
-    Os pontos posteriores saem da sequência ativa e a cena vira o checkpoint.json.
-    O mundo externo não volta: o que foi enviado continua enviado.
+    Usa o último ponto gravado do turno (ou o ponto ``point``, "A" ou "B"). Só move estado:
+    nenhuma ferramenta roda. Se a cena tem chamadas sem resultado (o ponto A), elas
+    continuam pendentes, e a próxima retomada as fecha pelo livro-razão e pela válvula,
+    como depois de uma queda. Tudo é lido e validado antes da primeira gravação, então
+    uma rebobinagem que não pode terminar não muda nada. Os pontos posteriores saem da
+    sequência ativa e a cena vira o checkpoint.json. O mundo externo não volta.
     """
     run_dir = Path(run_dir)
-    path = latest_point_or_error(run_dir, turn)
-    state = read_point(path)
-    if state["pending_tool_use"]:
-        state = close_from_ledger(state, run_dir)
-        save_point(run_dir, state, "B")
-    set_aside_points_after(run_dir, turn)
-    state = scene_into_run(run_dir, state, f"rebobinada para o turno {turn}")
+    path = latest_point_or_error(run_dir, turn, point)
+    state = scene_into_run(run_dir, read_point(path), f"rebobinada para {path.name}")
+    set_aside_points_after(run_dir, *parse_point_name(path.name))
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state
 
 
 # --- Bifurcar -----------------------------------------------------------------------------
 
-def fork_from(run_dir, turn, new_run_dir):
+def fork_from(run_dir, turn, new_run_dir, point=None):
     """Abre uma nova linha do tempo em ``new_run_dir`` a partir da cena do turno ``turn``.
 
     A nova linha tem identidade própria, registra a origem (parent), começa a própria
-    sequência pelo ponto copiado, ganha um livro-razão em branco e nasce em modo de
-    dry-run, para que as duas linhas nunca dobrem um efeito no mundo. A pasta
-    original só é lida: continua idêntica, byte a byte.
+    sequência pelo ponto copiado (o último do turno, ou ``point``), ganha um livro-razão
+    em branco e nasce em modo de dry-run, para que as duas linhas nunca dobrem um efeito
+    no mundo. Nada é executado: chamadas pendentes do ponto copiado continuam pendentes
+    e a nova linha as resolve, em dry-run, quando continuar. A pasta original só é lida:
+    continua idêntica, byte a byte.
     """
     run_dir, new_run_dir = Path(run_dir), Path(new_run_dir)
     if new_run_dir.resolve() == run_dir.resolve():
         raise TimelineError("a bifurcação precisa de uma pasta nova, diferente da original")
     if new_run_dir.exists() and any(new_run_dir.iterdir()):
         raise TimelineError(f"{new_run_dir.name} já existe e não está vazia; escolha uma pasta nova")
-    path = latest_point_or_error(run_dir, turn)
+    path = latest_point_or_error(run_dir, turn, point)
     source_point = parse_point_name(path.name)[1]
     parent = load_timeline(run_dir)
     state = scene_only(read_point(path))
 
     new_run_dir.mkdir(parents=True, exist_ok=True)
-    ledger = new_run_dir / EFFECTS_FILE
-    write_json_atomic(ledger, {})  # livro-razão em branco: nada aconteceu nesta linha ainda
-    point = source_point
-    if state["pending_tool_use"]:
-        # A cena parou entre a decisão e o resultado: feche as chamadas sem tocar o mundo.
-        state = close_pending(state, ToolContext(effects_path=ledger, dry_run=True))
-        point = "B"
+    write_json_atomic(new_run_dir / EFFECTS_FILE, {})  # livro-razão em branco: nada aconteceu nesta linha ainda
     info = {
         "timeline_id": new_timeline_id(),
         "parent": {"timeline_id": parent["timeline_id"], "turn": turn, "point": source_point},
@@ -292,39 +291,52 @@ def fork_from(run_dir, turn, new_run_dir):
         "created_at": utc_now(),
     }
     write_json_atomic(new_run_dir / TIMELINE_FILE, info)
-    save_point(new_run_dir, state, point)
+    save_point(new_run_dir, state, source_point)
     save_checkpoint(state, new_run_dir / CHECKPOINT_FILE)
     return info
 
 
 # --- Continuar uma linha do tempo ---------------------------------------------------------
 
-def run_timeline(client, run_dir, max_turns=MAX_TURNS):
+def run_timeline(client, run_dir, max_turns=MAX_TURNS, approver=None):
     """Continua a linha do tempo de ``run_dir`` gravando os pontos A e B de cada turno.
 
     As ferramentas passam por run_tool_uses (livro-razão, aprovação, execução,
     registro); numa linha em modo de dry-run as de alto impacto não tocam o mundo.
+    Uma cena parada no ponto A (depois de uma queda ou de uma rebobinagem) começa pelas
+    chamadas pendentes, pelo mesmo caminho. Com ``approver``, uma chamada que espera
+    decisão deixa a linha em "waiting_for_approval", gravada, até a próxima execução.
     """
     run_dir = Path(run_dir)
     if not (run_dir / CHECKPOINT_FILE).exists():
         raise TimelineError(f"{run_dir.name} não tem {CHECKPOINT_FILE}: comece com start_timeline ou fork_from")
     state = read_point(run_dir / CHECKPOINT_FILE)
-    if state["pending_tool_use"]:
-        raise TimelineError("a cena tem chamadas sem resultado; feche-as antes (rewind_to ou a retomada da lição 3)")
-    context = ToolContext(effects_path=run_dir / EFFECTS_FILE, dry_run=load_timeline(run_dir)["dry_run"])
-    while state["turns"] < max_turns:
-        state["turns"] += 1
-        response = call_model(client, state["messages"])
-        tool_uses = take_response(state, response)
-        state["pending_tool_use"] = tool_uses or None
-        save_point(run_dir, state, "A")
-        save_checkpoint(state, run_dir / CHECKPOINT_FILE)
-        if tool_uses is None:
-            break
-        if tool_uses:
-            results = run_tool_uses(tool_uses, context)
-            state["messages"].append({"role": "user", "content": results})
-            state["pending_tool_use"] = None
+    if has_ended(state):
+        return state
+    context = ToolContext(effects_path=run_dir / EFFECTS_FILE, approver=approver,
+                          dry_run=load_timeline(run_dir)["dry_run"])
+    try:
+        if state["pending_tool_use"]:
+            close_pending(state, context)  # livro-razão e válvula, como numa retomada
             save_point(run_dir, state, "B")
             save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+        state["status"], state["pending_approval"] = "running", None
+        while state["turns"] < max_turns:
+            state["turns"] += 1
+            response = call_model(client, state["messages"])
+            tool_uses = take_response(state, response)
+            state["pending_tool_use"] = tool_uses or None
+            save_point(run_dir, state, "A")
+            save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+            if tool_uses is None:
+                break
+            if tool_uses:
+                results = run_tool_uses(tool_uses, context)
+                state["messages"].append({"role": "user", "content": results})
+                state["pending_tool_use"] = None
+                save_point(run_dir, state, "B")
+                save_checkpoint(state, run_dir / CHECKPOINT_FILE)
+    except WaitingForApproval as waiting:
+        state["status"], state["pending_approval"] = "waiting_for_approval", waiting.pending_approval
+        save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state

@@ -51,7 +51,7 @@ def test_solution_scores_100_percent():
     report = grade("exercise-5", SOLUTION)
     assert report.notebook_error is None
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 51
+    assert len(statuses) == 61
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
@@ -137,46 +137,67 @@ NAIVE_REWIND = '''def rewind_to(run_dir, turn):
 '''
 
 
-def test_rewinding_to_point_a_leaves_the_orphan_the_api_refuses(tmp_path, monkeypatch):
+def test_rewinding_to_point_a_loses_what_point_b_had_recorded(tmp_path, monkeypatch):
     results = graded(defined("rewind_to", NAIVE_REWIND), tmp_path, monkeypatch, 2)
     assert_fails(results, "n2.scene_of_the_turn[equipe-completa]", "Voltou ao ponto A")
-    assert_fails(results, "n2.no_orphan_after_rewind[equipe-completa]", "HTTP 400", "ponto A sozinho")
+    assert_fails(results, "n2.rewind_runs_nothing[equipe-completa]", "pending_tool_use da cena devolvida")
 
 
-def test_point_a_closed_again_reruns_what_point_b_had_recorded(tmp_path, monkeypatch):
-    notebook = replaced(
-        "rewind_to", "    path = pick_latest_point(run_dir, turn)\n",
-        '    path = run_dir / "checkpoints" / f"turn-{turn:03d}-A.json"\n    path = path if path.exists() else None\n',
-    )
+OLD_REWIND = '''from harness.effects import reconcile
+
+def rewind_to(run_dir, turn):
+    run_dir = Path(run_dir)
+    path = pick_latest_point(run_dir, turn)
+    if path is None:
+        raise TimelineError(f"não há ponto gravado para o turno {turn}")
+    scene = read_point(path)
+    if scene["pending_tool_use"]:
+        scene = reconcile(scene, run_dir / EFFECTS_FILE)
+        save_point(run_dir, scene, "B")
+    set_aside_points_after(run_dir, turn)
+    save_checkpoint(scene, run_dir / CHECKPOINT_FILE)
+    return scene
+'''
+
+
+def test_closing_open_calls_through_the_ledger_sends_the_email_that_never_started(tmp_path, monkeypatch):
+    """The rewind this course used to teach: the ledger's reconcile runs a call that never started."""
+    results = graded(defined("rewind_to", OLD_REWIND), tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "executou send_email", "mudou o mundo",
+                 "válvula de aprovação")
+    assert_fails(results, "n2.rewind_runs_nothing[notas-leitura-pendente]", "executou read_file")
+    assert_fails(results, "n2.rewind_runs_nothing[queda-gravando-b]", "foram fechadas na rebobinagem")
+    assert_fails(results, "n2.scene_of_the_turn[queda-gravando-b]", "a mais do que o ponto gravado")
+    assert "n2.rewind_runs_nothing[equipe-completa]" not in failures(results)  # no open call there
+
+
+def test_the_lesson_3_reconcile_in_a_rewind_also_closes_what_is_not_its_to_close(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
+                        "    from harness.resume import reconcile as reconcile_without_ledger\n"
+                        "    scene = reconcile_without_ledger(scene)\n"
+                        "    set_aside_points_after(run_dir, turn)\n")
     results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.no_orphan_after_rewind[equipe-completa]", "tem o ponto B", "executou read_file de novo")
-    assert "n2.no_orphan_after_rewind[queda-gravando-b]" not in failures(results)
+    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "foram fechadas na rebobinagem")
+    assert "n2.rewind_runs_nothing[equipe-completa]" not in failures(results)
 
 
-def test_skipping_the_closing_step_sends_an_orphan(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to",
-                        '        scene = reconcile(scene, run_dir / EFFECTS_FILE)\n        save_point(run_dir, scene, "B")\n',
-                        "        pass\n")
+def test_writing_a_point_b_nobody_recorded_is_named(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
+                        '    save_point(run_dir, {**scene, "pending_tool_use": scene["pending_tool_use"]}, "B")\n'
+                        "    set_aside_points_after(run_dir, turn)\n")
     results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.no_orphan_after_rewind[queda-gravando-b]", "HTTP 400", "tool_result")
-    assert_fails(results, "n2.no_orphan_after_rewind[notas-leitura-pendente]", "HTTP 400")
+    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "gravou turn-002-B.json")
 
 
-def test_the_lesson_3_reconcile_ignores_the_receipt_in_the_ledger(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "scene = reconcile(scene, run_dir / EFFECTS_FILE)",
-                        "from harness.resume import reconcile as reconcile_without_ledger\n"
-                        "        scene = reconcile_without_ledger(scene)")
+def test_recording_an_intent_during_a_rewind_is_named(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
+                        "    from harness.effects import record_intent\n"
+                        "    for call in scene['pending_tool_use'] or []:\n"
+                        "        record_intent(run_dir / EFFECTS_FILE, call)\n"
+                        "    set_aside_points_after(run_dir, turn)\n")
     results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.no_orphan_after_rewind[queda-gravando-b]", "recibo committed", "lição 3")
-
-
-def test_answering_open_calls_by_running_them_resends_the_email(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "scene = reconcile(scene, run_dir / EFFECTS_FILE)",
-                        "from harness.loop import answer_tool_uses\n"
-                        "        scene['messages'].append({'role': 'user', 'content': answer_tool_uses(scene['pending_tool_use'])})\n"
-                        "        scene['pending_tool_use'] = None")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.no_orphan_after_rewind[queda-gravando-b]", "executou send_email de novo", "recibo")
+    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "alterou effects.json")
+    assert "n2.rewind_runs_nothing[equipe-completa]" not in failures(results)
 
 
 def test_leaving_later_points_in_the_sequence_is_named(tmp_path, monkeypatch):
@@ -245,19 +266,32 @@ def test_writing_the_timeline_into_the_original_folder_is_caught(tmp_path, monke
 
 
 def test_copying_the_ledger_is_named(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", "    write_json_atomic(ledger, {})\n",
+    notebook = replaced("fork_from", "    write_json_atomic(new_run_dir / EFFECTS_FILE, {})\n",
                         "    import shutil\n    if (run_dir / EFFECTS_FILE).exists():\n"
-                        "        shutil.copy(run_dir / EFFECTS_FILE, ledger)\n")
+                        "        shutil.copy(run_dir / EFFECTS_FILE, new_run_dir / EFFECTS_FILE)\n")
     results = graded(notebook, tmp_path, monkeypatch, 3)
     assert_fails(results, "n3.own_sequence_and_blank_ledger[equipe-completa]", "livro-razão da original foi copiado")
     assert "n3.own_sequence_and_blank_ledger[notas-datas-trocadas]" not in failures(results)
 
 
 def test_a_wrong_parent_is_named(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", '"point": source_point}', '"point": point}')
+    notebook = replaced("fork_from", '"turn": turn, "point": point}', '"turn": turn, "point": "B"}')
     results = graded(notebook, tmp_path, monkeypatch, 3)
     assert_fails(results, "n3.identity_and_parent[queda-gravando-b]", "parent deveria registrar de onde a linha veio")
     assert "n3.identity_and_parent[equipe-completa]" not in failures(results)
+
+
+def test_a_fork_that_closes_open_calls_runs_tools_or_decides_for_the_new_line(tmp_path, monkeypatch):
+    """The fork this course used to teach: open calls closed in dry-run inside fork_from."""
+    notebook = replaced("fork_from", "    save_point(new_run_dir, scene, point)",
+                        "    if scene['pending_tool_use']:\n"
+                        "        from harness.tool_runner import ToolContext, close_pending\n"
+                        "        scene = close_pending(scene, ToolContext(effects_path=new_run_dir / EFFECTS_FILE, dry_run=True))\n"
+                        "    save_point(new_run_dir, scene, point)")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.own_sequence_and_blank_ledger[notas-leitura-pendente]", "A bifurcação executou read_file")
+    assert_fails(results, "n3.own_sequence_and_blank_ledger[envio-nunca-comecou]", "seguir pendentes")
+    assert "n3.own_sequence_and_blank_ledger[equipe-completa]" not in failures(results)
 
 
 # ----------------------------------------------------------------- fixtures as data
@@ -266,7 +300,7 @@ def test_a_wrong_parent_is_named(tmp_path, monkeypatch):
 def test_shipped_fixtures_are_valid_and_cover_every_level():
     exercise = load_exercise("exercise-5")
     fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
-    assert len(fixtures) == 6
+    assert len(fixtures) == 7
     assert sum("rewind" in f.expect for f in fixtures) >= 4
     assert sum("fork" in f.expect for f in fixtures) >= 4
     assert any(f.data.get("mtimes") for f in fixtures)

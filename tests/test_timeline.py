@@ -294,17 +294,77 @@ def test_rewind_does_not_unsend_the_email(team_email):
     assert workspace.outbox_path.read_bytes() == outbox  # the world does not rewind
 
 
-def test_rewind_to_a_turn_that_stopped_at_point_a_closes_the_call_from_the_ledger(team_email):
-    _, workspace, run_dir, _ = team_email
+def test_rewind_to_a_turn_that_stopped_at_point_a_keeps_the_call_pending(team_email):
+    scenario, workspace, run_dir, _ = team_email
     (run_dir / "checkpoints" / "turn-002-B.json").unlink()  # the run died after the effect was recorded
-    outbox = workspace.outbox_path.read_bytes()
+    outbox, ledger = workspace.outbox_path.read_bytes(), (run_dir / EFFECTS_FILE).read_bytes()
     state = rewind_to(run_dir, 2)
-    assert state["pending_tool_use"] is None
-    assert validate_messages(state["messages"]) is None
-    result = state["messages"][-1]["content"][0]
+    assert [call["id"] for call in state["pending_tool_use"]] == ["toolu_01TE2"]  # still pending
+    assert state["messages"][-1]["role"] == "assistant"
+    assert workspace.outbox_path.read_bytes() == outbox and (run_dir / EFFECTS_FILE).read_bytes() == ledger
+    assert [p.name for p in list_points(run_dir)][-1] == "turn-002-A.json"  # no point B invented
+    # The next run settles it through the ledger: the receipt is reused, nothing is sent again.
+    resumed = run_timeline(make_stub_client(scenario.responses), run_dir)
+    assert resumed["status"] == "completed" and validate_messages(resumed["messages"]) is None
+    result = resumed["messages"][4]["content"][0]
     assert result["tool_use_id"] == "toolu_01TE2" and result["is_error"] is False
-    assert workspace.outbox_path.read_bytes() == outbox  # the receipt was reused, nothing re-sent
-    assert [p.name for p in list_points(run_dir)][-1] == "turn-002-B.json"
+    assert workspace.outbox_path.read_bytes() == outbox
+
+
+def test_rewind_never_runs_a_tool_even_one_that_never_started(team_email, monkeypatch):
+    """No ledger record at all for the pending send_email: the rewind still sends nothing, and
+    needs no workspace; the next run is what sends it, once."""
+    from harness import tools
+
+    scenario, workspace, run_dir, _ = team_email
+    (run_dir / "checkpoints" / "turn-002-B.json").unlink()
+    (run_dir / "checkpoints" / "turn-003-A.json").unlink()
+    (run_dir / EFFECTS_FILE).write_text("{}")  # the call never started
+    workspace.outbox_path.unlink()
+    monkeypatch.setattr(tools, "_current", None)  # no world at all: a tool call would raise
+    rewind_to(run_dir, 2)
+    assert json.loads((run_dir / EFFECTS_FILE).read_text()) == {} and not workspace.outbox_path.exists()
+    use_workspace(workspace)
+    run_timeline(make_stub_client(scenario.responses), run_dir)
+    assert len(workspace.emails()) == 1
+
+
+def test_rewind_to_point_a_of_a_finished_turn_sets_its_b_aside_and_reuses_the_receipt(team_email):
+    scenario, workspace, run_dir, _ = team_email
+    outbox = workspace.outbox_path.read_bytes()
+    state = rewind_to(run_dir, 2, "A")
+    assert state["pending_tool_use"] and [p.name for p in list_points(run_dir)][-1] == "turn-002-A.json"
+    assert sorted(p.name for p in (run_dir / "checkpoints" / "rewound-001").iterdir()) == [
+        "turn-002-B.json", "turn-003-A.json"]
+    run_timeline(make_stub_client(scenario.responses), run_dir)
+    assert workspace.outbox_path.read_bytes() == outbox  # the ledger had the receipt
+
+
+def test_a_rewind_that_fails_changes_nothing_on_disk(team_email):
+    _, _, run_dir, _ = team_email
+    (run_dir / "checkpoints" / "turn-002-B.json").unlink()
+    ledger = (run_dir / EFFECTS_FILE).read_bytes()
+    cases = {
+        "missing point B": lambda: rewind_to(run_dir, 2, "B"),
+        "unknown turn": lambda: rewind_to(run_dir, 9),
+    }
+    (run_dir / "checkpoints" / "turn-001-B.json").write_text('{"version": 1, "task"')  # torn point
+    cases["torn point"] = lambda: rewind_to(run_dir, 1)
+    for label, attempt in cases.items():
+        digest = tree_digest(run_dir)
+        with pytest.raises((TimelineError, CheckpointError)):
+            attempt()
+        assert tree_digest(run_dir) == digest, label
+        assert (run_dir / EFFECTS_FILE).read_bytes() == ledger, label
+
+
+def test_a_rewind_refuses_an_unreadable_checkpoint_json_without_touching_anything(team_email):
+    _, _, run_dir, _ = team_email
+    (run_dir / CHECKPOINT_FILE).write_text('{"version": 2, "run_id"')
+    digest = tree_digest(run_dir)
+    with pytest.raises(TimelineError, match="nada foi alterado"):
+        rewind_to(run_dir, 1)
+    assert tree_digest(run_dir) == digest
 
 
 def test_continuing_after_a_rewind_takes_the_new_route(team_email):
@@ -343,24 +403,59 @@ def test_the_same_fork_without_dry_run_sends_the_email_twice(team_email):
     assert len(workspace.emails()) == 2  # the doubled effect dry-run exists to prevent
 
 
-def test_fork_from_point_a_closes_the_pending_call_in_dry_run(team_email):
-    _, workspace, run_dir, _ = team_email
+def test_fork_from_point_a_keeps_the_call_pending_and_the_fork_settles_it_in_dry_run(team_email):
+    scenario, workspace, run_dir, _ = team_email
     (run_dir / "checkpoints" / "turn-002-B.json").unlink()
     world, original = tree_digest(workspace.root), tree_digest(run_dir)
-    info = fork_from(run_dir, 2, run_dir.parent / "fork")
+    fork = run_dir.parent / "fork"
+    info = fork_from(run_dir, 2, fork)
     assert info["parent"]["point"] == "A"
-    state = read_point(pick_latest_point(run_dir.parent / "fork"))
-    assert pick_latest_point(run_dir.parent / "fork").name == "turn-002-B.json"
-    assert state["pending_tool_use"] is None and validate_messages(state["messages"]) is None
-    assert state["messages"][-1]["content"][0]["content"].startswith("[dry-run]")
+    assert [p.name for p in list_points(fork)] == ["turn-002-A.json"]
+    copied = read_point(fork / CHECKPOINT_FILE)
+    assert [call["id"] for call in copied["pending_tool_use"]] == ["toolu_01TE2"]
+    assert tree_digest(workspace.root) == world and tree_digest(run_dir) == original
+    state = run_timeline(make_stub_client(scenario.responses), fork)
+    assert state["messages"][4]["content"][0]["content"].startswith("[dry-run]")
+    assert validate_messages(state["messages"]) is None
     assert tree_digest(workspace.root) == world and tree_digest(run_dir) == original
 
 
-def test_run_timeline_refuses_a_scene_with_an_open_call(tmp_path):
-    record_team_email_sequence(tmp_path)
-    (tmp_path / CHECKPOINT_FILE).write_bytes((tmp_path / "checkpoints" / "turn-002-A.json").read_bytes())
-    with pytest.raises(TimelineError, match="sem resultado"):
-        run_timeline(make_stub_client([]), tmp_path)
+def test_run_timeline_settles_an_open_call_before_calling_the_model(tmp_path):
+    from harness.tools import Workspace
+
+    workspace = use_workspace(load_scenario("team-email").make_workspace(tmp_path / "world"))
+    record_team_email_sequence(tmp_path / "run")
+    run_dir = tmp_path / "run"
+    (run_dir / CHECKPOINT_FILE).write_bytes((run_dir / "checkpoints" / "turn-002-A.json").read_bytes())
+    done = {"content": [{"type": "text", "text": "Pronto."}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1}}
+    client = make_stub_client([done, done, done])
+    state = run_timeline(client, run_dir)
+    first_request = client.stub_endpoint.requests[0]["messages"]
+    assert first_request[-1]["content"][0]["tool_use_id"] == "toolu_S1"  # answered before the model saw it
+    assert state["status"] == "completed" and len(workspace.emails()) == 1
+    assert isinstance(workspace, Workspace)
+
+
+def test_run_timeline_with_an_approver_waits_and_sends_nothing_until_approved(team_email):
+    import time
+
+    from harness.approval import APPROVALS_FILE, PENDING, approve, record_decision
+
+    scenario, workspace, run_dir, _ = team_email
+    (run_dir / "checkpoints" / "turn-002-B.json").unlink()
+    (run_dir / "checkpoints" / "turn-003-A.json").unlink()
+    (run_dir / EFFECTS_FILE).write_text("{}")
+    workspace.outbox_path.unlink()
+    rewind_to(run_dir, 2)
+    state = run_timeline(make_stub_client(scenario.responses), run_dir, approver=lambda call: PENDING)
+    assert state["status"] == "waiting_for_approval" and state["pending_approval"]["name"] == "send_email"
+    assert workspace.emails() == []
+    assert read_point(run_dir / CHECKPOINT_FILE)["status"] == "waiting_for_approval"
+    call = {key: state["pending_approval"][key] for key in ("id", "name", "input")}
+    record_decision(run_dir / APPROVALS_FILE, call, approve(), time.time())
+    state = run_timeline(make_stub_client(scenario.responses), run_dir, approver=lambda call: PENDING)
+    assert state["status"] == "completed" and len(workspace.emails()) == 1
 
 
 # --- runs written by the durable runner (checkpoint version 2) ----------------------------
@@ -407,17 +502,18 @@ def test_a_rewind_keeps_the_approval_rule_of_a_durable_run(tmp_path):
     assert rewind_to(run_dir, 1)["requires_approval"] is True
 
 
-def test_rewind_refuses_to_run_an_open_call_of_a_run_that_requires_approval(tmp_path):
+def test_rewinding_a_durable_run_to_an_open_call_leaves_it_pending_for_the_gate(tmp_path):
     run_dir = tmp_path / "run"
     durable_team_email(run_dir)
     run = json.loads((run_dir / CHECKPOINT_FILE).read_text())
     run["requires_approval"] = True
     (run_dir / CHECKPOINT_FILE).write_text(json.dumps(run))
     (run_dir / "checkpoints" / "turn-002-B.json").unlink()
-    digest = tree_digest(run_dir)
-    with pytest.raises(TimelineError, match="exige aprovação"):
-        rewind_to(run_dir, 2)
-    assert tree_digest(run_dir) == digest
+    ledger = (run_dir / EFFECTS_FILE).read_bytes()
+    state = rewind_to(run_dir, 2)
+    assert state["status"] == "paused" and state["requires_approval"] is True
+    assert [call["name"] for call in state["pending_tool_use"]] == ["send_email"]
+    assert (run_dir / EFFECTS_FILE).read_bytes() == ledger
 
 
 def test_forking_a_durable_run_copies_only_the_scene(tmp_path):

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import checkpoint_problems, problem, required_text, unknown_keys, workspace_problems
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, content_blocks, describe_error, show
+from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, describe_error, show
 from grader.plural import quantity
 
 EXERCISE = Exercise(
@@ -47,7 +47,6 @@ POINT_NAME = re.compile(r"turn-(\d{3,})-([AB])\.json")
 CHECKPOINTS = "checkpoints"
 RUN_FOLDER = "run"
 FORK_FOLDER = "bifurcacao"
-HIGH_IMPACT = ("send_email", "create_ticket")
 
 
 # ----------------------------------------------------------------- fixture shape
@@ -205,11 +204,6 @@ def active_points(run_dir: Path) -> list[str]:
 
 def point_file(fixture: Fixture, turn: int, point: str) -> dict:
     return copy.deepcopy(fixture.data["run_dir"][f"{CHECKPOINTS}/turn-{turn:03d}-{point}.json"])
-
-
-def ledger_of(fixture: Fixture) -> dict:
-    ledger = fixture.data["run_dir"].get("effects.json")
-    return ledger if isinstance(ledger, dict) else {}
 
 
 def call_capturing(ctx: Context, function: Any, label: str, *args: Any) -> tuple[Any, BaseException | None]:
@@ -372,7 +366,6 @@ class Rewound:
     active_after: list[str]
     calls: list = field(default_factory=list)
     world_changed: str = ""
-    reference_results: dict = field(default_factory=dict)
 
 
 def rewound(ctx: Context, fixture: Fixture) -> Rewound:
@@ -391,12 +384,8 @@ def rewound(ctx: Context, fixture: Fixture) -> Rewound:
         except ValueError:
             checkpoint_json = "<ilegível>"
         source = point_file(fixture, spec["turn"], spec["point"])
-        reference = {}
-        for call in source["pending_tool_use"] or []:
-            if call["name"] not in HIGH_IMPACT and call["id"] not in ledger_of(fixture):
-                reference[call["id"]] = ctx.reference_tool_result(fixture, call["name"], call["input"])
         return Rewound(spec["turn"], spec["point"], source, copy.deepcopy(returned), before, after,
-                       checkpoint_json, active_points(run_dir), calls, world_changed, reference)
+                       checkpoint_json, active_points(run_dir), calls, world_changed)
 
     return ctx.memo(f"rewind:{fixture.name}", run)
 
@@ -423,7 +412,7 @@ def has_rewind(fixture: Fixture) -> bool:
     title="Volta à cena do último ponto do turno",
     criterion=(
         "rewind_to(run_dir, turn) devolve a cena gravada no último ponto do turno (B quando existe), "
-        "com turns e tokens_used daquele ponto e todo o histórico até ali."
+        "com turns e tokens_used daquele ponto e todo o histórico até ali, sem nada a mais."
     ),
 )
 def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
@@ -449,93 +438,63 @@ def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
             expected=f"{len(recorded)} mensagens gravadas no ponto", observed=f"{len(messages)} mensagens",
         )
     extra = len(messages) - len(recorded)
-    allowed = 1 if source["pending_tool_use"] else 0
-    if extra > allowed:
+    if extra > 0:
         raise CheckFailed(
             f"A cena devolvida tem {quantity(extra, 'mensagem', 'mensagens')} a mais do que o ponto gravado: rebobinar não "
-            "acrescenta nada além do tool_result das chamadas que ficaram abertas.",
-            expected=f"{len(recorded) + allowed} mensagens", observed=f"{len(messages)} mensagens",
+            "acrescenta nada, nem os tool_result das chamadas que ficaram abertas (quem os produz é a "
+            "próxima execução, pelo livro-razão e pela válvula).",
+            expected=f"{len(recorded)} mensagens", observed=f"{len(messages)} mensagens",
         )
-
-
-def result_blocks(scene: dict, count: int) -> dict[str, dict]:
-    if len(scene["messages"]) <= count:
-        return {}
-    return {b.get("tool_use_id"): b for b in content_blocks(scene["messages"][count], "tool_result")}
 
 
 @EXERCISE.check(
     level=2,
     per_fixture=True,
     applies=has_rewind,
-    title="Nenhum tool_use sem o seu tool_result",
+    title="Rebobinar não executa nada; chamadas abertas continuam pendentes",
     criterion=(
-        "A cena devolvida é aceita pela API e pending_tool_use é None. Chamadas abertas (só o ponto A "
-        "existe) são fechadas pelo reconcile com livro-razão: um recibo é reaproveitado sem executar "
-        "nada de novo e uma ferramenta somente leitura roda uma vez; o mundo não muda."
+        "rewind_to não executa nenhuma ferramenta e não mexe no livro-razão nem no mundo. Num turno que "
+        "só tem o ponto A, as chamadas abertas continuam em pending_tool_use, exatamente como foram "
+        "gravadas, e nenhum ponto novo é gravado: quem as resolve é a próxima execução, pelo livro-razão "
+        "e pela válvula de aprovação, como depois de uma queda."
     ),
 )
-def no_orphan_after_rewind(ctx: Context, fixture: Fixture) -> None:
-    from harness.fake_endpoint import validate_messages
-
+def rewind_runs_nothing(ctx: Context, fixture: Fixture) -> None:
     run = rewound(ctx, fixture)
     scene = returned_scene(run)
-    refusal = validate_messages(scene["messages"])
-    if refusal:
+    if run.calls or run.world_changed:
+        names = ", ".join(sorted({c.name for c in run.calls})) or "uma ferramenta"
+        world = f" e mudou o mundo ({run.world_changed})" if run.world_changed else ""
         raise CheckFailed(
-            "A API recusaria a cena devolvida (HTTP 400): " + refusal + " Um ponto A sozinho tem a "
-            "decisão sem o resultado; feche as chamadas abertas antes de devolver.",
-            expected="conversa válida", observed=refusal,
+            f"A rebobinagem executou {names}{world}. Rebobinar só move estado: uma chamada aberta fica "
+            "pendente, e a próxima execução a resolve pelo livro-razão e pela válvula de aprovação (que "
+            "pode perguntar a uma pessoa antes de um e-mail sair).",
+            expected="nenhuma ferramenta executada", observed=run.world_changed or names,
         )
-    if scene.get("pending_tool_use") is not None:
-        raise CheckFailed("pending_tool_use deveria voltar None depois de fechar as chamadas.",
-                          expected=None, observed=scene.get("pending_tool_use"))
-    resent = [c for c in run.calls if c.name in HIGH_IMPACT]
-    if resent or run.world_changed:
-        names = ", ".join(sorted({c.name for c in resent})) or "uma ferramenta"
+    for name in ("effects.json", "approvals.json"):
+        if run.before.get(name) != run.after.get(name):
+            raise CheckFailed(
+                f"A rebobinagem alterou {name}. Ela não grava intenções, recibos nem decisões: o livro-razão "
+                "e as aprovações só mudam quando uma ferramenta passa de fato por eles.",
+                expected=f"{name} intacto", observed="alterado" if name in run.after else "apagado ou criado",
+            )
+    pending = run.source["pending_tool_use"]
+    if scene.get("pending_tool_use") != pending:
+        closed = pending and not scene.get("pending_tool_use")
         raise CheckFailed(
-            f"A rebobinagem executou {names} de novo e mudou o mundo ({run.world_changed or 'efeito repetido'}). "
-            "O livro-razão já tinha o recibo dessa chamada: o reconcile com livro-razão "
-            "(harness.effects.reconcile(cena, run_dir / EFFECTS_FILE)) reaproveita o resultado gravado.",
-            expected="nenhum efeito novo", observed=run.world_changed or names,
+            ("As chamadas abertas do ponto A foram fechadas na rebobinagem. Deixe-as pendentes: fechar "
+             "é decidir o que fazer com cada uma (reaproveitar um recibo, rodar de novo, pedir aprovação), "
+             "e isso é trabalho da próxima execução." if closed else
+             f"pending_tool_use da cena devolvida não é o do ponto turn-{run.turn:03d}-{run.point}.json."),
+            expected=pending, observed=scene.get("pending_tool_use"),
         )
-    pending = run.source["pending_tool_use"] or []
-    if not pending and run.calls:
-        names = ", ".join(sorted({c.name for c in run.calls}))
+    created = sorted(set(filter(None, map(active_point_name, run.after))) - set(filter(None, map(active_point_name, run.before))))
+    if created:
         raise CheckFailed(
-            f"O turno {run.turn} tem o ponto B, com os resultados já gravados, mas a rebobinagem executou "
-            f"{names} de novo. Voltar ao ponto A e refazer as chamadas troca o resultado que o modelo viu "
-            "por um novo (o mundo pode ter mudado); use o último ponto do turno.",
-            expected="nenhuma ferramenta executada", observed=names,
+            f"A rebobinagem gravou {', '.join(created)} na sequência: um ponto que nenhuma execução "
+            "gravou. Rebobinar só escolhe um ponto que já existe.",
+            expected="nenhum ponto novo", observed=created,
         )
-    blocks = result_blocks(scene, len(run.source["messages"]))
-    ledger = ledger_of(fixture)
-    for call in pending:
-        block = blocks.get(call["id"])
-        if block is None:
-            raise CheckFailed(f"Falta o tool_result da chamada aberta {call['id']} ({call['name']}).",
-                              expected="um tool_result por chamada aberta", observed=sorted(blocks))
-        record = ledger.get(call["id"])
-        if record and record.get("status") in ("committed", "rejected"):
-            if block.get("content") != record["result"]["content"] or bool(block.get("is_error")) != record["result"]["is_error"]:
-                lesson3 = block.get("is_error") and not record["result"]["is_error"]
-                raise CheckFailed(
-                    f"O livro-razão tem o recibo {record['status']} de {call['id']} ({call['name']}), mas o "
-                    "tool_result não traz o resultado gravado"
-                    + (": marcar is_error \"estado desconhecido\" é o reconcile da lição 3, que não lê o livro-razão."
-                       if lesson3 else ".")
-                    + " Use harness.effects.reconcile(cena, run_dir / EFFECTS_FILE).",
-                    expected=record["result"], observed={k: block.get(k) for k in ("content", "is_error")},
-                )
-        elif call["id"] in run.reference_results:
-            reference = run.reference_results[call["id"]]
-            runs = [c for c in run.calls if c.name == call["name"] and c.input == call["input"]]
-            if len(runs) != 1 or block.get("content") != reference["content"]:
-                raise CheckFailed(
-                    f"{call['name']} ({call['id']}) é somente leitura e não tem recibo: roda de novo uma vez "
-                    "e o tool_result leva o resultado real.",
-                    expected=reference["content"], observed=f"{quantity(len(runs), 'execução', 'execuções')}; content={show(block.get('content'), 80)}",
-                )
 
 
 @EXERCISE.check(
@@ -789,16 +748,21 @@ def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
     applies=has_fork,
     title="Sequência própria e livro-razão em branco",
     criterion=(
-        "A sequência da nova linha começa com um único ponto, a cópia do ponto escolhido (ou o B que "
-        "fecha as chamadas abertas dele, em dry-run, sem executar nada); checkpoint.json é essa cena; "
-        "o livro-razão da nova linha está em branco."
+        "A sequência da nova linha começa com um único ponto, a cópia do ponto escolhido, com as "
+        "chamadas abertas dele ainda pendentes; checkpoint.json é essa cena; o livro-razão da nova "
+        "linha está em branco; e a bifurcação não executa nenhuma ferramenta."
     ),
 )
 def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
-    from harness.fake_endpoint import validate_messages
-
     run = forked(ctx, fixture)
-    expected_name = f"turn-{run.turn:03d}-{'B' if run.source['pending_tool_use'] else run.point}.json"
+    if run.fork_calls:
+        names = ", ".join(sorted({c.name for c in run.fork_calls}))
+        raise CheckFailed(
+            f"A bifurcação executou {names}. Ela só copia estado: as chamadas abertas do ponto copiado "
+            "seguem pendentes, e a nova linha as resolve, em dry-run, quando continuar.",
+            expected="nenhuma ferramenta executada", observed=names,
+        )
+    expected_name = f"turn-{run.turn:03d}-{run.point}.json"
     if run.fork_points != [expected_name]:
         copied_all = len(run.fork_points) > 1
         raise CheckFailed(
@@ -814,17 +778,12 @@ def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
         raise CheckFailed(f"{expected_name} da nova linha não é a cena de turn-{run.turn:03d}-{run.point}.json da original.",
                           expected=f"turns={run.source['turns']}, {len(recorded)} mensagens",
                           observed=f"turns={scene.get('turns')}, {len(scene.get('messages', []))} mensagens")
-    if run.source["pending_tool_use"]:
-        refusal = validate_messages(scene["messages"])
-        executed = [c.name for c in run.fork_calls if c.name in HIGH_IMPACT]
-        if refusal or scene.get("pending_tool_use") is not None or executed or run.world_changed_by_fork:
-            raise CheckFailed(
-                "O ponto copiado tem chamadas abertas: feche-as em dry-run antes de gravar a cena "
-                "(close_pending(cena, ToolContext(effects_path=..., dry_run=True))), sem executar nada "
-                "de alto impacto.",
-                expected="chamadas fechadas em dry-run, mundo intacto",
-                observed=refusal or run.world_changed_by_fork or (f"executou {', '.join(executed)}" if executed else "pending_tool_use ainda preenchido"),
-            )
+    if scene.get("pending_tool_use") != run.source["pending_tool_use"] or len(scene["messages"]) != len(recorded):
+        raise CheckFailed(
+            "As chamadas abertas do ponto copiado deveriam seguir pendentes na nova linha: fechá-las na "
+            "bifurcação é decidir por ela. A nova linha as resolve, em dry-run, quando continuar.",
+            expected=run.source["pending_tool_use"], observed=scene.get("pending_tool_use"),
+        )
     raw = run.fork_files.get("checkpoint.json")
     if raw is None or json.loads(raw) != scene:
         raise CheckFailed("checkpoint.json da nova linha deveria ser a cena do ponto copiado: é dali que ela continua.",
