@@ -23,6 +23,7 @@ from harness.approval import ApprovalError
 from harness.checkpoint import CheckpointError
 from harness.lifecycle import (
     CHECKPOINT_FILE,
+    LeaseFileError,
     LeaseHeld,
     RunNotResumable,
     control_run,
@@ -42,6 +43,7 @@ from harness.runner import (
 
 def show_status(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
+    lease = read_lease(workdir)  # lido primeiro: um lease.json ruim não deixa meia saída na tela
     state = load_run_checkpoint(workdir / CHECKPOINT_FILE)
     if state is None:
         raise NoCheckpoint(f"não há checkpoint em {workdir / CHECKPOINT_FILE}")
@@ -52,7 +54,6 @@ def show_status(args: argparse.Namespace) -> int:
     if state["pending_approval"]:
         pending = state["pending_approval"]
         print(f"aguarda aprovação: {pending['name']} ({pending['id']}) entrada={pending['input']}")
-    lease = read_lease(workdir)
     if lease is not None:
         situation = "liberada" if lease.get("released") else (
             "vencida" if lease["expires_at"] <= time.time() else "em uso")
@@ -116,6 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     except LeaseHeld as error:
         print(f"agora não: {error}", file=sys.stderr)
         return EXIT_LEASE_HELD
-    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable) as error:
+    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError) as error:
         print(f"não deu: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

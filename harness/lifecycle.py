@@ -19,6 +19,7 @@ import copy
 import fcntl
 import hashlib
 import json
+import math
 import os
 import socket
 import time
@@ -71,6 +72,11 @@ class LeaseHeld(Exception):
 
 class LeaseLost(Exception):
     """O token deste worker ficou velho (outro assumiu a execução): ele não pode mais gravar."""
+
+
+class LeaseFileError(Exception):
+    """lease.json existe, mas não dá para confiar nele: entrada ruim. Ninguém toma a posse nem
+    grava até o arquivo ser corrigido (falha fechada, como o livro-razão corrompido)."""
 
 
 def now_iso():
@@ -331,19 +337,62 @@ def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
         os.close(descriptor)  # fechar o descritor solta a trava
 
 
+# Os campos que _write_lease grava, com os tipos aceitos: um lease.json sem algum deles, ou
+# com outro tipo, não diz quem tem a posse e até quando.
+LEASE_FIELDS = {
+    "owner": (str,),
+    "host": (str,),
+    "pid": (int,),
+    "token": (int,),
+    "expires_at": (int, float),
+    "acquired_at": (int, float, type(None)),
+    "released": (bool,),
+}
+LEASE_FIELD_KINDS = {str: "texto", int: "inteiro", float: "número", bool: "true/false", type(None): "null"}
+
+
 def read_lease(run_dir):
-    """O conteúdo de lease.json, ou None se a execução nunca teve dono."""
+    """O conteúdo de lease.json, ou None se a execução nunca teve dono.
+
+    Qualquer outro conteúdo ruim (vazio, JSON quebrado, uma lista, um campo ausente ou do
+    tipo errado) é LeaseFileError, com o arquivo e o campo: na dúvida sobre quem tem a posse,
+    ninguém grava.
+    """
     path = os.path.join(run_dir, LEASE_FILE)
     try:
         with open(path, encoding="utf-8") as file:
-            data = json.load(file)
+            text = file.read()
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise lease_file_error(path, f"não dá para ler o arquivo ({type(error).__name__})") from None
+    if not text.strip():
+        raise lease_file_error(path, "o arquivo está vazio")
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise LeaseLost(f"{path}: ilegível ({error.msg}); ninguém grava até isso ser resolvido") from None
-    if not isinstance(data, dict) or not isinstance(data.get("token"), int):
-        raise LeaseLost(f"{path}: formato inesperado; ninguém grava até isso ser resolvido")
+        raise lease_file_error(path, f"não é JSON válido (linha {error.lineno}, coluna {error.colno})") from None
+    if not isinstance(data, dict):
+        raise lease_file_error(path, f"esperava um objeto JSON com {', '.join(LEASE_FIELDS)}; "
+                                     f"encontrei {type(data).__name__}")
+    for field, kinds in LEASE_FIELDS.items():
+        if field not in data:
+            raise lease_file_error(path, f"campo '{field}' ausente")
+        value = data[field]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds) \
+                or (isinstance(value, float) and not math.isfinite(value)):
+            raise lease_file_error(path, f"campo '{field}' com valor {value!r} ({type(value).__name__}); "
+                                         f"esperava {' ou '.join(LEASE_FIELD_KINDS[kind] for kind in kinds)}")
+    if data["token"] < 0:
+        raise lease_file_error(path, f"campo 'token' negativo ({data['token']})")
     return data
+
+
+def lease_file_error(path, problem):
+    return LeaseFileError(
+        f"{path}: {problem}. Sem saber quem tem a posse, ninguém grava nesta execução. Corrija o "
+        f"arquivo ou, se nenhum worker está rodando, apague-o (a próxima posse recomeça do token 1)"
+    )
 
 
 def process_alive(pid):

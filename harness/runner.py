@@ -48,6 +48,7 @@ from harness.lifecycle import (
     FINAL_STATUSES,
     LEASE_SECONDS,
     MAX_RECOVERY_ATTEMPTS,
+    LeaseFileError,
     LeaseHeld,
     LeaseLost,
     RunNotResumable,
@@ -81,7 +82,7 @@ WORLD_DIR = "world"
 # O código de saída diz ao supervisor em que status a execução parou.
 EXIT_CODES = {"completed": 0, "paused": 10, "waiting_for_approval": 11, "cancelled": 12, "failed": 13,
               "refused": 14}
-EXIT_BAD_INPUT = 2     # checkpoint ausente ou ilegível, livro-razão corrompido...
+EXIT_BAD_INPUT = 2     # checkpoint ausente ou ilegível, livro-razão ou lease.json corrompidos...
 EXIT_LEASE_HELD = 4    # outro worker vivo tem a posse
 EXIT_LEASE_LOST = 5    # este worker perdeu a posse no meio do caminho e parou sem gravar
 
@@ -391,7 +392,7 @@ def execute_run(args):
     except RunNotResumable as error:
         print(f"não dá para retomar: {error}", file=sys.stderr)
         return EXIT_CODES[error.status]
-    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError) as error:
+    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError) as error:
         print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for message in state["messages"][1:]:

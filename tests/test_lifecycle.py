@@ -17,6 +17,7 @@ from harness.lifecycle import (
     MAX_RECOVERY_ATTEMPTS,
     RUN_STATUSES,
     LeaseHeld,
+    LeaseFileError,
     LeaseLost,
     RunNotResumable,
     acquire_lease,
@@ -314,7 +315,7 @@ def test_writing_after_release_is_refused(tmp_path):
 
 def test_a_corrupt_lease_file_stops_everyone(tmp_path):
     (tmp_path / "lease.json").write_text("{meio")
-    with pytest.raises(LeaseLost, match="ilegível"):
+    with pytest.raises(LeaseFileError, match="não é JSON válido"):
         acquire_lease(tmp_path, owner="a")
 
 
