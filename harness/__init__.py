@@ -10,7 +10,8 @@ Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
 - ``resume`` (lição 3): retomar e reconciliar uma chamada órfã;
 - ``effects``, ``approval`` e ``tool_runner`` (lição 4): livro-razão de efeitos,
   registro de intenção, válvula de aprovação e a ordem de cada chamada;
-- ``timeline`` (lição 5): a sequência de checkpoints, rebobinar e bifurcar;
+- ``timeline`` (lição 5): a sequência de checkpoints, rebobinar e bifurcar (e
+  ``timeline_commands``: os mesmos passos pela linha de comando, com posse e mundo);
 - ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
   execução, lease com token de cerca, migração v1 -> v2 e o loop durável completo;
 - ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;

@@ -6,6 +6,9 @@
     python -m harness reject  --workdir DIR --reason MOTIVO
     python -m harness pause   --workdir DIR
     python -m harness cancel  --workdir DIR
+    python -m harness timeline --workdir DIR
+    python -m harness rewind  --workdir DIR --to TURNO[-A|-B]
+    python -m harness fork    --workdir DIR --to TURNO[-A|-B] --into NOVA [--dry-run]
 
 O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pausada,
 11 esperando aprovação, 12 cancelada, 13 falhada, 14 recusada pelo modelo (refusal),
@@ -20,7 +23,7 @@ import time
 from pathlib import Path
 
 from harness.approval import ApprovalError
-from harness.checkpoint import CheckpointError
+from harness.checkpoint import CheckpointError, load_checkpoint
 from harness.lifecycle import (
     CHECKPOINT_FILE,
     LeaseFileError,
@@ -39,6 +42,9 @@ from harness.runner import (
     describe_message,  # noqa: F401  (continua disponível aqui para quem já o importava)
     execute_run,
 )
+from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline
+from harness.timeline_commands import fork_preview, fork_run, parse_point_spec, require_run_dir, rewind_run
+from harness.widgets import timeline_frames
 
 
 def show_status(args: argparse.Namespace) -> int:
@@ -79,6 +85,70 @@ def control(args: argparse.Namespace) -> int:
     return 0
 
 
+def show_timeline(args: argparse.Namespace) -> int:
+    workdir = Path(args.workdir)
+    require_run_dir(workdir)
+    info = load_timeline(workdir)
+    parent = info.get("parent")
+    origin = (f", bifurcada de {parent['timeline_id']} no turno {parent['turn']} (ponto {parent['point']})"
+              if parent else "")
+    print(f"linha do tempo {info['timeline_id']} em {workdir}{origin}; dry-run: {'sim' if info['dry_run'] else 'não'}")
+    frames = timeline_frames(workdir)
+    if not frames:
+        print("  nenhum ponto gravado na sequência")
+    for frame in frames:
+        if frame["error"]:
+            print(f"  {frame['name']}  ILEGÍVEL: {frame['error']}")
+            continue
+        moment = "A decisão  " if frame["point"] == "A" else "B resultado"
+        pending = f"  pendente: {', '.join(frame['pending'])}" if frame["pending"] else ""
+        print(f"  {frame['name']}  turno {frame['turn']:>3}  {moment}  tokens_used={frame['tokens_used']:<6} "
+              f"mensagens={frame['message_count']}{pending}")
+    folder = workdir / CHECKPOINTS_DIR
+    for aside in sorted(folder.glob("rewound-*")) if folder.is_dir() else []:
+        print(f"  guardados por uma rebobinagem: {CHECKPOINTS_DIR}/{aside.name}/ ({len(list(aside.glob('*.json')))} pontos)")
+    scene = load_run_checkpoint(workdir / CHECKPOINT_FILE) if declared_version(workdir / CHECKPOINT_FILE) == 2 \
+        else load_checkpoint(workdir / CHECKPOINT_FILE)
+    if scene is not None:
+        status = f", status {scene['status']}" if "status" in scene else ""
+        print(f"checkpoint.json: turno {scene['turns']}{status}; {pending_note(scene)}")
+    return 0
+
+
+def pending_note(scene: dict) -> str:
+    calls = scene["pending_tool_use"] or []
+    if not calls:
+        return "nenhuma chamada pendente"
+    names = ", ".join(f"{call['name']} ({call['id']})" for call in calls)
+    return (f"pendente: {names}; nada foi executado: a próxima execução resolve pelo livro-razão e pela "
+            f"válvula de aprovação")
+
+
+def rewind(args: argparse.Namespace) -> int:
+    turn, point = parse_point_spec(args.to)
+    scene = rewind_run(args.workdir, turn, point)
+    status = f", status {scene['status']}" if "status" in scene else ""
+    print(f"rebobinada para o turno {turn}{status}; {pending_note(scene)}")
+    print(f"continue com: python -m harness run --resume --workdir {args.workdir} --scenario CENÁRIO")
+    return 0
+
+
+def fork(args: argparse.Namespace) -> int:
+    turn, point = parse_point_spec(args.to)
+    if args.dry_run:
+        path, parent, scene = fork_preview(args.workdir, turn, args.into, point)
+        print(f"--dry-run: nada foi gravado. A bifurcação copiaria {path.name} (turno {scene['turns']}) da linha "
+              f"{parent['timeline_id']} para {args.into}, com livro-razão em branco e dry-run ligado; "
+              f"{pending_note(scene)}")
+        return 0
+    info = fork_run(args.workdir, turn, args.into, point)
+    origin = info["parent"]
+    print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
+          f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")
+    print(f"continue com: python -m harness run --resume --workdir {args.into} --scenario CENÁRIO")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description="Aparato do curso.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -105,6 +175,23 @@ def build_parser() -> argparse.ArgumentParser:
         control_parser.add_argument("--workdir", required=True)
         control_parser.add_argument("--reason", default="", help="o motivo, registrado no checkpoint")
         control_parser.set_defaults(func=control)
+
+    timeline_parser = sub.add_parser("timeline", help="lista a sequência de pontos de gravação da execução")
+    timeline_parser.add_argument("--workdir", required=True)
+    timeline_parser.set_defaults(func=show_timeline)
+
+    point_help = "TURNO (o último ponto do turno), TURNO-A ou TURNO-B"
+    rewind_parser = sub.add_parser("rewind", help="volta a execução a um ponto gravado (não executa nada)")
+    rewind_parser.add_argument("--workdir", required=True)
+    rewind_parser.add_argument("--to", required=True, help=point_help)
+    rewind_parser.set_defaults(func=rewind)
+
+    fork_parser = sub.add_parser("fork", help="abre uma nova linha do tempo, em dry-run, a partir de um ponto")
+    fork_parser.add_argument("--workdir", required=True)
+    fork_parser.add_argument("--to", required=True, help=point_help)
+    fork_parser.add_argument("--into", required=True, help="a pasta da nova linha (nova ou vazia)")
+    fork_parser.add_argument("--dry-run", action="store_true", help="só mostra o que seria criado; não grava nada")
+    fork_parser.set_defaults(func=fork)
     return parser
 
 
@@ -117,6 +204,6 @@ def main(argv: list[str] | None = None) -> int:
     except LeaseHeld as error:
         print(f"agora não: {error}", file=sys.stderr)
         return EXIT_LEASE_HELD
-    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError) as error:
+    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError, TimelineError) as error:
         print(f"não deu: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -242,6 +242,12 @@ def scene_only(state):
     return {"version": CHECKPOINT_VERSION, **{field: state[field] for field in SCENE_FIELDS}}
 
 
+def rewind_scene(run_dir, turn, point=None):
+    """O ponto escolhido e a cena que a rebobinagem vai gravar, lidos e validados sem gravar nada."""
+    path = latest_point_or_error(run_dir, turn, point)
+    return path, scene_into_run(run_dir, read_point(path), f"rebobinada para {path.name}")
+
+
 def rewind_to(run_dir, turn, point=None):
     """Volta a linha do tempo à cena da decisão do turno ``turn`` e devolve essa cena.
 
@@ -253,14 +259,23 @@ def rewind_to(run_dir, turn, point=None):
     sequência ativa e a cena vira o checkpoint.json. O mundo externo não volta.
     """
     run_dir = Path(run_dir)
-    path = latest_point_or_error(run_dir, turn, point)
-    state = scene_into_run(run_dir, read_point(path), f"rebobinada para {path.name}")
+    path, state = rewind_scene(run_dir, turn, point)
     set_aside_points_after(run_dir, *parse_point_name(path.name))
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state
 
 
 # --- Bifurcar -----------------------------------------------------------------------------
+
+def fork_source(run_dir, turn, new_run_dir, point=None):
+    """O ponto que a bifurcação vai copiar e a linha de origem, conferidos antes de criar qualquer
+    coisa: a pasta nova precisa ser outra e estar vazia, e o ponto precisa existir."""
+    if Path(new_run_dir).resolve() == Path(run_dir).resolve():
+        raise TimelineError("a bifurcação precisa de uma pasta nova, diferente da original")
+    if Path(new_run_dir).exists() and any(Path(new_run_dir).iterdir()):
+        raise TimelineError(f"{Path(new_run_dir).name} já existe e não está vazia; escolha uma pasta nova")
+    return latest_point_or_error(run_dir, turn, point), load_timeline(run_dir)
+
 
 def fork_from(run_dir, turn, new_run_dir, point=None):
     """Abre uma nova linha do tempo em ``new_run_dir`` a partir da cena do turno ``turn``.
@@ -273,13 +288,8 @@ def fork_from(run_dir, turn, new_run_dir, point=None):
     continua idêntica, byte a byte.
     """
     run_dir, new_run_dir = Path(run_dir), Path(new_run_dir)
-    if new_run_dir.resolve() == run_dir.resolve():
-        raise TimelineError("a bifurcação precisa de uma pasta nova, diferente da original")
-    if new_run_dir.exists() and any(new_run_dir.iterdir()):
-        raise TimelineError(f"{new_run_dir.name} já existe e não está vazia; escolha uma pasta nova")
-    path = latest_point_or_error(run_dir, turn, point)
+    path, parent = fork_source(run_dir, turn, new_run_dir, point)
     source_point = parse_point_name(path.name)[1]
-    parent = load_timeline(run_dir)
     state = scene_only(read_point(path))
 
     new_run_dir.mkdir(parents=True, exist_ok=True)

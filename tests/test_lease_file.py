@@ -47,6 +47,7 @@ COMMANDS = {
     "cancel": ["cancel", "--workdir", "{dir}"],
     "approve": ["approve", "--workdir", "{dir}"],
     "reject": ["reject", "--workdir", "{dir}", "--reason", "não"],
+    "rewind": ["rewind", "--workdir", "{dir}", "--to", "1"],  # takes the lease too
 }
 
 

@@ -1,0 +1,198 @@
+"""`python -m harness timeline`, `rewind` and `fork`: lesson 5 on the command line, over the
+folders `python -m harness run` writes."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.crash import reset_crash_counts
+from harness.lifecycle import LEASE_FILE
+from harness.runner import EXIT_BAD_INPUT, EXIT_CODES, EXIT_LEASE_HELD, WORLD_DIR
+from harness.tools import Workspace
+
+
+def digest(folder: Path, skip=()) -> str:
+    hashed = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        if path.is_file() and path.name not in skip:
+            hashed.update(str(path.relative_to(folder)).encode())
+            hashed.update(path.read_bytes())
+    return hashed.hexdigest()
+
+
+def harness(*args, cwd, env=None):
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def emails(run_dir: Path) -> list:
+    return Workspace(run_dir / WORLD_DIR).emails()
+
+
+@pytest.fixture(autouse=True)
+def clean_crash_env(monkeypatch):
+    monkeypatch.delenv("CRASH_AFTER", raising=False)
+    reset_crash_counts()
+
+
+@pytest.fixture
+def finished(tmp_path):
+    run_dir = tmp_path / "run"
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir)]) == 0
+    return run_dir
+
+
+def crashed_before_sending(run_dir: Path, monkeypatch, *extra) -> Path:
+    """`run` killed right after point A of the turn that asks for send_email."""
+    monkeypatch.setenv("CRASH_AFTER", "after-save-A:2")
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir), *extra]) == 137
+    monkeypatch.delenv("CRASH_AFTER")
+    reset_crash_counts()
+    return run_dir
+
+
+# --- timeline --------------------------------------------------------------------------------
+
+def test_timeline_lists_every_save_point_and_where_the_run_is(finished, capsys):
+    capsys.readouterr()
+    assert cli.main(["timeline", "--workdir", str(finished)]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "turn-" in line]
+    assert [line.split()[0] for line in lines] == ["turn-001-A.json", "turn-001-B.json", "turn-002-A.json",
+                                                   "turn-002-B.json", "turn-003-A.json"]
+    assert "pendente: send_email (toolu_01TE2)" in lines[2] and "pendente" not in lines[3]
+    assert "linha do tempo principal" in out and "checkpoint.json: turno 3, status completed" in out
+
+
+def test_timeline_shows_an_unreadable_point_and_the_points_set_aside(finished, capsys):
+    assert cli.main(["rewind", "--workdir", str(finished), "--to", "1"]) == 0
+    (finished / "checkpoints" / "turn-001-A.json").write_text('{"version": 1, "ta')
+    capsys.readouterr()
+    assert cli.main(["timeline", "--workdir", str(finished)]) == 0
+    out = capsys.readouterr().out
+    assert "turn-001-A.json  ILEGÍVEL" in out and "rewound-001/ (3 pontos)" in out
+    assert "checkpoint.json: turno 1, status paused" in out
+
+
+def test_timeline_of_a_missing_folder_is_bad_input(tmp_path, capsys):
+    assert cli.main(["timeline", "--workdir", str(tmp_path / "nada")]) == EXIT_BAD_INPUT
+    assert "não existe" in capsys.readouterr().err
+    assert not (tmp_path / "nada").exists()
+
+
+# --- rewind ----------------------------------------------------------------------------------
+
+def test_rewind_to_a_pending_send_email_sends_nothing_and_resume_sends_exactly_one(tmp_path, monkeypatch, capsys):
+    run_dir = crashed_before_sending(tmp_path / "run", monkeypatch)
+    outbox = run_dir / WORLD_DIR / "outbox.jsonl"
+    before = outbox.read_bytes() if outbox.exists() else None
+    assert cli.main(["rewind", "--workdir", str(run_dir), "--to", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "pendente: send_email" in out and "nada foi executado" in out
+    assert (outbox.read_bytes() if outbox.exists() else None) == before and emails(run_dir) == []
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir), "--resume"]) == 0
+    assert len(emails(run_dir)) == 1
+
+
+def test_rewind_with_the_gate_on_leads_to_a_request_for_approval(tmp_path, monkeypatch, capsys):
+    run_dir = crashed_before_sending(tmp_path / "run", monkeypatch, "--approval")
+    assert cli.main(["rewind", "--workdir", str(run_dir), "--to", "2-A"]) == 0
+    assert emails(run_dir) == []
+    resumed = cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir), "--resume"])
+    assert resumed == EXIT_CODES["waiting_for_approval"] and emails(run_dir) == []
+    capsys.readouterr()
+    assert cli.main(["status", "--workdir", str(run_dir)]) == 0
+    assert "aguarda aprovação: send_email" in capsys.readouterr().out
+    assert cli.main(["approve", "--workdir", str(run_dir)]) == 0
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir), "--resume"]) == 0
+    assert len(emails(run_dir)) == 1
+
+
+@pytest.mark.parametrize("to, words", [("9", "turno 9"), ("2-C", "não é um ponto"), ("dois", "não é um ponto"),
+                                       ("3-B", "não há turn-003-B.json"), ("1", "truncado")])
+def test_a_rewind_that_fails_changes_nothing_at_all(finished, capsys, to, words):
+    if to == "1":
+        (finished / "checkpoints" / "turn-001-B.json").write_text('{"version": 1, "task"')  # torn point
+    before = digest(finished)
+    assert cli.main(["rewind", "--workdir", str(finished), "--to", to]) == EXIT_BAD_INPUT
+    assert words in capsys.readouterr().err
+    assert digest(finished) == before  # not even lease.json moved
+
+
+def test_rewind_waits_for_a_live_worker(finished, capsys):
+    lease = json.loads((finished / LEASE_FILE).read_text())
+    lease.update(owner="outro-worker", host=socket.gethostname(), pid=os.getpid(), released=False,
+                 expires_at=time.time() + 600)
+    (finished / LEASE_FILE).write_text(json.dumps(lease))
+    before = digest(finished)
+    assert cli.main(["rewind", "--workdir", str(finished), "--to", "1"]) == EXIT_LEASE_HELD
+    assert "outro-worker" in capsys.readouterr().err
+    assert digest(finished) == before
+
+
+def test_rewind_of_a_missing_folder_creates_nothing(tmp_path):
+    assert cli.main(["rewind", "--workdir", str(tmp_path / "nada"), "--to", "1"]) == EXIT_BAD_INPUT
+    assert not (tmp_path / "nada").exists()
+
+
+# --- fork ------------------------------------------------------------------------------------
+
+def test_fork_dry_run_writes_nothing_anywhere(finished, tmp_path, capsys):
+    before, outbox = digest(finished), (finished / WORLD_DIR / "outbox.jsonl").read_bytes()
+    into = tmp_path / "fork"
+    assert cli.main(["fork", "--workdir", str(finished), "--to", "1", "--into", str(into), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "nada foi gravado" in out and "turn-001-B.json" in out
+    assert (finished / WORLD_DIR / "outbox.jsonl").read_bytes() == outbox
+    assert digest(finished) == before and not into.exists()
+
+
+def test_a_fork_continued_in_dry_run_leaves_both_outboxes_byte_identical(finished, tmp_path, capsys):
+    before, outbox = digest(finished), (finished / WORLD_DIR / "outbox.jsonl").read_bytes()
+    into = tmp_path / "fork"
+    assert cli.main(["fork", "--workdir", str(finished), "--to", "2-A", "--into", str(into)]) == 0
+    copied = (into / WORLD_DIR / "outbox.jsonl").read_bytes()
+    assert copied == outbox  # the fork sees the same world
+    capsys.readouterr()
+    assert cli.main(["timeline", "--workdir", str(into)]) == 0
+    out = capsys.readouterr().out
+    assert "bifurcada de principal no turno 2 (ponto A); dry-run: sim" in out and "pendente: send_email" in out
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(into), "--resume"]) == 0
+    state = json.loads((into / "checkpoint.json").read_text())
+    assert state["status"] == "completed"
+    assert state["messages"][4]["content"][0]["content"].startswith("[dry-run]")
+    assert (finished / WORLD_DIR / "outbox.jsonl").read_bytes() == outbox
+    assert (into / WORLD_DIR / "outbox.jsonl").read_bytes() == copied
+    assert digest(finished) == before
+
+
+def test_fork_refuses_a_folder_in_use_and_an_unknown_point(finished, tmp_path, capsys):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("meu")
+    assert cli.main(["fork", "--workdir", str(finished), "--to", "1", "--into", str(busy)]) == EXIT_BAD_INPUT
+    assert "não está vazia" in capsys.readouterr().err
+    assert cli.main(["fork", "--workdir", str(finished), "--to", "7", "--into", str(tmp_path / "f")]) == EXIT_BAD_INPUT
+    assert not (tmp_path / "f").exists() and [p.name for p in busy.iterdir()] == ["keep.txt"]
+
+
+def test_the_commands_run_as_a_real_process_and_show_in_help(tmp_path):
+    assert harness("run", "--scenario", "team-email", "--workdir", "run", cwd=tmp_path).returncode == 0
+    listed = harness("timeline", "--workdir", "run", cwd=tmp_path)
+    assert listed.returncode == 0 and "turn-003-A.json" in listed.stdout
+    rewound = harness("rewind", "--workdir", "run", "--to", "1-B", cwd=tmp_path)
+    assert rewound.returncode == 0 and "rebobinada para o turno 1" in rewound.stdout, rewound.stderr
+    forked = harness("fork", "--workdir", "run", "--to", "1", "--into", "ramo", cwd=tmp_path)
+    assert forked.returncode == 0 and (tmp_path / "ramo" / "timeline.json").exists(), forked.stderr
+    usage = harness("--help", cwd=tmp_path).stdout
+    for command in ("timeline", "rewind", "fork", "--to TURNO[-A|-B]", "--dry-run"):
+        assert command in usage
