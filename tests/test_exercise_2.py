@@ -44,7 +44,7 @@ def results_for(notebook, tmp_path, monkeypatch, level):
 
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
-    assert len(solution_results) == 6 + 16 + 5 * 4
+    assert len(solution_results) == 6 + 16 + 5 * 4 - 1  # point B does not apply to the answer at once
 
 
 @pytest.mark.slow
@@ -52,7 +52,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 42
+    assert report.score == 1.0 and len(report.checks) == 41
 
 
 @pytest.mark.slow
@@ -84,7 +84,8 @@ def test_overwriting_in_place_loses_the_last_good_checkpoint(tmp_path, monkeypat
     assert "sobrescrever no lugar" in failed[CRASH]
     assert "o último checkpoint bom foi destruído" in failed[SERIALIZATION]
     assert "não chamou os.replace" in failed[REPLACE]
-    assert WRITES not in failed and NO_TMP not in failed  # it does write the state
+    assert WRITES not in failed  # it does write the state...
+    assert failed[NO_TMP].startswith("Nada observado: save_checkpoint não escreveu nenhum arquivo temporário")
     for check in (CRASH, SERIALIZATION, REPLACE):
         assert solution_results[check]["status"] == "pass"
 
@@ -282,3 +283,54 @@ def test_only_the_first_of_two_pending_calls(tmp_path, monkeypatch):
     failed = level3(notebook, tmp_path, monkeypatch)
     assert set(failed) == {"n3.point_a_records_the_decision" + SEVERAL}
     assert "todas ficam pendentes" in failed["n3.point_a_records_the_decision" + SEVERAL]
+
+
+def test_a_loop_without_point_a_fails_the_point_a_checks_as_nothing_observed(tmp_path, monkeypatch, solution_results):
+    notebook = run_edit("        save_checkpoint(state, checkpoint_path)  # ponto A\n", "")
+    failed = level3(notebook, tmp_path, monkeypatch)
+    for name in ("run-several-tools-per-turn", "run-stopped-by-the-ceiling", "run-tool-error", "run-answer-at-once"):
+        check = f"n3.point_a_comes_before_the_tools[{name}]"
+        assert failed[check].startswith("Nada observado: não há ponto A gravado no turno 1"), failed[check]
+        assert solution_results[check]["status"] == "pass"
+
+
+def test_a_save_that_never_tries_to_write_fails_the_serialization_check_as_nothing_observed(tmp_path, monkeypatch):
+    failed = level1("    pass\n", tmp_path, monkeypatch)
+    assert failed[SERIALIZATION].startswith("Nada observado: save_checkpoint recebeu um estado que o json não sabe gravar")
+    assert failed[NO_TMP].startswith("Nada observado")
+
+
+def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypatch):
+    """In-place writes, a reader that turns every problem into None, one save at the end of the run:
+    only the valid files it reads and the last save it makes count."""
+    notebook = replaced(EXERCISE, SAVE, SAVE + '\n    with open(path, "w", encoding="utf-8") as f:\n        json.dump(state, f)\n')
+    for marker, source in ((LOAD, LOAD + "\n    try:\n        return json.loads(Path(path).read_text())\n"
+                                         "    except Exception:\n        return None\n"),
+                           (RUN, RUN + '''
+    while state["turns"] < max_turns:
+        state["turns"] += 1
+        response = call_model(client, state["messages"])
+        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens
+        content = [block.model_dump(exclude_none=True) for block in response.content]
+        state["messages"].append({"role": "assistant", "content": content})
+        if response.stop_reason != "tool_use":
+            break
+        state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses_in(content))})
+    save_checkpoint(state, checkpoint_path)
+    return state
+''')):
+        next(c for c in notebook.cells if c.cell_type == "code" and marker in c.source).source = source
+    results = results_for(notebook, tmp_path, monkeypatch, level=None)
+    passed = sorted(check for check, result in results.items() if result["status"] == "pass")
+    assert passed == [
+        "n1.writes_the_state",
+        "n2.loads_as_expected[load-absent]", "n2.loads_as_expected[load-valid-pending]", "n2.loads_as_expected[load-valid]",
+        "n3.final_checkpoint_is_the_returned_state[run-answer-at-once]",
+        "n3.final_checkpoint_is_the_returned_state[run-several-tools-per-turn]",
+        "n3.final_checkpoint_is_the_returned_state[run-stopped-by-the-ceiling]",
+        "n3.final_checkpoint_is_the_returned_state[run-tool-error]",
+        "n3.point_a_comes_before_the_tools[run-answer-at-once]",  # one turn, no tools, saved once: right
+        "n3.point_a_records_the_decision[run-answer-at-once]",
+        "n3.saves_twice_per_tool_turn[run-answer-at-once]",
+    ]
+    assert len(passed) / len(results) < 0.3  # it scored 45% when checks could pass on nothing

@@ -22,9 +22,7 @@ Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
 """
 from __future__ import annotations
 
-import builtins
 import copy
-import io
 import json
 import os
 import stat
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.checks.fixture_shape import is_count, problem, required_text, scripted_run_problems, unknown_keys
+from grader.checks.write_spies import observed_writes, replaced_globals
 from grader.checks.framework import (
     CheckFailed,
     Context,
@@ -42,6 +41,7 @@ from grader.checks.framework import (
     StudentProblem,
     describe_error,
     is_kind,
+    nothing_observed,
     show,
 )
 from grader.plural import quantity
@@ -64,14 +64,25 @@ CRASH_AFTER_CHARACTERS = 300
 # ----------------------------------------------------------------- fixture shape
 
 
-def expected_saves(data: dict) -> int:
+def scripted_turns(data: dict) -> list[dict]:
+    """The responses a correct loop receives from this script: up to the first one that does
+    not ask for tools, and never more than max_turns."""
     limit = data.get("max_turns", len(data["responses"]))
-    saves = 0
+    turns = []
     for response in data["responses"][:limit]:
+        turns.append(response)
         if response.get("stop_reason") != "tool_use":
-            return saves + 1
-        saves += 2
-    return saves
+            break
+    return turns
+
+
+def expected_saves(data: dict) -> int:
+    """Points A and B in every turn with tools, only A in the final turn."""
+    return sum(2 if response.get("stop_reason") == "tool_use" else 1 for response in scripted_turns(data))
+
+
+def has_tool_turns(fixture: Fixture) -> bool:
+    return is_kind("run")(fixture) and any(r.get("stop_reason") == "tool_use" for r in scripted_turns(fixture.data))
 
 
 @EXERCISE.fixture_validator
@@ -145,6 +156,13 @@ class SaveRun:
     events: list[tuple] = field(default_factory=list)
     files_after: list[str] = field(default_factory=list)
     written: Any = None  # the parsed checkpoint, or the reason it could not be parsed
+    opened: list[Path] = field(default_factory=list)  # files the second save opened for writing
+
+    def temporaries(self) -> list[str]:
+        """Names of the files, other than the checkpoint, that the second save wrote or moved."""
+        moved = [Path(event[1]).resolve() for event in self.events if event[0] in ("replace", "rename")]
+        target = self.path.resolve()
+        return sorted({path.name for path in self.opened + moved if path != target})
 
 
 @contextmanager
@@ -173,21 +191,11 @@ def os_spies(ctx: Context, events: list) -> Iterator[None]:
     for name, spy in spies.items():
         setattr(os, name, spy)
     try:
-        with _globals_replaced(ctx, bound):
+        with replaced_globals(ctx, bound):
             yield
     finally:
         for name, function in real.items():
             setattr(os, name, function)
-
-
-@contextmanager
-def _globals_replaced(ctx: Context, pairs: list[tuple[str, Any]]) -> Iterator[None]:
-    if not pairs:
-        yield
-        return
-    name, value = pairs[0]
-    with ctx.replaced_global(name, value), _globals_replaced(ctx, pairs[1:]):
-        yield
 
 
 def read_checkpoint_file(path: Path) -> Any:
@@ -213,8 +221,9 @@ def save_run(ctx: Context) -> SaveRun:
         first, second = state_to_save("primeira", 3), state_to_save("segunda", 4)
         run = SaveRun(folder, path, second)
         ctx.call(save, copy.deepcopy(first), path)
-        with os_spies(ctx, run.events):
+        with os_spies(ctx, run.events), observed_writes(ctx) as writes:
             ctx.call(save, copy.deepcopy(second), path)
+        run.opened = list(writes["opened"])
         run.files_after = sorted(p.name for p in folder.iterdir())
         run.written = read_checkpoint_file(path)
         return run
@@ -245,10 +254,20 @@ def writes_the_state(ctx: Context) -> None:
 @EXERCISE.check(
     level=1,
     title="Nenhum arquivo temporário sobra",
-    criterion="Depois de uma gravação bem-sucedida, a pasta do checkpoint contém só o checkpoint.json.",
+    criterion=(
+        "A gravação passa por um arquivo temporário e, depois de uma gravação bem-sucedida, a pasta do "
+        "checkpoint contém só o checkpoint.json."
+    ),
 )
 def no_temporary_left(ctx: Context) -> None:
     run = save_run(ctx)
+    if not run.temporaries():
+        raise nothing_observed(
+            "save_checkpoint não escreveu nenhum arquivo temporário (só o próprio checkpoint.json), "
+            "então não há temporário cujo destino conferir. Escreva primeiro num temporário na mesma "
+            "pasta (path + \".tmp\") e troque-o pelo checkpoint com os.replace",
+            expected="um temporário escrito e trocado pelo checkpoint",
+        )
     extra = [name for name in run.files_after if name != CHECKPOINT_NAME]
     if extra:
         raise CheckFailed(
@@ -346,70 +365,6 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
         )
 
 
-class SimulatedCrash(BaseException):
-    """The grader's crash in the middle of a write (a BaseException, like a real death is uncatchable)."""
-
-
-class CrashingFile:
-    """A file that accepts a few hundred characters and then 'dies' in the middle of a write."""
-
-    def __init__(self, real, budget: dict):
-        self._real = real
-        self._budget = budget
-
-    def write(self, data):
-        left = self._budget["left"]
-        if len(data) <= left:
-            self._budget["left"] -= len(data)
-            return self._real.write(data)
-        self._real.write(data[:left])
-        self._real.flush()
-        self._budget["left"] = 0
-        self._budget["crashed"] = True
-        raise SimulatedCrash("queda simulada no meio da gravação")
-
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        return self._real.__exit__(*exc_info)
-
-    def __iter__(self):
-        return iter(self._real)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-
-@contextmanager
-def crashing_writes(ctx: Context) -> Iterator[dict]:
-    """Every file opened for writing crashes after a budget of characters: through builtins.open,
-    io.open (pathlib, os.fdopen, tempfile) and the notebook's own ``open`` (IPython puts one there)."""
-    budget = {"left": CRASH_AFTER_CHARACTERS, "crashed": False}
-    real_builtin, real_io = builtins.open, io.open
-
-    def crashing_open(file, mode="r", *args, **kwargs):
-        handle = real_io(file, mode, *args, **kwargs)
-        if any(flag in mode for flag in "wax+"):
-            return CrashingFile(handle, budget)
-        return handle
-
-    bound = [("open", crashing_open)] + [
-        (name, crashing_open) for function in {real_builtin, real_io}
-        for name in ctx.names_bound_to(function) if name != "open"
-    ]
-    builtins.open = io.open = crashing_open
-    try:
-        with _globals_replaced(ctx, bound):
-            yield budget
-    finally:
-        builtins.open, io.open = real_builtin, real_io
-
-
 def last_good_checkpoint(ctx: Context, label: str) -> tuple[Path, dict]:
     """A folder holding a good checkpoint written by the reference harness (not by the student)."""
     from harness.checkpoint import write_json_atomic
@@ -444,7 +399,7 @@ def torn_checkpoint(found: Any) -> CheckFailed:
 def survives_a_crash_mid_write(ctx: Context) -> None:
     save = ctx.student_function("save_checkpoint")
     path, good = last_good_checkpoint(ctx, "crash")
-    with crashing_writes(ctx) as budget:
+    with observed_writes(ctx, crash_after=CRASH_AFTER_CHARACTERS) as budget:
         try:
             ctx.call(save, state_to_save("nova", 6), path)
         except StudentProblem as raised:
@@ -479,7 +434,14 @@ def survives_a_serialization_error(ctx: Context) -> None:
     path, good = last_good_checkpoint(ctx, "serialization")
     broken = state_to_save("nova", 6)
     broken["messages"].append({"role": "user", "content": NotSerializable()})
-    ctx.call_or_problem(save, broken, path)  # raising is fine: what counts is the file left behind
+    with observed_writes(ctx) as writes:
+        _, raised = ctx.call_or_problem(save, broken, path)  # raising is fine: what counts is the file left behind
+    if raised is None and not writes["opened"]:
+        raise nothing_observed(
+            "save_checkpoint recebeu um estado que o json não sabe gravar, não levantou erro e não abriu "
+            "nenhum arquivo para escrever: ela nem tentou gravar",
+            expected="uma tentativa de gravação (que falha no json.dump)",
+        )
     found = read_checkpoint_file(path)
     if isinstance(found, str) or not isinstance(found, dict) or found.get("version") != 1:
         raise torn_checkpoint(found)
@@ -604,7 +566,6 @@ class CheckpointedRun:
     saves: list[SavePoint]
     state: Any
     path: Path
-    served: list[dict]
     problem: StudentProblem | None = None
 
 
@@ -633,8 +594,7 @@ def checkpointed_run(ctx: Context, fixture: Fixture) -> CheckpointedRun:
                 state, problem_found = ctx.call_or_problem(
                     run_agent, client, new_run_state(fixture.data["task"]), path, **options
                 )
-        served = fixture.data["responses"][: len(client.stub_endpoint.requests)]
-        return CheckpointedRun(saves, state, path, served, problem_found)
+        return CheckpointedRun(saves, state, path, problem_found)
 
     return ctx.memo(f"checkpointed:{fixture.name}", compute)
 
@@ -644,9 +604,9 @@ def point_of(save: SavePoint) -> str:
     return "A" if isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant" else "B"
 
 
-def expected_points(run: CheckpointedRun) -> list[tuple[str, int]]:
+def expected_points(fixture: Fixture) -> list[tuple[str, int]]:
     points = []
-    for turn, response in enumerate(run.served, start=1):
+    for turn, response in enumerate(scripted_turns(fixture.data), start=1):
         points.append(("A", turn))
         if response.get("stop_reason") == "tool_use":
             points.append(("B", turn))
@@ -680,7 +640,7 @@ def require_run(run: CheckpointedRun) -> None:
 def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
     require_run(run)
-    wanted = expected_points(run)
+    wanted = expected_points(fixture)
     observed = [(point_of(save), save.state.get("turns")) for save in run.saves]
     if observed == wanted:
         return
@@ -709,7 +669,7 @@ def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
 def point_a_records_the_decision(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
     require_run(run)
-    for turn, response in enumerate(run.served, start=1):
+    for turn, response in enumerate(scripted_turns(fixture.data), start=1):
         save = find_save(run, "A", turn)
         if save is None:
             raise CheckFailed(
@@ -754,9 +714,15 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
     require_run(run)
     executed_before = 0
-    for turn, response in enumerate(run.served, start=1):
+    for turn, response in enumerate(scripted_turns(fixture.data), start=1):
         save = find_save(run, "A", turn)
-        if save is not None and save.tools_run != executed_before:
+        if save is None:
+            raise nothing_observed(
+                f"não há ponto A gravado no turno {turn}, então não dá para saber se ele veio antes das "
+                "ferramentas (grave o checkpoint logo depois de acrescentar a resposta do modelo)",
+                expected=f"o ponto A do turno {turn}",
+            )
+        if save.tools_run != executed_before:
             raise CheckFailed(
                 f"O ponto A do turno {turn} foi gravado depois de {quantity(save.tools_run - executed_before, 'ferramenta', 'ferramentas')} "
                 "do turno já terem rodado: se o processo morresse enquanto elas rodavam, o disco não saberia "
@@ -769,7 +735,7 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=3,
     per_fixture=True,
-    applies=is_kind("run"),
+    applies=has_tool_turns,
     title="Ponto B: os resultados registrados, pending_tool_use de volta a None",
     criterion=(
         "Em cada ponto B, a última mensagem gravada é a do usuário com um tool_result por pedido do "
@@ -779,8 +745,9 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
 def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
     require_run(run)
-    for turn, response in enumerate(run.served, start=1):
-        calls = tool_uses_of(response)
+    turns = scripted_turns(fixture.data)
+    for turn, response in enumerate(turns, start=1):
+        calls = tool_uses_of(response) if response.get("stop_reason") == "tool_use" else []
         if not calls:
             continue
         save = find_save(run, "B", turn)
@@ -803,7 +770,7 @@ def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
                 "uma retomada reconciliaria de novo chamadas que já têm resultado.",
                 expected="None", observed=save.state.get("pending_tool_use"),
             )
-        if save.tools_run < sum(len(tool_uses_of(r)) for r in run.served[:turn]):
+        if save.tools_run < sum(len(tool_uses_of(r)) for r in turns[:turn]):
             raise CheckFailed(
                 f"O ponto B do turno {turn} foi gravado antes de as ferramentas do turno terminarem.",
                 expected="B depois das ferramentas", observed=f"{save.tools_run} execuções até B",

@@ -1,0 +1,100 @@
+"""Watching how student code writes files: which files it opens for writing, and a
+process "dying" in the middle of a write (the file stops accepting bytes after a budget of
+characters and the write raises ``TornWrite``, a BaseException no ``except Exception``
+catches, like a real death).
+
+Every way the student's code can open a file goes through the spy: ``builtins.open``,
+``io.open`` (pathlib, os.fdopen, tempfile, the harness's own atomic write) and the
+notebook's own ``open`` (IPython binds one there).
+"""
+from __future__ import annotations
+
+import builtins
+import io
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from grader.checks.framework import Context
+
+
+class TornWrite(BaseException):
+    """The grader's crash in the middle of a write."""
+
+
+class CrashingFile:
+    """A file that accepts ``budget["left"]`` more characters and then 'dies' mid-write."""
+
+    def __init__(self, real, budget: dict):
+        self._real = real
+        self._budget = budget
+
+    def write(self, data):
+        left = self._budget["left"]
+        if left is None or len(data) <= left:
+            if left is not None:
+                self._budget["left"] -= len(data)
+            return self._real.write(data)
+        self._real.write(data[:left])
+        self._real.flush()
+        self._budget["left"] = 0
+        self._budget["crashed"] = True
+        raise TornWrite("queda simulada no meio da gravação")
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._real.__exit__(*exc_info)
+
+    def __iter__(self):
+        return iter(self._real)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+@contextmanager
+def replaced_globals(ctx: Context, pairs: list[tuple[str, Any]]) -> Iterator[None]:
+    """``ctx.replaced_global`` for several names at once."""
+    if not pairs:
+        yield
+        return
+    name, value = pairs[0]
+    with ctx.replaced_global(name, value), replaced_globals(ctx, pairs[1:]):
+        yield
+
+
+@contextmanager
+def observed_writes(ctx: Context, crash_after: int | None = None) -> Iterator[dict]:
+    """Record every file opened for writing (``budget["opened"]``, resolved paths); with
+    ``crash_after``, the writes die after that many characters in all (``budget["crashed"]``)."""
+    budget: dict = {"left": crash_after, "crashed": False, "opened": []}
+    real_builtin, real_io = builtins.open, io.open
+
+    def spied_open(file, mode="r", *args, **kwargs):
+        handle = real_io(file, mode, *args, **kwargs)
+        if any(flag in mode for flag in "wax+"):
+            if isinstance(file, (str, bytes, os.PathLike)):
+                budget["opened"].append(Path(os.fsdecode(file)).resolve())
+            return CrashingFile(handle, budget)
+        return handle
+
+    bound = [("open", spied_open)] + [
+        (name, spied_open) for function in {real_builtin, real_io}
+        for name in ctx.names_bound_to(function) if name != "open"
+    ]
+    builtins.open = io.open = spied_open
+    try:
+        with replaced_globals(ctx, bound):
+            yield budget
+    finally:
+        builtins.open, io.open = real_builtin, real_io
+
+
+__all__ = ["CrashingFile", "TornWrite", "observed_writes", "replaced_globals"]
