@@ -199,8 +199,9 @@ def test_level_2_raw_json_error_is_not_the_ledger_error(tmp_path, monkeypatch):
 
 def test_level_2_writing_in_place_is_not_atomic(tmp_path, monkeypatch):
     failed = failures(run_level(ledger_cell(save=IN_PLACE_SAVE), 2, tmp_path, monkeypatch))
-    assert set(failed) == {"n2.save_effect_is_atomic"}
+    assert set(failed) == {"n2.save_effect_is_atomic", "n2.save_effect_survives_a_torn_write"}
     assert "direto no lugar" in failed["n2.save_effect_is_atomic"]
+    assert "os recibos já gravados se perderam" in failed["n2.save_effect_survives_a_torn_write"]
 
 
 def test_level_2_save_that_forgets_other_records_fails(tmp_path, monkeypatch):
@@ -363,8 +364,9 @@ def test_level_4_without_the_gate_fails(tmp_path, monkeypatch):
 
 def test_level_4_asking_the_policy_directly_ignores_recorded_approvals(tmp_path, monkeypatch):
     failed = failures(run_level(runner_edit(*ASKS_POLICY_DIRECTLY), 4, tmp_path, monkeypatch))
-    assert set(failed) == {"n4.approval_bound_to_input_and_time"}
+    assert set(failed) == {"n4.approval_bound_to_input_and_time", "n4.approval_uses_context_clock_and_ttl"}
     assert "use check_approval" in failed["n4.approval_bound_to_input_and_time"]
+    assert failed["n4.approval_uses_context_clock_and_ttl"].startswith("Nada observado: nenhuma decisão")
 
 
 def test_level_4_pending_treated_as_approved_fails(tmp_path, monkeypatch):

@@ -54,6 +54,7 @@ from grader.checks.framework import (
     StudentProblem,
     block_text,
     content_blocks,
+    nothing_observed,
     show,
 )
 from grader.plural import quantity
@@ -159,8 +160,8 @@ def validate_fixture(data: dict) -> list[str]:
             problems.append(problem(f"expect.ways.{key}", f"deveria ser um de {', '.join(WAYS)} (é {way!r})"))
         elif way == "reuse" and effects.get(key, {}).get("status") not in ("committed", "rejected"):
             problems.append(problem(f"expect.ways.{key}", "\"reuse\" pede um recibo committed ou rejected em effects"))
-        elif way == "confirm" and effects.get(key, {}).get("status") != "intent":
-            problems.append(problem(f"expect.ways.{key}", "\"confirm\" pede um registro de intenção em effects"))
+        elif way == "confirm" and effects.get(key, {}).get("status") not in ("intent", "unknown"):
+            problems.append(problem(f"expect.ways.{key}", "\"confirm\" pede um registro intent ou unknown em effects"))
     ids = pending_ids(data.get("checkpoint"))
     if ids is not None and sorted(map(str, ways)) != sorted(map(str, ids)):
         problems.append(problem("expect.ways", f"as chaves deveriam ser exatamente os ids pendentes {ids}"))
@@ -468,6 +469,43 @@ def save_effect_is_atomic(ctx: Context) -> None:
 
 @EXERCISE.check(
     level=2,
+    title="Uma queda no meio da escrita não estraga o livro-razão",
+    criterion=(
+        "Se o processo morre no meio da escrita (o corretor faz a escrita parar depois de alguns bytes), "
+        "effects.json continua sendo o livro anterior, inteiro e legível: os recibos já gravados não se perdem."
+    ),
+)
+def save_effect_survives_a_torn_write(ctx: Context) -> None:
+    from grader.checks.write_spies import TornWrite, observed_writes
+
+    save_effect = ctx.student_function("save_effect")
+    original = {f"toolu_a{n}": receipt(f"toolu_a{n}", f"recibo {n}") for n in range(1, 4)}
+    with ctx.tools(world("n2-escrita-rasgada")) as spy:
+        path = Path(spy.workspace.root) / "effects.json"
+        path.write_text(json.dumps(original, ensure_ascii=False, indent=1), encoding="utf-8")
+        before = path.read_bytes()
+        with observed_writes(ctx, crash_after=len(before) // 2) as budget:
+            try:
+                ctx.call_or_problem(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
+            except TornWrite:  # the simulated death can surface outside the student's call too
+                pass
+        after = path.read_bytes() if path.exists() else b""
+    if not budget["crashed"]:
+        raise nothing_observed(
+            "save_effect não escreveu nada por open() (nem por write_json_atomic), então a queda no meio da "
+            "escrita não pôde ser simulada", expected="uma escrita do livro-razão")
+    if after != before:
+        raise CheckFailed(
+            "O processo morreu no meio da gravação e effects.json ficou diferente do livro anterior "
+            f"({len(after)} bytes em vez de {len(before)}): os recibos já gravados se perderam ou o JSON ficou "
+            "pela metade. Escreva num temporário e só troque pelo verdadeiro quando ele estiver completo "
+            "(write_json_atomic).",
+            expected="o livro anterior, byte a byte", observed=after[:120].decode("utf-8", "replace"),
+        )
+
+
+@EXERCISE.check(
+    level=2,
     title="save_effect não grava por cima de um livro corrompido",
     criterion=(
         "save_effect lê o livro antes de gravar; corrompido, ele levanta EffectsLedgerError e "
@@ -564,7 +602,7 @@ def answer_block(run: ReconcileRun, tool_use_id: str) -> dict | None:
     ),
 )
 def closes_every_pending_call(ctx: Context, fixture: Fixture) -> None:
-    from harness.fake_endpoint import validate_messages
+    from grader.checks.conversation import require_api_accepts
 
     run = reconciled(ctx, fixture)
     before, after = run.before["messages"], run.after["messages"]
@@ -598,9 +636,7 @@ def closes_every_pending_call(ctx: Context, fixture: Fixture) -> None:
         if run.after.get(key) != run.before[key]:
             raise CheckFailed(f"{key} mudou de {run.before[key]!r} para {run.after.get(key)!r}: reconciliar não é um turno novo.",
                               expected=run.before[key], observed=run.after.get(key))
-    refusal = validate_messages(after)
-    if refusal:
-        raise CheckFailed(f"A API recusaria a conversa retomada: {refusal}", expected="conversa válida", observed=refusal)
+    require_api_accepts("a conversa retomada", after)
 
 
 def executions_of(run: ReconcileRun, call: dict) -> list:
@@ -672,12 +708,21 @@ def each_call_takes_its_way(ctx: Context, fixture: Fixture) -> None:
                     expected=call["id"], observed=ran[0].idempotency_key,
                 )
         elif way == "confirm":
+            status = run.ledger_before[call["id"]]["status"]
             if ran:
                 raise CheckFailed(
-                    f"`{call['name']}` ({call['id']}) foi executada de novo, mas havia intenção no livro-razão "
-                    "e o efeito já existe no sistema externo com a chave: pergunte antes (find_effect, ou "
-                    "confirmed_effect) e só rode o que não aconteceu.",
+                    f"`{call['name']}` ({call['id']}) foi executada de novo, mas havia um registro {status} no "
+                    "livro-razão e o efeito já existe no sistema externo com a chave: pergunte antes (find_effect, "
+                    "ou confirmed_effect) e só rode o que não aconteceu.",
                     expected="0 execuções", observed=f"{quantity(len(ran), 'execução', 'execuções')}",
+                )
+            if flagged and status == "unknown":
+                raise CheckFailed(
+                    f"O registro de {call['id']} no livro-razão era unknown, e o tool_result repetiu o is_error "
+                    "dele. unknown não é um desfecho (só committed e rejected são, SETTLED_STATUSES): é uma "
+                    "pergunta que ficou sem resposta. Pergunte de novo ao sistema externo (confirmed_effect): "
+                    "aqui o efeito está lá, e o recibo vira committed.",
+                    expected="efeito confirmado, sem is_error", observed="is_error do registro unknown",
                 )
             if flagged:
                 raise CheckFailed(
@@ -776,11 +821,11 @@ def observed_executions(ledger: Path, events: list) -> Iterator[None]:
         tools._run = real_run
 
 
-def tool_context(path: Path, approver=None, clock=None, dry_run=False):
+def tool_context(path: Path, approver=None, clock=None, dry_run=False, ttl=600):
     from harness.tool_runner import ToolContext
 
     return ToolContext(path, approver=approver, approvals_path=path.with_name("approvals.json"),
-                       approval_ttl=600, dry_run=dry_run, clock=clock or Clock())
+                       approval_ttl=ttl, dry_run=dry_run, clock=clock or Clock())
 
 
 def recording_approver(events: list, decide):
@@ -792,7 +837,7 @@ def recording_approver(events: list, decide):
 
 
 def run_turn(ctx: Context, label: str, tool_uses: list, *, approver=None, clock=None, dry_run=False,
-             setup=None, waiting_ok=False) -> dict:
+             setup=None, waiting_ok=False, ttl=600) -> dict:
     """Runs the student's run_tool_uses once on a fresh world; returns what was observed."""
     from harness.approval import WaitingForApproval
 
@@ -803,12 +848,13 @@ def run_turn(ctx: Context, label: str, tool_uses: list, *, approver=None, clock=
         if setup:
             setup(spy.workspace, ledger)
         outbox_before = spy.workspace.outbox_path.read_bytes() if spy.workspace.outbox_path.exists() else b""
-        context = tool_context(ledger, recording_approver(events, approver) if approver else None, clock, dry_run)
+        context = tool_context(ledger, recording_approver(events, approver) if approver else None, clock, dry_run, ttl)
         function = capturing(run_tool_uses, WaitingForApproval) if waiting_ok else run_tool_uses
         with observed_executions(ledger, events):
             returned = ctx.call(function, copy.deepcopy(tool_uses), context)
         outbox_after = spy.workspace.outbox_path.read_bytes() if spy.workspace.outbox_path.exists() else b""
-        return {"returned": returned, "events": events, "ledger": read_ledger(ledger) or {},
+        approvals = read_ledger(ledger.with_name("approvals.json")) or {}
+        return {"returned": returned, "events": events, "ledger": read_ledger(ledger) or {}, "approvals": approvals,
                 "emails": len(spy.emails()), "tickets": len(spy.tickets()),
                 "outbox_same": outbox_before == outbox_after, "calls": list(spy.calls)}
 
@@ -908,34 +954,42 @@ def order_and_keys(ctx: Context) -> None:
     level=4,
     title="Um recibo no livro-razão é reaproveitado antes de qualquer aprovação",
     criterion=(
-        "Se o livro-razão já tem o recibo de uma chamada, run_tool_uses devolve o resultado "
-        "registrado sem pedir aprovação e sem executar (já foi feito vem antes de deve ser feito)."
+        "Se o livro-razão já tem o recibo de uma chamada, committed ou rejected, run_tool_uses devolve "
+        "o resultado registrado sem pedir aprovação e sem executar (já foi feito vem antes de deve ser feito)."
     ),
 )
 def ledger_before_approval(ctx: Context) -> None:
-    recorded = {"content": "e-mail enviado para team@example.com: Conclusões", "is_error": False}
+    from harness.effects import make_receipt
 
-    def setup(workspace, ledger):
-        from harness.effects import make_receipt
+    outcomes = {
+        "committed": {"content": "e-mail enviado para team@example.com: Conclusões", "is_error": False},
+        "rejected": {"content": "ação recusada pela aprovação: fora do horário comercial", "is_error": True},
+    }
+    for status, recorded in outcomes.items():
 
-        ledger.write_text(json.dumps({EMAIL["id"]: make_receipt(EMAIL, recorded)}), encoding="utf-8")
+        def setup(workspace, ledger, status=status, recorded=recorded):
+            ledger.write_text(json.dumps({EMAIL["id"]: make_receipt(EMAIL, recorded, status)}), encoding="utf-8")
 
-    observed = run_turn(ctx, "n4-recibo", [EMAIL], approver=approve_all, setup=setup)
-    results = results_by_id(observed, [EMAIL])
-    events = observed["events"]
-    if any(e[0] == "approval" for e in events):
-        raise CheckFailed(
-            "A válvula foi consultada para uma chamada que o livro-razão já registrou como feita: consulte "
-            "o livro-razão primeiro; não se pede aprovação para o que já aconteceu.",
-            expected="nenhuma consulta", observed="aprovação consultada",
-        )
-    if any(e[0] == "execute" for e in events):
-        raise CheckFailed("A chamada já tinha recibo committed e foi executada de novo.",
-                          expected="0 execuções", observed="executada")
-    block = results[EMAIL["id"]]
-    if block.get("content") != recorded["content"] or bool(block.get("is_error")) != recorded["is_error"]:
-        raise CheckFailed("O tool_result deveria trazer o resultado registrado no recibo.",
-                          expected=recorded, observed={"content": block.get("content"), "is_error": block.get("is_error")})
+        observed = run_turn(ctx, f"n4-recibo-{status}", [EMAIL], approver=approve_all, setup=setup)
+        results = results_by_id(observed, [EMAIL])
+        events = observed["events"]
+        if any(e[0] == "execute" for e in events):
+            extra = (" Um recibo rejected também é um desfecho conhecido: a recusa já aconteceu, e executar "
+                     "agora passaria por cima dela." if status == "rejected" else "")
+            raise CheckFailed(f"A chamada já tinha recibo {status} e foi executada.{extra} Reaproveite os recibos "
+                              "committed e rejected (SETTLED_STATUSES) sem executar.",
+                              expected="0 execuções", observed="executada")
+        if any(e[0] == "approval" for e in events):
+            raise CheckFailed(
+                f"A válvula foi consultada para uma chamada que o livro-razão já registrou ({status}): consulte "
+                "o livro-razão primeiro; não se pede aprovação para o que já tem desfecho.",
+                expected="nenhuma consulta", observed="aprovação consultada",
+            )
+        block = results[EMAIL["id"]]
+        if block.get("content") != recorded["content"] or bool(block.get("is_error")) != recorded["is_error"]:
+            raise CheckFailed(f"O tool_result deveria trazer o resultado registrado no recibo {status}.",
+                              expected=recorded,
+                              observed={"content": block.get("content"), "is_error": block.get("is_error")})
 
 
 @EXERCISE.check(
@@ -982,7 +1036,8 @@ def rejection_is_an_error_result(ctx: Context) -> None:
 def pending_waits(ctx: Context) -> None:
     from harness.approval import PENDING, input_hash
 
-    observed = run_turn(ctx, "n4-pendente", [EMAIL], approver=lambda call: PENDING, waiting_ok=True)
+    clock = Clock(52_000.0)
+    observed = run_turn(ctx, "n4-pendente", [EMAIL], approver=lambda call: PENDING, waiting_ok=True, clock=clock)
     returned = observed["returned"]
     if observed["emails"] or any(e[0] == "execute" for e in observed["events"]):
         raise CheckFailed("Com a aprovação pendente, send_email executou: pendente não é aprovado.",
@@ -1000,6 +1055,47 @@ def pending_waits(ctx: Context) -> None:
         raise CheckFailed("WaitingForApproval deveria carregar o pedido da chamada: pending_approval_for(call, now).",
                           expected={"id": EMAIL["id"], "input_hash": input_hash(EMAIL["name"], EMAIL["input"])},
                           observed=request)
+    if request.get("requested_at") != clock.now:
+        raise CheckFailed(
+            "O pedido de aprovação deveria marcar a hora do relógio do contexto (now = ctx.clock()), não a "
+            "do sistema: é o relógio que a retomada e os testes controlam.",
+            expected=clock.now, observed=request.get("requested_at"),
+        )
+
+
+@EXERCISE.check(
+    level=4,
+    title="A aprovação usa o relógio e o prazo do ToolContext",
+    criterion=(
+        "Uma decisão nova fica gravada com a hora de ctx.clock() e vence em ctx.approval_ttl segundos, "
+        "qualquer que seja o prazo configurado (não um prazo fixo no código)."
+    ),
+)
+def approval_uses_context_clock_and_ttl(ctx: Context) -> None:
+    from harness.approval import approve
+
+    clock = Clock(73_000.0)
+    for ttl in (120.0, 45.0):
+        observed = run_turn(ctx, f"n4-prazo-{ttl:g}", [EMAIL], approver=lambda call: approve(), clock=clock,
+                            ttl=ttl)
+        record = observed["approvals"].get(EMAIL["id"])
+        if not isinstance(record, dict):
+            raise nothing_observed(
+                "nenhuma decisão de aprovação foi gravada em approvals.json para o send_email (check_approval "
+                "grava a decisão da política)", expected="a decisão gravada, com decided_at e expires_at")
+        if record.get("decided_at") != clock.now:
+            raise CheckFailed(
+                f"A decisão foi gravada com decided_at={record.get('decided_at')!r}, mas o relógio do contexto "
+                f"marcava {clock.now:g}: passe now = ctx.clock() para check_approval.",
+                expected=clock.now, observed=record.get("decided_at"),
+            )
+        if record.get("expires_at") != clock.now + ttl:
+            raise CheckFailed(
+                f"Com ctx.approval_ttl = {ttl:g} s, a aprovação deveria vencer em {clock.now + ttl:g}, mas vence em "
+                f"{record.get('expires_at')!r}: passe ctx.approval_ttl para check_approval (o prazo é "
+                "configurável, não fixo no código).",
+                expected=clock.now + ttl, observed=record.get("expires_at"),
+            )
 
 
 @EXERCISE.check(
