@@ -51,7 +51,7 @@ def test_solution_scores_100_percent():
     report = grade("exercise-5", SOLUTION)
     assert report.notebook_error is None
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 61
+    assert len(statuses) == 74
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
@@ -337,4 +337,30 @@ def test_an_instructor_fixture_is_graded_like_the_shipped_ones(tmp_path, monkeyp
     (tmp_path / "checks").mkdir()
     plan = [p for p in exercise.plan(fixtures, 2) if p.fixture == "rebobinar-turno-2"]
     results = run_plan("exercise-5", plan, fixtures, session)
-    assert len(results) == 5 and all(r["status"] == "pass" for r in results)
+    assert len(results) == 6 and all(r["status"] == "pass" for r in results)
+
+
+def test_a_rewind_that_leaves_an_empty_folder_behind_on_a_missing_turn_is_caught(tmp_path, monkeypatch):
+    """Folders are part of what the checks compare: setting the later points aside before looking
+    for the turn leaves an empty rewound-NNN/ behind, and nothing else changes."""
+    notebook = replaced("rewind_to", '''    path = pick_latest_point(run_dir, turn)
+    if path is None:''', '''    (checkpoints_dir(run_dir) / "rewound-999").mkdir(parents=True, exist_ok=True)
+    path = pick_latest_point(run_dir, turn)
+    if path is None:''')
+    failed = failures(graded(notebook, tmp_path, monkeypatch, level=2))
+    assert "criou as pastas checkpoints/, checkpoints/rewound-999/" in failed["n2.unknown_turn_is_refused[sem-sequencia]"]
+
+
+def test_a_fork_that_writes_nothing_fails_the_untouched_check_as_nothing_observed(tmp_path, monkeypatch):
+    failed = failures(graded(defined("fork_from", "def fork_from(run_dir, turn, new_run_dir):\n    return None\n"),
+                             tmp_path, monkeypatch, level=3))
+    assert failed["n3.original_untouched[equipe-completa]"].startswith("Nada observado: fork_from não gravou")
+    assert failed["n3.dry_run_keeps_the_world[equipe-completa]"]
+
+
+def test_writing_checkpoint_json_in_place_tears_on_a_crash(tmp_path, monkeypatch):
+    notebook = replaced("rewind_to", "    save_checkpoint(scene, run_dir / CHECKPOINT_FILE)",
+                        '    (run_dir / CHECKPOINT_FILE).write_text(json.dumps(scene), encoding="utf-8")')
+    notebook.cells[1].source = "import json\n" + notebook.cells[1].source
+    failed = failures(graded(notebook, tmp_path, monkeypatch, level=2))
+    assert "checkpoint.json ficou pela metade" in failed["n2.rewind_survives_a_torn_write[equipe-completa]"]

@@ -34,7 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import checkpoint_problems, problem, required_text, unknown_keys, workspace_problems
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, describe_error, show
+from grader.checks.framework import (
+    CheckFailed,
+    Context,
+    Exercise,
+    Fixture,
+    content_blocks,
+    describe_error,
+    nothing_observed,
+    show,
+)
 from grader.plural import quantity
 
 EXERCISE = Exercise(
@@ -169,11 +178,26 @@ def fixture_run_dir(name: str, root: str | os.PathLike) -> Path:
     raise KeyError(f"não existe a fixture {name!r} do {EXERCISE.name}")
 
 
+FOLDER = b"<pasta>"  # what a folder looks like in a snapshot
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder``: relative path -> bytes."""
+    """Every file and folder under ``folder``: relative path -> bytes (folders end in "/"), so
+    a folder created, or a file moved into one, shows up as a difference."""
     if not folder.is_dir():
         return {}
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_dir():
+            found[relative + "/"] = FOLDER
+        elif path.is_file():
+            found[relative] = path.read_bytes()
+    return found
+
+
+def files_of(found: dict[str, bytes]) -> dict[str, bytes]:
+    return {path: data for path, data in found.items() if not path.endswith("/")}
 
 
 def differences(before: dict[str, bytes], after: dict[str, bytes]) -> str:
@@ -181,8 +205,12 @@ def differences(before: dict[str, bytes], after: dict[str, bytes]) -> str:
     removed = sorted(set(before) - set(after))
     changed = sorted(k for k in set(before) & set(after) if before[k] != after[k])
     parts = []
-    if added:
-        parts.append("criou " + ", ".join(added))
+    new_files = [a for a in added if not a.endswith("/")]
+    new_folders = [a for a in added if a.endswith("/")]
+    if new_files:
+        parts.append("criou " + ", ".join(new_files))
+    if new_folders:
+        parts.append(("criou a pasta " if len(new_folders) == 1 else "criou as pastas ") + ", ".join(new_folders))
     if removed:
         parts.append("apagou ou moveu " + ", ".join(removed))
     if changed:
@@ -497,10 +525,18 @@ def rewind_runs_nothing(ctx: Context, fixture: Fixture) -> None:
         )
 
 
+def has_later_points(fixture: Fixture) -> bool:
+    """A rewind fixture whose active sequence has points after the turn it rewinds to."""
+    if not has_rewind(fixture):
+        return False
+    turn = fixture.expect["rewind"]["turn"]
+    return any(_point(name)[0] > turn for name in map(active_point_name, fixture.data["run_dir"]) if name)
+
+
 @EXERCISE.check(
     level=2,
     per_fixture=True,
-    applies=has_rewind,
+    applies=has_later_points,
     title="Os pontos posteriores saem da sequência ativa, sem serem apagados",
     criterion=(
         "Depois de rebobinar para o turno T, nenhum ponto de turno maior que T fica diretamente em "
@@ -535,6 +571,53 @@ def later_points_set_aside(ctx: Context, fixture: Fixture) -> None:
                 f"{relative} (até o turno {run.turn}) foi apagado ou alterado: os pontos anteriores ficam como estão.",
                 expected="intacto", observed="alterado" if relative in run.after else "apagado",
             )
+
+
+TORN_AFTER_CHARACTERS = 200
+
+
+def readable_json(data: bytes) -> bool:
+    try:
+        json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_rewind,
+    title="Uma queda no meio da rebobinagem não deixa arquivo pela metade",
+    criterion=(
+        "Se o processo morre no meio de uma escrita da rebobinagem (o corretor faz a escrita parar depois "
+        "de alguns bytes), todo arquivo .json da pasta da execução continua inteiro e legível: o "
+        "checkpoint.json e os pontos são gravados com troca atômica."
+    ),
+)
+def rewind_survives_a_torn_write(ctx: Context, fixture: Fixture) -> None:
+    from grader.checks.write_spies import observed_writes
+
+    rewind_to = ctx.student_function("rewind_to")
+    with ctx.tools(fixture, "rewind-torn") as spy:
+        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
+        before = files_of(snapshot(run_dir))
+        with observed_writes(ctx, crash_after=TORN_AFTER_CHARACTERS) as budget:
+            ctx.call_or_problem(rewind_to, run_dir, fixture.expect["rewind"]["turn"])
+        after = files_of(snapshot(run_dir))
+    if not budget["crashed"]:
+        raise nothing_observed(
+            "rewind_to não escreveu nenhum arquivo por open() (nem pelas funções do harness), então a queda no "
+            "meio da escrita não pôde ser simulada", expected="a cena gravada em checkpoint.json")
+    torn = sorted(path for path, data in after.items() if path.endswith(".json") and not readable_json(data)
+                  and (path not in before or readable_json(before[path])))
+    if torn:
+        raise CheckFailed(
+            f"O processo morreu no meio de uma escrita da rebobinagem e {', '.join(torn)} ficou pela metade: "
+            "a próxima retomada não consegue ler a execução. Grave com as funções do harness (save_checkpoint, "
+            "save_point), que escrevem num temporário e só então trocam pelo arquivo verdadeiro.",
+            expected="todo .json inteiro e legível", observed=f"{', '.join(torn)} pela metade",
+        )
 
 
 @EXERCISE.check(
@@ -609,6 +692,10 @@ class Forked:
     fork_points: list[str]
     fork_calls: list
     continuation_problem: str = ""
+    continuation_sent: bool = False  # the new line reached its send_email decision and answered it
+
+
+CONTINUATION_SEND = "toolu_05FORK"
 
 
 def continuation_script(state: dict) -> list[dict]:
@@ -617,7 +704,7 @@ def continuation_script(state: dict) -> list[dict]:
     filler = {"content": [{"type": "text", "text": "."}], "stop_reason": "end_turn", "usage": usage}
     assistants = sum(1 for m in state["messages"] if m.get("role") == "assistant")
     send = {
-        "content": [{"type": "tool_use", "id": "toolu_05FORK", "name": "send_email",
+        "content": [{"type": "tool_use", "id": CONTINUATION_SEND, "name": "send_email",
                      "input": {"to": "team@example.com", "subject": "Conclusões (linha bifurcada)"}}],
         "stop_reason": "tool_use", "usage": usage,
     }
@@ -640,10 +727,12 @@ def forked(ctx: Context, fixture: Fixture) -> Forked:
             original_after_fork = snapshot(run_dir)
             world_after_fork = world_snapshot(spy.workspace)
             fork_files, fork_points, fork_calls = snapshot(new_dir), active_points(new_dir), list(spy.calls)
-            problem_text = ""
+            problem_text, sent = "", False
             try:
                 state = read_point(new_dir / "checkpoint.json")
-                run_timeline(make_stub_client(continuation_script(state)), new_dir)
+                final = run_timeline(make_stub_client(continuation_script(state)), new_dir)
+                sent = any(b.get("tool_use_id") == CONTINUATION_SEND for m in final["messages"]
+                           for b in content_blocks(m, "tool_result"))
             except Exception as error:  # noqa: BLE001 - reported by the check that needs it
                 problem_text = f"{describe_error(error)}"
             original_after_run = snapshot(run_dir)
@@ -652,7 +741,7 @@ def forked(ctx: Context, fixture: Fixture) -> Forked:
             spec["turn"], spec["point"], point_file(fixture, spec["turn"], spec["point"]), copy.deepcopy(returned),
             original_before, original_after_fork, original_after_run,
             differences(world_before, world_after_fork), differences(world_after_fork, world_after_run),
-            fork_files, fork_points, fork_calls, problem_text,
+            fork_files, fork_points, fork_calls, problem_text, sent,
         )
 
     return ctx.memo(f"fork:{fixture.name}", run)
@@ -674,6 +763,10 @@ def has_fork(fixture: Fixture) -> bool:
 )
 def original_untouched(ctx: Context, fixture: Fixture) -> None:
     run = forked(ctx, fixture)
+    if not files_of(run.fork_files):
+        raise nothing_observed(
+            "fork_from não gravou nenhum arquivo em new_run_dir, então não houve bifurcação cujo efeito na "
+            "pasta original conferir", expected="a nova linha gravada em new_run_dir")
     for moment, after in (("a bifurcação", run.original_after_fork), ("a nova linha continuar", run.original_after_run)):
         changed = differences(run.original_before, after)
         if changed:
@@ -822,6 +915,11 @@ def dry_run_keeps_the_world(ctx: Context, fixture: Fixture) -> None:
             f"{run.continuation_problem}. Ela precisa de checkpoint.json e timeline.json em new_run_dir.",
             expected="a nova linha continua", observed=run.continuation_problem,
         )
+    if not run.continuation_sent and not run.world_changed_by_run:
+        raise nothing_observed(
+            "a nova linha continuou, mas não chegou a responder à decisão de mandar o e-mail, então não deu "
+            "para ver o dry-run em ação (o checkpoint.json da nova linha é a cena do ponto copiado?)",
+            expected="o send_email da nova linha respondido em dry-run")
     if run.world_changed_by_run:
         raise CheckFailed(
             f"A nova linha continuou, decidiu mandar um e-mail, e o mundo mudou ({run.world_changed_by_run}). "
