@@ -49,12 +49,29 @@ MAX_RESTARTS = 3  # fresh kernels one grading may start after the first, to go o
 HELD_MEMORY_SHARE = 0.5  # a notebook holding more than this share of the limit leaves the checks too little
 # The checks run in the student's kernel, so the student's code could have patched the
 # grader's modules (or json, which writes the results) by then. The grading cell drops
-# them and imports fresh copies from disk first. This stops patches of those modules
-# only: code in the kernel can still reach deeper (builtins, gc); see docs/instrutores.md.
-FRESH_GRADER_IMPORT = (
-    "[__import__('sys').modules.pop(_m) for _m in list(__import__('sys').modules) "
-    "if _m.split('.')[0] in ('grader', 'json')];"
-)
+# the grader's modules and imports fresh copies from disk first, with a fresh json of
+# their own; the json everyone else already holds goes back into sys.modules afterwards,
+# so the harness and the student's code keep one json between them (two would make
+# json.JSONDecodeError two different classes). This stops patches of those modules only:
+# code in the kernel can still reach deeper (builtins, gc); see docs/instrutores.md.
+_GRADING_CELL = """
+import sys
+theirs = {{name: sys.modules.pop(name) for name in list(sys.modules) if name.split('.')[0] == 'json'}}
+for name in [name for name in sys.modules if name.split('.')[0] == 'grader']:
+    del sys.modules[name]
+runner = __import__('grader.checks.runner', fromlist=['run_from_file'])
+__import__({exercise_module!r})
+sys.modules.update(theirs)
+runner.run_from_file({spec_path!r})
+"""
+
+
+def grading_cell_source(spec_path: Path, exercise: str) -> str:
+    """The one request that runs the checks inside the kernel, in a namespace of its own."""
+    code = _GRADING_CELL.format(exercise_module="grader.checks." + exercise.replace("-", "_"), spec_path=str(spec_path))
+    return f"exec({code!r}, {{}})"
+
+
 _NAME_DEFINED = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", re.M)
 
 # How a cell ended, as far as this module is concerned.
@@ -449,10 +466,7 @@ class _Grading:
             ]), ensure_ascii=False), encoding="utf-8")
             self.dog.arm(monotonic() + self.grading_timeout + KILL_GRACE, "grading")
             self.dog.watch_checks(results_path, check_timeout + INTERRUPT_GRACE)
-            grading_cell = nbformat.v4.new_code_cell(
-                FRESH_GRADER_IMPORT + "__import__('grader.checks.runner', fromlist=['run_from_file'])"
-                f".run_from_file({json.dumps(str(spec_path))})"
-            )
+            grading_cell = nbformat.v4.new_code_cell(grading_cell_source(spec_path, spec["exercise"]))
             try:
                 _execute_extra(self.client, self.notebook, grading_cell)
                 died = False

@@ -101,10 +101,12 @@ def write_payload(path: Path, payload: dict[str, Any]) -> None:
 
 def serve(argv: list[str]) -> int:
     """The warm worker's loop (``python -m grader.batch --serve ...``)."""
+    from grader.kernel import DEFAULT_MEMORY_MB
+
     parser = argparse.ArgumentParser(prog="grader.batch --serve")
     parser.add_argument("exercise")
     parser.add_argument("--timeout", type=float, required=True)
-    parser.add_argument("--memory-mb", type=int, default=None)
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
     parser.add_argument("--sandbox", action="store_true")
     args = parser.parse_args(argv)

@@ -69,14 +69,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 25
+    assert len(statuses) == 30
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 25 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 30 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
@@ -102,11 +102,20 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
     if run_outcome(run_dir).emails == 0:
         symptoms.add("no email")
 
+    run_dir = harness.new_run_dir("antes-do-efeito")
+    harness.run(run_dir, crash_after="after-save-A:2")
+    harness.resume(run_dir)
+    if run_outcome(run_dir).emails == 0:
+        symptoms.add("never sent")
+
     run_dir = harness.new_run_dir("contadores")
     harness.run(run_dir, crash_after="after-save-B:2")
     harness.resume(run_dir)
-    if (run_outcome(run_dir).turns, run_outcome(run_dir).tokens_used) != (3, 2016):
+    outcome = run_outcome(run_dir)
+    if (outcome.turns, outcome.tokens_used) != (3, 2016):
         symptoms.add("counters")
+    if outcome.disagreements:
+        symptoms.add("disagreement")
 
     run_dir = harness.new_run_dir("meio-da-gravacao")
     harness.run(run_dir, crash_after="mid-checkpoint-write:3")
@@ -140,6 +149,9 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
         "corrupt-ledger-read-as-empty": {"fails open"},
         "cancelled-run-resumes": {"cancel ignored"},
         "clean-start-keeps-ledger": {"stale ledger"},
+        "tokens-reset-on-resume": {"counters"},
+        "pending-answered-without-ledger": {"never sent"},
+        "receipts-downgraded-on-resume": {"disagreement"},
     }
     if name == REFERENCE:
         assert symptoms == set()
@@ -267,13 +279,13 @@ NO_RETURN = '''def verify_resume(harness):
 
 def test_a_verification_that_always_approves_scores_zero(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", ALWAYS_APPROVES), tmp_path, monkeypatch, 2)
-    assert len(results) == 8 and level_score(results) == 0
+    assert len(results) == 11 and level_score(results) == 0
     assert all("não consegue falhar" in message for message in failures(results).values())
 
 
 def test_a_verification_that_only_checks_completion_scores_zero(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", ONLY_COMPLETION), tmp_path, monkeypatch, 2)
-    assert len(results) == 8 and level_score(results) == 0
+    assert len(results) == 11 and level_score(results) == 0
     # It does reject the torn-checkpoint harness, yet earns nothing: it cannot see any defect
     # under which the run still completes.
     assert failures(results)["n2.rejects_the_defect[h7-checkpoint-no-lugar]"] == CANNOT_FAIL
@@ -296,7 +308,9 @@ def test_counting_emails_only_catches_some_defects_and_names_the_rest(tmp_path, 
     assert set(failed) == {"n2.rejects_the_defect[h3-contadores-zerados]",
                            "n2.rejects_the_defect[h4-livro-razao-corrompido-vazio]",
                            "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]",
-                           "n2.rejects_the_defect[h6-comeco-limpo-guarda-livro-razao]"}
+                           "n2.rejects_the_defect[h6-comeco-limpo-guarda-livro-razao]",
+                           "n2.rejects_the_defect[h8-tokens-zerados]",
+                           "n2.rejects_the_defect[h10-recibos-rebaixados]"}
     assert_fails(results, "n2.rejects_the_defect[h3-contadores-zerados]", "aprovou um harness com defeito",
                  "zera turns e tokens_used", "Compare turns e tokens_used")
     assert_fails(results, "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]", "cancele-a e retome")
@@ -354,4 +368,20 @@ def test_a_fence_that_accepts_any_newer_token_is_named(tmp_path, monkeypatch):
     notebook = replaced("check_fence", "if token != current:", "if token < current:")
     results = graded(notebook, tmp_path, monkeypatch, 3)
     assert_fails(results, "n3.check_fence_accepts_only_the_current_token", "O token 3", "igualdade")
+    assert "n3.stale_holder_cannot_write" not in failures(results)
+
+
+def test_a_lease_lifetime_fixed_in_the_code_is_caught(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", '"expires_at": now + seconds', '"expires_at": now + LEASE_SECONDS')
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.first_lease_gets_token_one", "Com seconds=7.5", "não um prazo fixo no código")
+
+
+def test_a_fenced_save_that_writes_in_place_tears_on_a_crash(tmp_path, monkeypatch):
+    notebook = replaced("fenced_save", 'write_json_atomic(Path(run_dir) / "checkpoint.json", state)',
+                        '(Path(run_dir) / "checkpoint.json").write_text(json.dumps(state), encoding="utf-8")')
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.torn_writes_keep_lease_and_checkpoint", "checkpoint.json por fenced_save",
+                 "o último estado bom se perdeu")
+    # the stale-owner check looks for leftover temporary files and finds none: only tearing the write shows it
     assert "n3.stale_holder_cannot_write" not in failures(results)

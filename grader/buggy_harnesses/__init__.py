@@ -24,6 +24,9 @@ DEFECT_MODULES = (
     "corrupt_ledger_read_as_empty",
     "cancelled_run_resumes",
     "clean_start_keeps_ledger",
+    "tokens_reset_on_resume",
+    "pending_answered_without_ledger",
+    "receipts_downgraded_on_resume",
 )
 
 

@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import problem, required_text, unknown_keys
-from grader.checks.framework import CheckFailed, Context, Exercise, Fixture, StudentProblem, describe_error, show
+from grader.checks.framework import (
+    CheckFailed,
+    Context,
+    Exercise,
+    Fixture,
+    StudentProblem,
+    describe_error,
+    nothing_observed,
+    show,
+)
 
 EXERCISE = Exercise(
     name="exercise-6",
@@ -547,23 +556,31 @@ def lease_lost_error():
 @EXERCISE.check(
     level=3,
     title="A primeira posse recebe o token 1 e fica gravada",
-    criterion="acquire_lease numa pasta sem lease.json devolve e grava {owner, token: 1, expires_at: now + seconds}.",
+    criterion=(
+        "acquire_lease numa pasta sem lease.json devolve e grava {owner, token: 1, expires_at: now + seconds}, "
+        "com o seconds pedido (30 s e 7,5 s)."
+    ),
 )
 def first_lease_gets_token_one(ctx: Context) -> None:
-    run_dir = fresh_run_dir(ctx, "primeira-posse")
-    lease = acquire(ctx, run_dir, "worker-a", 1000.0, 30.0)
-    wanted = {"owner": "worker-a", "token": 1, "expires_at": 1030.0}
-    got = {key: lease.get(key) for key in wanted}
-    if got != wanted:
-        raise CheckFailed("A primeira posse deveria ter o token 1 e vencer em now + seconds.",
-                          expected=wanted, observed=got)
-    stored = read_lease_file(run_dir)
-    if stored is None:
-        raise CheckFailed("acquire_lease não gravou lease.json na pasta da execução: os outros workers leem a "
-                          "posse de lá.", expected="lease.json", observed="nenhum arquivo")
-    stored_part = {key: stored.get(key) for key in wanted}
-    if stored_part != wanted:
-        raise CheckFailed("lease.json não guarda a posse devolvida.", expected=wanted, observed=stored_part)
+    for now, seconds in ((1000.0, 30.0), (500.0, 7.5)):  # a lifetime fixed in the code fails one of them
+        run_dir = fresh_run_dir(ctx, "primeira-posse")
+        lease = acquire(ctx, run_dir, "worker-a", now, seconds)
+        wanted = {"owner": "worker-a", "token": 1, "expires_at": now + seconds}
+        got = {key: lease.get(key) for key in wanted}
+        if got != wanted:
+            hint = ""
+            if got["expires_at"] != wanted["expires_at"] and got["token"] == 1:
+                hint = (f" Com seconds={seconds:g}, a posse vence em now + seconds = {now + seconds:g}: use o "
+                        "argumento seconds, não um prazo fixo no código.")
+            raise CheckFailed("A primeira posse deveria ter o token 1 e vencer em now + seconds." + hint,
+                              expected=wanted, observed=got)
+        stored = read_lease_file(run_dir)
+        if stored is None:
+            raise CheckFailed("acquire_lease não gravou lease.json na pasta da execução: os outros workers leem a "
+                              "posse de lá.", expected="lease.json", observed="nenhum arquivo")
+        stored_part = {key: stored.get(key) for key in wanted}
+        if stored_part != wanted:
+            raise CheckFailed("lease.json não guarda a posse devolvida.", expected=wanted, observed=stored_part)
 
 
 @EXERCISE.check(
@@ -716,6 +733,50 @@ def stale_holder_cannot_write(ctx: Context) -> None:
     if leftovers:
         raise CheckFailed(f"Sobrou {', '.join(leftovers)} na pasta: grave com write_json_atomic.",
                           expected="nenhum .tmp", observed=", ".join(leftovers))
+
+
+@EXERCISE.check(
+    level=3,
+    title="Uma queda no meio da escrita não estraga o lease nem o checkpoint",
+    criterion=(
+        "Se o processo morre no meio da escrita (o corretor faz a escrita parar depois de alguns bytes), "
+        "lease.json continua sendo a posse anterior e checkpoint.json o estado anterior, inteiros e "
+        "legíveis: as duas gravações trocam um temporário completo pelo arquivo verdadeiro."
+    ),
+)
+def torn_writes_keep_lease_and_checkpoint(ctx: Context) -> None:
+    from grader.checks.write_spies import observed_writes
+
+    acquire_lease, fenced_save = ctx.student_function("acquire_lease"), ctx.student_function("fenced_save")
+    run_dir = fresh_run_dir(ctx, "queda-na-escrita")
+    acquire(ctx, run_dir, "worker-a", 0.0, 30.0)
+    state = {"version": 2, "task": "t", "turns": 5, "tokens_used": 50, "messages": [
+        {"role": "user", "content": "Resuma as atas da semana. " * 20}], "pending_tool_use": None}
+    capturing(ctx, fenced_save, "fenced_save", run_dir, 1, state)
+    for name, function, args in (
+            ("checkpoint.json", fenced_save, (run_dir, 1, dict(state, turns=6))),
+            ("lease.json", acquire_lease, (run_dir, "worker-b", 40.0, 30.0))):
+        path = run_dir / name
+        if not path.exists():
+            raise nothing_observed(f"não há {name} na pasta depois da gravação anterior, então não há o que "
+                                   "uma queda poderia estragar", expected=name)
+        before = path.read_bytes()
+        with observed_writes(ctx, crash_after=min(40, len(before) // 2)) as budget:
+            ctx.call_or_problem(function, *args)
+        if not budget["crashed"]:
+            raise nothing_observed(
+                f"{function.__name__} não escreveu nada por open() (nem por write_json_atomic), então a queda no "
+                "meio da escrita não pôde ser simulada", expected=f"a gravação de {name}")
+        after = path.read_bytes() if path.exists() else b""
+        if after != before:
+            raise CheckFailed(
+                f"O processo morreu no meio da gravação de {name} por {function.__name__} e o arquivo ficou "
+                f"diferente do anterior ({len(after)} bytes em vez de {len(before)}): "
+                + ("o worker que tinha a posse a perdeu sem ninguém a ter tomado. " if name == "lease.json" else
+                   "o último estado bom se perdeu. ")
+                + "Grave com write_json_atomic (temporário completo, depois os.replace), nunca direto no arquivo.",
+                expected=f"{name} anterior, byte a byte", observed=after[:120].decode("utf-8", "replace"),
+            )
 
 
 # ----------------------------------------------------------------- for the exercise notebook
