@@ -300,7 +300,7 @@ def test_a_fork_that_closes_open_calls_runs_tools_or_decides_for_the_new_line(tm
 def test_shipped_fixtures_are_valid_and_cover_every_level():
     exercise = load_exercise("exercise-5")
     fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
-    assert len(fixtures) == 7
+    assert len(fixtures) == 8
     assert sum("rewind" in f.expect for f in fixtures) >= 4
     assert sum("fork" in f.expect for f in fixtures) >= 4
     assert any(f.data.get("mtimes") for f in fixtures)
