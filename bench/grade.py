@@ -2,12 +2,13 @@
 
 Run from the project root:
 
-    python bench/grade.py [--rounds 3] [--copies 20] [--skip-batch]
+    python bench/grade.py [--rounds 3] [--copies 10] [--skip-batch]
 
 Section 1 times, side by side and interleaved, plain nbclient execution of
 ``solutions/exercise-3.ipynb`` and ``grade exercise-3`` on the same file (the CLI's
 own ``main``), and prints the ratio (target: grading adds at most 30%).
-Section 2 is ``grade batch`` on N copies with -j 1 versus -j 2 (``bench/grade_batch.py``).
+Section 2 is ``grade batch`` -j 1, -j 2 and --sandbox against nbgrader's autograde on the
+same N submissions (``bench/grade_batch.py``).
 """
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exercise", default="exercise-3")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--copies", type=int, default=20, help="cópias para o grade batch")
+    parser.add_argument("--copies", type=int, default=10, help="submissões por rodada do grade batch")
     parser.add_argument("--skip-batch", action="store_true", help="só a seção 1")
     args = parser.parse_args(argv)
     notebook = ROOT / "solutions" / f"{args.exercise}.ipynb"
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_batch:
             from bench.grade_batch import format_batch, measure_batch
 
-            print("\n2. grade batch: -j 1 contra -j 2")
+            print("\n2. grade batch contra nbgrader autograde")
             print(format_batch(measure_batch(notebook, args.exercise, args.copies), args.copies))
     return 0
 

@@ -1,11 +1,23 @@
-"""Benchmark: `grade batch` on N copies of a solution, -j 1 versus -j 2, in one run.
+"""Benchmark: `grade batch` against nbgrader's `autograde` on the same submissions, in one run.
 
 Run from the project root:
 
-    python bench/grade_batch.py [--copies 20] [--exercise exercise-3]
+    python bench/grade_batch.py [--copies 10] [--rounds 2] [--exercise exercise-3]
 
-`bench/grade.py` calls `measure_batch` and `format_batch` so that its single run
-prints these figures beside the engine's own.
+Every round grades the same N submissions (copies of the solution: a class where
+everyone got it right, so every figure times a full, successful grading) with each
+contender, in a rotating order so that changes in the machine's load weigh on all
+alike:
+
+- ``nbgrader autograde`` (one process for the whole class, a fresh kernel per student;
+  bench/nbgrader_peer.py sets its course up; needs the optional ``bench`` extra and is
+  skipped with a message without it);
+- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/warm.py);
+- ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap).
+
+Targets: ``-j 1`` at most 0.8x nbgrader's time; ``-j 2`` at least 1.9x as fast as
+``-j 1``; the sandbox adds at most 15% per submission. `bench/grade.py` prints these
+figures beside the engine's own.
 """
 from __future__ import annotations
 
@@ -24,21 +36,11 @@ if str(ROOT) not in sys.path:
 
 from grader import batch  # noqa: E402
 
-TARGET_SPEEDUP = 1.6
-
-
-def _copies(solution: Path, folder: Path, count: int, exercise: str) -> list[batch.Submission]:
-    folder.mkdir(parents=True, exist_ok=True)
-    for index in range(1, count + 1):
-        shutil.copyfile(solution, folder / f"aluno-{index:02d}.ipynb")
-    submissions, _ = batch.find_submissions(folder, exercise)
-    return submissions
-
-
-def _timed_batch(submissions, options, levels, jobs: int) -> tuple[float, list[batch.Row]]:
-    started = time.perf_counter()
-    rows = batch.grade_all(submissions, options, levels, jobs=jobs)
-    return time.perf_counter() - started, rows
+NBGRADER = "nbgrader autograde"
+J1, J2, SANDBOX = "grade batch -j 1", "grade batch -j 2", "grade batch -j 1 --sandbox"
+TARGET_VS_NBGRADER = 0.8  # -j 1 time / nbgrader time, at most
+TARGET_SPEEDUP = 1.9  # -j 1 time / -j 2 time, at least
+TARGET_SANDBOX = 1.15  # sandboxed / plain time, at most
 
 
 def _children_cpu() -> float:
@@ -46,70 +48,124 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure_batch(
-    solution: Path,
-    exercise: str = "exercise-3",
-    copies: int = 20,
-    job_counts: tuple[int, ...] = (1, 2),
-    rounds: int = 2,
-) -> dict[int, dict[str, float]]:
-    """Wall and CPU seconds of `grade batch` over `copies` copies of `solution`, per -j value.
+def _students(count: int) -> list[str]:
+    return [f"aluno-{index:02d}" for index in range(1, count + 1)]
 
-    The copies are split into `rounds` slices graded alternately with each -j value
-    (-j 1, -j 2, -j 1, -j 2...), so a change in the machine's load during the run
-    weighs on both sides alike. Every row must come out `aprovado`; otherwise the
-    figures would time failures, so the benchmark stops with the first bad row.
-    """
-    levels, checks = batch.plan_summary(exercise, ())
+
+def _copies(solution: Path, folder: Path, students: list[str], exercise: str) -> list[batch.Submission]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for student in students:
+        shutil.copyfile(solution, folder / f"{student}.ipynb")
+    submissions, _ = batch.find_submissions(folder, exercise)
+    return submissions
+
+
+def _grade_batch(submissions, exercise: str, levels, checks: int, jobs: int, sandbox: bool) -> None:
     options = batch.BatchOptions(
         exercise=exercise,
         timeout=batch.DEFAULT_TIMEOUT,
         memory_mb=batch.DEFAULT_MEMORY_MB,
         hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks),
+        sandbox=sandbox,
     )
-    timings = {jobs: {"wall": 0.0, "cpu": 0.0} for jobs in job_counts}
+    rows = batch.grade_all(submissions, options, levels, jobs=jobs)
+    bad = [row for row in rows if row.status != batch.PASSED]
+    if bad:
+        raise SystemExit(f"grade batch -j {jobs}: {bad[0].submission} saiu {bad[0].status}: {bad[0].message}")
+
+
+def contenders(skipped: list[str]) -> list[str]:
+    from bench import nbgrader_peer
+
+    names = [J1, J2]
+    problem = nbgrader_peer.available()
+    if problem:
+        skipped.append(problem)
+    else:
+        names.insert(0, NBGRADER)
+    if shutil.which("bwrap"):
+        names.append(SANDBOX)
+    else:
+        skipped.append("bubblewrap (bwrap) não está instalado; a medição com --sandbox foi pulada.")
+    return names
+
+
+def measure_batch(
+    solution: Path,
+    exercise: str = "exercise-3",
+    copies: int = 10,
+    rounds: int = 2,
+    names: list[str] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Wall and CPU seconds of each contender over ``rounds`` rounds of ``copies`` submissions."""
+    from bench import nbgrader_peer
+
+    skipped: list[str] = []
+    names = names or contenders(skipped)
+    for reason in skipped:
+        print(f"aviso: {reason}")
+    levels, checks = batch.plan_summary(exercise, ())
+    students = _students(copies)
+    timings = {name: {"wall": 0.0, "cpu": 0.0, "graded": 0} for name in names}
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as scratch:
-        submissions = _copies(Path(solution), Path(scratch) / "entregas", copies, exercise)
-        # Warm-up: one submission, so disk caches and bytecode favour no -j value.
-        _timed_batch(submissions[:1], options, levels, 1)
-        size = -(-copies // rounds)
-        for start in range(0, copies, size):
-            for jobs in job_counts:
-                cpu_before = _children_cpu()
-                seconds, rows = _timed_batch(submissions[start:start + size], options, levels, jobs)
-                bad = [row for row in rows if row.status != batch.PASSED]
-                if bad:
-                    raise SystemExit(f"grade batch -j {jobs}: {bad[0].submission} saiu {bad[0].status}: {bad[0].message}")
-                timings[jobs]["wall"] += seconds
-                timings[jobs]["cpu"] += _children_cpu() - cpu_before
+        scratch_path = Path(scratch)
+        submissions = _copies(Path(solution), scratch_path / "entregas", students, exercise)
+        # Warm-up: one submission, so disk caches and bytecode favour nobody.
+        _grade_batch(submissions[:1], exercise, levels, checks, 1, False)
+        for round_number in range(rounds):
+            courses = {}
+            if NBGRADER in names:  # set up outside the timing, as an instructor does beforehand
+                courses[round_number] = nbgrader_peer.setup_course(
+                    scratch_path / f"rodada-{round_number}", Path(solution), exercise, students, checks)
+            order = names[round_number % len(names):] + names[:round_number % len(names)]
+            for name in order:
+                cpu_before, started = _children_cpu(), time.perf_counter()
+                if name == NBGRADER:
+                    nbgrader_peer.autograde(courses[round_number], students)
+                else:
+                    _grade_batch(submissions, exercise, levels, checks,
+                                 jobs=2 if name == J2 else 1, sandbox=name == SANDBOX)
+                timings[name]["wall"] += time.perf_counter() - started
+                timings[name]["cpu"] += _children_cpu() - cpu_before
+                timings[name]["graded"] += len(students)
     return timings
 
 
-def format_batch(timings: dict[int, dict[str, float]], copies: int) -> str:
-    base = timings[1]["wall"]
-    lines = [f"grade batch em {copies} cópias da solução (tempo de relógio; CPU somada dos processos):"]
-    for jobs, figures in sorted(timings.items()):
-        wall, cpu = figures["wall"], figures["cpu"]
-        lines.append(
-            f"  -j {jobs}: {wall:6.1f} s  ({wall / copies:5.2f} s por submissão, CPU {cpu / copies:4.2f} s)"
-            f"  {base / wall:4.2f}x em relação a -j 1"
-        )
-    if 2 in timings:
-        speedup = base / timings[2]["wall"]
-        verdict = "atingida" if speedup >= TARGET_SPEEDUP else "NÃO atingida"
-        lines.append(f"  aceleração com -j 2: {speedup:.2f}x (meta: >= {TARGET_SPEEDUP}x, {verdict})")
+def _verdict(ok: bool) -> str:
+    return "atingida" if ok else "NÃO atingida"
+
+
+def format_batch(timings: dict[str, dict[str, float]], copies: int) -> str:
+    lines = [f"{copies} submissões (cópias da solução) por rodada; tempo de relógio somado das rodadas "
+             "e CPU dos processos filhos:"]
+    for name, figures in timings.items():
+        graded = max(1, int(figures["graded"]))
+        lines.append(f"  {name:<28} {figures['wall']:7.1f} s  ({figures['wall'] / graded:5.2f} s por submissão, "
+                     f"CPU {figures['cpu'] / graded:5.2f} s)")
+    wall = {name: figures["wall"] for name, figures in timings.items()}
+    if NBGRADER in wall and J1 in wall:
+        ratio = wall[J1] / wall[NBGRADER]
+        lines.append(f"  -j 1 / nbgrader: {ratio:.2f} (meta: <= {TARGET_VS_NBGRADER}, {_verdict(ratio <= TARGET_VS_NBGRADER)})")
+    if J1 in wall and J2 in wall:
+        speedup = wall[J1] / wall[J2]
+        lines.append(f"  aceleração com -j 2: {speedup:.2f}x (meta: >= {TARGET_SPEEDUP}x, {_verdict(speedup >= TARGET_SPEEDUP)})")
+    if J1 in wall and SANDBOX in wall:
+        cost = wall[SANDBOX] / wall[J1]
+        lines.append(f"  --sandbox / sem sandbox: {cost:.2f} (meta: <= {TARGET_SANDBOX}, {_verdict(cost <= TARGET_SANDBOX)})")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exercise", default="exercise-3")
-    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--solution", type=Path, default=None, help="padrão: solutions/EXERCISE.ipynb")
     args = parser.parse_args(argv)
     solution = args.solution or ROOT / "solutions" / f"{args.exercise}.ipynb"
+    os.environ.setdefault("GRADE_STATE_FILE", str(Path(tempfile.gettempdir()) / "bench-grade-state.json"))
     print(f"núcleos: {os.cpu_count()}  carga média antes: {os.getloadavg()[0]:.1f}")
-    timings = measure_batch(solution, args.exercise, args.copies)
+    timings = measure_batch(solution, args.exercise, args.copies, args.rounds)
     print(format_batch(timings, args.copies))
     print(f"carga média depois: {os.getloadavg()[0]:.1f}")
     return 0
