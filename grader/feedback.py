@@ -39,13 +39,9 @@ def _check_html(check: CheckResult) -> str:
         f"<dt>Critério</dt><dd>{_esc(check.criterion)}</dd>",
     ]
     if not check.passed:
-        if check.expected:
-            parts.append(f"<dt>Esperado</dt><dd>{_esc(check.expected)}</dd>")
-        if check.observed and check.observed != check.message:
-            parts.append(f"<dt>Obtido</dt><dd>{_esc(check.observed)}</dd>")
-        parts.append(f"<dt>Problema</dt><dd>{_esc(check.message)}</dd>")
-        if check.output.strip():
-            parts.append(f"<dt>Saída do seu código</dt><dd><pre>{_esc(check.output.strip()[-2000:])}</pre></dd>")
+        for label, text in check.failure_fields(output_limit=2000):
+            value = f"<pre>{_esc(text)}</pre>" if label == "Saída do seu código" else _esc(text)
+            parts.append(f"<dt>{label}</dt><dd>{value}</dd>")
         if check.hint_ref:
             parts.append(f"<dt>Dica</dt><dd><code>{_esc(check.hint_ref)}</code></dd>")
     parts.append("</dl></div>")

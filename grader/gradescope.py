@@ -42,14 +42,7 @@ def test_name(check: CheckResult, level_titles: dict[int, str]) -> str:
 def test_output(check: CheckResult) -> str:
     if check.passed:
         return f"Passou. Critério: {check.criterion}"
-    parts = [f"Critério: {check.criterion}"]
-    if check.expected:
-        parts.append(f"Esperado: {check.expected}")
-    if check.observed and check.observed != check.message:
-        parts.append(f"Obtido: {check.observed}")
-    parts.append(f"Problema: {check.message}")
-    if check.output.strip():
-        parts.append(f"Saída do seu código: {check.output.strip()[-400:]}")
+    parts = [f"Critério: {check.criterion}", *(f"{label}: {text}" for label, text in check.failure_fields())]
     if check.hint_ref:
         parts.append(f"Dica: {check.hint_ref}")
     return "\n".join(parts)

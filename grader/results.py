@@ -43,6 +43,16 @@ class CheckResult:
     def points_earned(self) -> float:
         return self.points if self.passed else 0.0
 
+    def failure_fields(self, output_limit: int = 400) -> list[tuple[str, str]]:
+        """(label, text) pairs that explain a failure, in the order every report shows them."""
+        fields = [("Esperado", self.expected)] if self.expected else []
+        if self.observed and self.observed != self.message:
+            fields.append(("Obtido", self.observed))
+        fields.append(("Problema", self.message))
+        if self.output.strip():
+            fields.append(("Saída do seu código", self.output.strip()[-output_limit:]))
+        return fields
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
