@@ -9,6 +9,13 @@
     python -m harness timeline --workdir DIR
     python -m harness rewind  --workdir DIR --to TURNO[-A|-B]
     python -m harness fork    --workdir DIR --to TURNO[-A|-B] --into NOVA [--dry-run]
+    python -m harness submit  --store postgresql://... --scenario team-email [--run NOME]
+    python -m harness worker  --store postgresql://... [--max-runs N] [--idle-exit SEGUNDOS]
+
+``--store`` diz onde a execução mora: ``files`` (padrão: os arquivos das lições, em DIR),
+``sqlite`` (DIR/run.sqlite3) ou ``postgresql://...`` (um servidor; a execução é ``--run NOME``).
+``run``, ``status``, ``approve``, ``reject``, ``pause`` e ``cancel`` aceitam os três;
+``timeline``, ``rewind`` e ``fork`` leem os arquivos das lições.
 
 O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pausada,
 11 esperando aprovação, 12 cancelada, 13 falhada, 14 recusada pelo modelo (refusal),
@@ -24,65 +31,130 @@ from pathlib import Path
 
 from harness.approval import ApprovalError
 from harness.checkpoint import CheckpointError, load_checkpoint
+from harness.effects import EffectsLedgerError
 from harness.lifecycle import (
     CHECKPOINT_FILE,
+    LEASE_SECONDS,
+    MAX_RECOVERY_ATTEMPTS,
     LeaseFileError,
     LeaseHeld,
     RunNotResumable,
     control_run,
     load_run_checkpoint,
-    read_lease,
 )
 from harness.runner import (
     EXIT_BAD_INPUT,
     EXIT_LEASE_HELD,
     NoCheckpoint,
     add_run_arguments,
+    add_store_arguments,
     decide_pending_approval,
     describe_message,  # noqa: F401  (continua disponível aqui para quem já o importava)
     execute_run,
 )
+from harness.scenarios import list_scenarios, load_scenario
+from harness.stores import StoreError, is_postgres, open_store
 from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline
 from harness.timeline_commands import fork_preview, fork_run, parse_point_spec, require_run_dir, rewind_run
 from harness.widgets import timeline_frames
 
 
+class UsageError(Exception):
+    """Uma combinação de opções que não diz qual execução usar."""
+
+
+def store_from(args: argparse.Namespace):
+    """O armazenamento que as opções pedem: a pasta (--workdir) ou, no PostgreSQL, a execução (--run)."""
+    if is_postgres(args.store):
+        if not (args.run or args.workdir):
+            raise UsageError("com --store postgresql://..., diga qual execução: --run NOME")
+        return open_store(args.store, args.workdir or ".", run=args.run)
+    if not args.workdir:
+        raise UsageError(f"com --store {args.store}, diga a pasta da execução: --workdir DIR")
+    return open_store(args.store, args.workdir)
+
+
 def show_status(args: argparse.Namespace) -> int:
-    workdir = Path(args.workdir)
-    lease = read_lease(workdir)  # lido primeiro: um lease.json ruim não deixa meia saída na tela
-    state = load_run_checkpoint(workdir / CHECKPOINT_FILE)
-    if state is None:
-        raise NoCheckpoint(f"não há checkpoint em {workdir / CHECKPOINT_FILE}")
-    print(f"run_id={state['run_id']} status={state['status']} turns={state['turns']} "
-          f"tokens_used={state['tokens_used']} recovery_attempts={state['recovery_attempts']}")
-    if state.get("status_reason"):
-        print(f"motivo: {state['status_reason']}")
-    if state["pending_approval"]:
-        pending = state["pending_approval"]
-        print(f"aguarda aprovação: {pending['name']} ({pending['id']}) entrada={pending['input']}")
-    if lease is not None:
-        situation = "liberada" if lease.get("released") else (
-            "vencida" if lease["expires_at"] <= time.time() else "em uso")
-        print(f"posse: token {lease['token']}, {lease['owner']}, {situation}")
+    if is_postgres(args.store) and not (args.run or args.workdir):
+        return list_runs(args)
+    with store_from(args) as store:
+        lease = store.read_lease()  # lido primeiro: um lease.json ruim não deixa meia saída na tela
+        state = store.load()
+        if state is None:
+            raise NoCheckpoint(f"não há checkpoint em {store.describe()}")
+        print(f"run_id={state['run_id']} status={state['status']} turns={state['turns']} "
+              f"tokens_used={state['tokens_used']} recovery_attempts={state['recovery_attempts']}")
+        if state.get("status_reason"):
+            print(f"motivo: {state['status_reason']}")
+        if state["pending_approval"]:
+            pending = state["pending_approval"]
+            print(f"aguarda aprovação: {pending['name']} ({pending['id']}) entrada={pending['input']}")
+        if lease is not None:
+            situation = "liberada" if lease.get("released") else (
+                "vencida" if lease["expires_at"] <= time.time() else "em uso")
+            print(f"posse: token {lease['token']}, {lease['owner']}, {situation}")
+    return 0
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    """``status --store postgresql://...`` sem --run: uma linha por execução do banco."""
+    from harness.stores.postgres import connect
+
+    with connect(args.store) as connection:
+        rows = connection.execute("SELECT r.run, r.status, r.scenario, l.token, l.owner, l.released "
+                                  "FROM runs r LEFT JOIN leases l ON l.run = r.run ORDER BY r.run").fetchall()
+    for run, status, scenario, token, owner, released in rows:
+        holder = "livre" if released or token is None else f"com {owner} (token {token})"
+        print(f"{run:28} {status:21} {scenario or '':18} {holder}")
+    print(f"{len(rows)} execução(ões)")
     return 0
 
 
 def decide(args: argparse.Namespace) -> int:
     approved = args.command == "approve"
-    record = decide_pending_approval(args.workdir, approved, reason=getattr(args, "reason", ""),
-                                     decided_by=args.by)
+    with store_from(args) as store:
+        record = decide_pending_approval(None, approved, reason=getattr(args, "reason", ""), decided_by=args.by,
+                                         store=store)
     verdict = "aprovada" if approved else f"recusada ({record['reason']})"
-    print(f"{record['name']} {verdict}; continue com: python -m harness run --resume --workdir {args.workdir} ...")
+    where = f"--run {args.run}" if args.run else f"--workdir {args.workdir}"
+    print(f"{record['name']} {verdict}; continue com: python -m harness run --resume {where} ...")
     return 0
 
 
 def control(args: argparse.Namespace) -> int:
-    outcome = control_run(args.workdir, args.command, reason=args.reason)
+    with store_from(args) as store:
+        outcome = control_run(store, args.command, reason=args.reason)
     if outcome == "applied":
         print(f"execução {'cancelada' if args.command == 'cancel' else 'pausada'}")
     else:
         print("um worker está rodando esta execução: o pedido foi deixado e vale na próxima fronteira de turno")
     return 0
+
+
+def submit(args: argparse.Namespace) -> int:
+    from harness.worker import submit_run
+
+    require_postgres(args)
+    run = submit_run(args.store, load_scenario(args.scenario), run=args.run, requires_approval=args.approval)
+    print(f"execução {run} na fila; um worker a pega com: python -m harness worker --store ...")
+    return 0
+
+
+def start_worker(args: argparse.Namespace) -> int:
+    from harness.worker import work
+
+    require_postgres(args)
+    handled = work(args.store, lease_seconds=args.lease_seconds, max_recovery_attempts=args.max_recovery_attempts,
+                   max_runs=args.max_runs, idle_exit=args.idle_exit, workdir=args.workdir, live=args.live,
+                   say=lambda text: print(text, flush=True))
+    print(f"worker encerrado depois de {handled} execução(ões)")
+    return 0
+
+
+def require_postgres(args: argparse.Namespace) -> None:
+    if not is_postgres(args.store):
+        raise UsageError(f"{args.command} divide execuções entre workers num servidor: use "
+                         f"--store postgresql://... (recebi {args.store!r})")
 
 
 def show_timeline(args: argparse.Namespace) -> int:
@@ -157,24 +229,24 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.set_defaults(func=execute_run)
 
     status_parser = sub.add_parser("status", help="mostra status, turnos, aprovação pendente e posse")
-    status_parser.add_argument("--workdir", required=True)
-    status_parser.set_defaults(func=show_status)
+    status_parser.add_argument("--workdir", help="pasta da execução")
+    add_store_arguments(status_parser).set_defaults(func=show_status)
 
     for name, text in (("approve", "aprova a chamada que espera aprovação"),
                        ("reject", "recusa a chamada que espera aprovação")):
         decide_parser = sub.add_parser(name, help=text)
-        decide_parser.add_argument("--workdir", required=True)
+        decide_parser.add_argument("--workdir", help="pasta da execução")
         decide_parser.add_argument("--by", default="", help="quem decidiu (fica registrado)")
         if name == "reject":
             decide_parser.add_argument("--reason", required=True, help="o motivo, que o modelo vai ler")
-        decide_parser.set_defaults(func=decide)
+        add_store_arguments(decide_parser).set_defaults(func=decide)
 
     for name, text in (("pause", "pausa a execução na próxima fronteira de turno"),
                        ("cancel", "cancela a execução: ela nunca mais roda")):
         control_parser = sub.add_parser(name, help=text)
-        control_parser.add_argument("--workdir", required=True)
+        control_parser.add_argument("--workdir", help="pasta da execução")
         control_parser.add_argument("--reason", default="", help="o motivo, registrado no checkpoint")
-        control_parser.set_defaults(func=control)
+        add_store_arguments(control_parser).set_defaults(func=control)
 
     timeline_parser = sub.add_parser("timeline", help="lista a sequência de pontos de gravação da execução")
     timeline_parser.add_argument("--workdir", required=True)
@@ -192,18 +264,39 @@ def build_parser() -> argparse.ArgumentParser:
     fork_parser.add_argument("--into", required=True, help="a pasta da nova linha (nova ou vazia)")
     fork_parser.add_argument("--dry-run", action="store_true", help="só mostra o que seria criado; não grava nada")
     fork_parser.set_defaults(func=fork)
+
+    submit_parser = sub.add_parser("submit", help="põe uma execução nova na fila dos workers (PostgreSQL)")
+    submit_parser.add_argument("--scenario", required=True, choices=list_scenarios())
+    submit_parser.add_argument("--approval", action="store_true",
+                               help="ferramentas de alto impacto esperam a decisão de uma pessoa")
+    add_store_arguments(submit_parser).set_defaults(func=submit)
+
+    worker_parser = sub.add_parser("worker", help="pega execuções da fila e as roda, uma por vez (PostgreSQL)")
+    worker_parser.add_argument("--workdir", help="pasta local para as sandboxes (padrão: uma pasta temporária)")
+    worker_parser.add_argument("--max-runs", type=int, help="encerra depois de tantas execuções")
+    worker_parser.add_argument("--idle-exit", type=float, help="encerra depois de tantos segundos com a fila vazia")
+    worker_parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS,
+                               help="prazo da posse de cada execução (uma posse vencida volta à fila)")
+    worker_parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS,
+                               help="retomadas seguidas sem avanço antes de marcar failed")
+    worker_parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
+    add_store_arguments(worker_parser).set_defaults(func=start_worker)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "run":
         return args.func(args)
     try:
         return args.func(args)
+    except UsageError as error:
+        parser.error(str(error))
     except LeaseHeld as error:
         print(f"agora não: {error}", file=sys.stderr)
         return EXIT_LEASE_HELD
-    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError, TimelineError) as error:
+    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError, TimelineError,
+            EffectsLedgerError, StoreError) as error:
         print(f"não deu: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

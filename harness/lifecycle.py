@@ -545,35 +545,36 @@ def apply_control(state, request):
     return set_status(state, status, reason)
 
 
-def control_run(run_dir, action, reason="", owner=None):
-    """Pausa ou cancela uma execução.
+def control_run(run, action, reason="", owner=None):
+    """Pausa ou cancela uma execução (``run``: um armazenamento, ou a pasta de uma execução em arquivos).
 
     Se ninguém tem a posse (execução pausada, à espera de aprovação, ou caída), este
     processo a toma e grava o novo status na hora. Se um worker vivo a tem, deixa o pedido
-    em control.json e esse worker o atende na próxima fronteira de turno.
-    Devolve ``"applied"`` ou ``"requested"``.
+    (control.json, ou a tabela de pedidos no banco) e esse worker o atende na próxima
+    fronteira de turno. Devolve ``"applied"`` ou ``"requested"``.
     """
     if action not in CONTROL_ACTIONS:
         raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
-    run_dir = os.fspath(run_dir)
-    path = os.path.join(run_dir, CHECKPOINT_FILE)
+    from harness.stores.base import RunStore
+    from harness.stores.files import FileStore  # os armazenamentos usam este módulo
+
+    store = run if isinstance(run, RunStore) else FileStore(run)
     try:
-        lease = acquire_lease(run_dir, owner=owner or f"{default_owner()}:{action}")
+        lease = store.acquire_lease(owner=owner or f"{default_owner()}:{action}")
     except LeaseHeld:
-        request_control(run_dir, action, reason)
+        store.request_control(action, reason)
         return "requested"
     try:
-        with fenced(lease):
-            state = load_run_checkpoint(path)
-            if state is None:
-                raise CheckpointError(f"não há {CHECKPOINT_FILE} em {run_dir}: nada para {action}")
-            if state["status"] in FINAL_STATUSES:
-                raise RunNotResumable(f"a execução {state['run_id']} já está '{state['status']}'; "
-                                      f"não há o que {'cancelar' if action == 'cancel' else 'pausar'}",
-                                      state["status"])
-            apply_control(state, {"action": action, "reason": reason})
-            save_run_checkpoint(state, path, crash_points=False)
-            clear_control(run_dir)
+        state = store.load()
+        if state is None:
+            raise CheckpointError(f"não há checkpoint em {store.describe()}: nada para {action}")
+        if state["status"] in FINAL_STATUSES:
+            raise RunNotResumable(f"a execução {state['run_id']} já está '{state['status']}'; "
+                                  f"não há o que {'cancelar' if action == 'cancel' else 'pausar'}",
+                                  state["status"])
+        apply_control(state, {"action": action, "reason": reason})
+        store.save(lease, state, crash_points=False)
+        store.clear_control(lease)
     finally:
-        release_lease(lease)
+        store.release_lease(lease)
     return "applied"

@@ -9,7 +9,8 @@ queda com nome (``crash_point``), para o aparato de verificação derrubar o pro
                                                      [after-tool-run, after-effect-write]
     -> ponto B: sequência + checkpoint.json          [mid-checkpoint-write, after-save-B]
 
-A pasta da execução (RUN_DIR) guarda:
+Tudo o que precisa sobreviver passa por um armazenamento (``harness.stores``). O padrão são
+os arquivos que as lições constroem, na pasta da execução (RUN_DIR):
 
     checkpoint.json    a cena mais recente (v2: run_id, status, tentativas...)
     checkpoints/       a sequência por turno (turn-001-A.json, turn-001-B.json...)
@@ -17,6 +18,9 @@ A pasta da execução (RUN_DIR) guarda:
     approvals.json     as decisões da válvula de aprovação
     lease.json         quem tem a posse e o token de cerca
     world/             o mundo externo do cenário (sandbox, caixa de saída, chamados)
+
+Com ``--store sqlite`` a mesma execução mora em RUN_DIR/run.sqlite3; com
+``--store postgresql://...``, num servidor, onde vários workers podem dividir as execuções.
 """
 from __future__ import annotations
 
@@ -35,10 +39,10 @@ from harness.approval import (
     ApprovalError,
     WaitingForApproval,
     approve,
-    record_decision,
+    decision_record,
     reject,
 )
-from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError
+from harness.checkpoint import CheckpointError
 from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
 from harness.effects import EFFECTS_FILE, EffectsLedgerError
 from harness.fake_endpoint import ScriptedEndpoint
@@ -52,30 +56,22 @@ from harness.lifecycle import (
     LeaseHeld,
     LeaseLost,
     RunNotResumable,
-    acquire_lease,
     apply_control,
     check_resumable,
-    clear_control,
-    fenced,
-    load_run_checkpoint,
     new_run_checkpoint,
     note_progress,
     note_recovery_attempt,
-    pending_control,
-    release_lease,
-    renew_lease,
-    save_run_checkpoint,
-    scene_of,
     set_status,
-    stored_version,
 )
 from harness.loop import CUT_OFF_STOP_REASONS, MAX_TURNS, call_model, take_response
 from harness.model import MAX_TOKENS, make_client
 from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import list_scenarios, load_scenario
-from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE, load_timeline, save_point
-from harness.tool_runner import ToolContext, run_tool_uses
-from harness.tools import Workspace, workspace_in_use
+from harness.stores import STORE_KINDS, StoreError, open_store
+from harness.stores.files import FileStore
+from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE
+from harness.tool_runner import run_tool_uses
+from harness.tools import workspace_in_use
 
 WORLD_DIR = "world"
 
@@ -101,16 +97,13 @@ def ask_a_person(call):
 
 # --- Gravações sob a posse ----------------------------------------------------------------
 
-def save_progress(run_dir, state, lease, point=None):
-    """Grava a cena: primeiro o ponto da sequência, depois o checkpoint.json, sob o token de cerca.
+def save_progress(store, state, lease, point=None):
+    """Grava a cena sob o token de cerca; com ``point``, também o ponto da sequência.
 
-    A ordem garante que a sequência nunca fica atrás do checkpoint.json. O ponto guarda só a
-    cena (v1, como na lição 5); o checkpoint.json guarda a cena e o ciclo de vida (v2).
+    Nos arquivos, o ponto vem antes do checkpoint.json (a sequência nunca fica atrás dele);
+    num banco, os dois entram na mesma transação.
     """
-    with fenced(lease):
-        if point is not None:
-            save_point(run_dir, scene_of(state), point)
-        save_run_checkpoint(state, Path(run_dir) / CHECKPOINT_FILE)
+    store.save(lease, state, point)
 
 
 def remove_run_files(run_dir):
@@ -127,105 +120,100 @@ def remove_run_files(run_dir):
         shutil.rmtree(run_dir / folder, ignore_errors=True)
 
 
-def start_clean(run_dir, scenario, lease, requires_approval=False):
-    """Uma execução nova em ``run_dir``: limpa o que havia, recria o mundo, grava a cena inicial."""
-    with fenced(lease):
-        remove_run_files(run_dir)
-        scenario.make_workspace(Path(run_dir) / WORLD_DIR)
-        state = new_run_checkpoint(scenario.task, requires_approval=requires_approval)
-        save_run_checkpoint(state, Path(run_dir) / CHECKPOINT_FILE, crash_points=False)
+def start_clean(store, scenario, lease, requires_approval=False):
+    """Uma execução nova: o armazenamento apaga a anterior, recria o mundo e grava a cena inicial."""
+    state = new_run_checkpoint(scenario.task, requires_approval=requires_approval)
+    store.start(lease, state, scenario)
     return state
 
 
-def reopen(run_dir, lease, max_recovery_attempts):
+def reopen(store, lease, max_recovery_attempts):
     """Retomada: lê a cena (v1 é migrada), respeita o status e conta a tentativa de recuperação.
 
     Devolve a cena pronta para seguir ou já num status final/de espera (o chamador para).
     """
-    path = Path(run_dir) / CHECKPOINT_FILE
-    state = load_run_checkpoint(path)
+    state = store.load()
     if state is None:
-        raise NoCheckpoint(f"não há checkpoint em {path}; rode sem --resume primeiro")
+        raise NoCheckpoint(f"não há checkpoint em {store.describe()}; rode sem --resume primeiro")
     if not check_resumable(state):  # já concluída: nada a fazer, nada a gravar
         return state
-    if stored_version(path) == CHECKPOINT_VERSION:
-        # Uma cena v1 (lições 2 a 5, ou uma rebobinagem) não sabe se a execução usava a
-        # válvula: se já houve decisões gravadas aqui, a válvula continua valendo.
-        state["requires_approval"] = (Path(run_dir) / APPROVALS_FILE).exists()
-        timeline = load_timeline(run_dir)  # uma bifurcação (lição 5) diz de onde veio
-        state["timeline"] = {"timeline_id": timeline["timeline_id"], "parent": timeline["parent"]}
-        close_v1_calls_without_ledger(run_dir, state, lease)
+    if store.scene_predates_ledger():
+        close_v1_calls_without_ledger(store, state, lease)
     can_go_on = note_recovery_attempt(state, max_recovery_attempts)
-    request = pending_control(run_dir)
+    request = store.pending_control()
     if request is not None:
         apply_control(state, request)   # um cancelamento pedido enquanto ninguém rodava
     elif can_go_on:
         set_status(state, "running")
     # Gravada sem ponto de queda: a contagem de tentativas precisa sobreviver à próxima queda.
-    with fenced(lease):
-        save_run_checkpoint(state, path, crash_points=False)
-        clear_control(run_dir)
+    store.save(lease, state, crash_points=False)
+    if request is not None:
+        store.clear_control(lease)
     return state
 
 
-def close_v1_calls_without_ledger(run_dir, state, lease):
+def close_v1_calls_without_ledger(store, state, lease):
     """Uma cena v1 com chamadas pendentes e sem livro-razão veio de um código que não gravava
     intenção antes dos efeitos (lições 2 e 3): nada prova que uma chamada de alto impacto
     "nunca começou". Vale a regra da lição 3: leitura roda de novo, alto impacto vira
     is_error "estado desconhecido". Com livro-razão (lições 4 e 5), a divisão em três vias decide.
     """
-    if not state["pending_tool_use"] or (Path(run_dir) / EFFECTS_FILE).exists():
+    if not state["pending_tool_use"]:
         return
-    with workspace_in_use(Workspace(Path(run_dir) / WORLD_DIR)), fenced(lease):
+    with workspace_in_use(store.world()), store.tool_phase(lease, state["pending_tool_use"]):
         reconcile_without_ledger(state)
-    save_progress(run_dir, state, lease, "B")
+    save_progress(store, state, lease, "B")
 
 
 # --- O loop ---------------------------------------------------------------------------------
 
-def answer_pending(run_dir, state, lease, ctx):
-    """Fecha as chamadas pendentes por run_tool_uses; False se uma delas espera aprovação."""
+def answer_pending(store, state, lease, approver, dry_run):
+    """Fecha as chamadas pendentes por run_tool_uses; False se uma delas espera aprovação.
+
+    O livro-razão e o mundo só mudam com o token válido: quem garante isso é o
+    armazenamento (``tool_phase``), sem segurar nenhuma trava de banco durante a ferramenta.
+    """
     try:
-        with fenced(lease):  # o livro-razão e o mundo também só mudam com o token válido
+        with store.tool_phase(lease, state["pending_tool_use"], approver, dry_run) as ctx:
             results = run_tool_uses(state["pending_tool_use"], ctx)
     except WaitingForApproval as waiting:
         state["pending_approval"] = waiting.pending_approval
         set_status(state, "waiting_for_approval",
                    f"{waiting.pending_approval['name']} aguarda uma decisão (approve ou reject)")
-        save_progress(run_dir, state, lease)
+        save_progress(store, state, lease)
         return False
     state["messages"].append({"role": "user", "content": results})
     state["pending_tool_use"] = None
     state["pending_approval"] = None
     note_progress(state)
-    save_progress(run_dir, state, lease, "B")
+    save_progress(store, state, lease, "B")
     crash_point("after-save-B")
     return True
 
 
-def stop_requested(run_dir, state, lease, max_turns):
+def stop_requested(store, state, lease, max_turns):
     """Na fronteira do turno: um pedido de pausa/cancelamento, ou o teto de turnos, param aqui."""
-    request = pending_control(run_dir)
+    request = store.pending_control()
     if request is not None:
         apply_control(state, request)
     elif state["turns"] >= max_turns:
         set_status(state, "paused", f"teto de {max_turns} turnos atingido; retome com um teto maior")
     else:
         return False
-    save_progress(run_dir, state, lease)
+    save_progress(store, state, lease)
     if request is not None:
-        clear_control(run_dir)
+        store.clear_control(lease)
     return True
 
 
-def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds, max_tokens=MAX_TOKENS):
+def drive(client, store, state, lease, approver, dry_run, max_turns, lease_seconds, max_tokens=MAX_TOKENS):
     """Turno a turno até parar: pelo stop_reason, num status de espera, ou no teto de turnos."""
     while True:
-        if state["pending_tool_use"] and not answer_pending(run_dir, state, lease, ctx):
+        if state["pending_tool_use"] and not answer_pending(store, state, lease, approver, dry_run):
             return state
-        if stop_requested(run_dir, state, lease, max_turns):
+        if stop_requested(store, state, lease, max_turns):
             return state
-        lease = renew_lease(lease, lease_seconds)
+        lease = store.renew_lease(lease, lease_seconds)
         state["turns"] += 1
         response = call_model(client, state["messages"], max_tokens)
         crash_point("after-model-response")
@@ -237,7 +225,7 @@ def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds, max_toke
                 # Nada da resposta cortada entrou na conversa: com um limite maior, o mesmo pedido segue.
                 set_status(state, "paused", f"{state['status_reason']}; retome com --resume e um "
                                             f"--max-tokens maior que {max_tokens}")
-        save_progress(run_dir, state, lease, "A")
+        save_progress(store, state, lease, "A")
         crash_point("after-save-A")
         if tool_uses is None:
             return state
@@ -245,63 +233,64 @@ def drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds, max_toke
 
 def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_TURNS, approver=None,
                 lease_seconds=LEASE_SECONDS, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS, owner=None,
-                max_tokens=MAX_TOKENS):
+                max_tokens=MAX_TOKENS, store=None, lease=None):
     """Roda (ou retoma, com ``resume=True``) a execução de ``run_dir`` e devolve a cena final.
 
-    Sem ``resume``, é um começo limpo do ``scenario``. Só um worker por vez passa daqui
-    (LeaseHeld para o segundo); um worker que perde a posse no meio para com LeaseLost
-    sem gravar nada. O status da cena devolvida diz como a execução parou.
+    Sem ``resume``, é um começo limpo do ``scenario``. ``store`` diz onde a execução mora
+    (padrão: os arquivos de ``run_dir``); um worker que já tomou a posse passa o ``lease``.
+    Só um worker por vez passa daqui (LeaseHeld para o segundo); um worker que perde a
+    posse no meio para com LeaseLost sem gravar nada. O status da cena devolvida diz como
+    a execução parou.
     """
-    run_dir = Path(run_dir)
+    store = store or FileStore(run_dir)
     if not resume and scenario is None:
         raise ValueError("um começo limpo precisa do cenário (scenario)")
-    if resume and not (run_dir / CHECKPOINT_FILE).exists():  # antes da posse: não cria pasta à toa
-        raise NoCheckpoint(f"não há checkpoint em {run_dir / CHECKPOINT_FILE}; rode sem --resume primeiro")
-    lease = acquire_lease(run_dir, owner=owner, seconds=lease_seconds)
+    if resume and lease is None and not store.exists():  # antes da posse: não cria pasta à toa
+        raise NoCheckpoint(f"não há checkpoint em {store.describe()}; rode sem --resume primeiro")
+    lease = lease or store.acquire_lease(owner=owner, seconds=lease_seconds)
     try:
         if resume:
-            state = reopen(run_dir, lease, max_recovery_attempts)
+            state = reopen(store, lease, max_recovery_attempts)
             if state["status"] != "running":
                 return state
         else:
-            state = start_clean(run_dir, scenario, lease, requires_approval=approver is not None)
+            state = start_clean(store, scenario, lease, requires_approval=approver is not None)
         if approver is None and state.get("requires_approval"):
             approver = ask_a_person  # a válvula vem com a execução, não com quem a retoma
-        ctx = ToolContext(effects_path=run_dir / EFFECTS_FILE, approver=approver,
-                          approvals_path=run_dir / APPROVALS_FILE, dry_run=load_timeline(run_dir)["dry_run"])
-        with workspace_in_use(Workspace(run_dir / WORLD_DIR)):
-            return drive(client, run_dir, state, lease, ctx, max_turns, lease_seconds, max_tokens)
+        with workspace_in_use(store.world(scenario)):
+            return drive(client, store, state, lease, approver, store.timeline()["dry_run"], max_turns,
+                         lease_seconds, max_tokens)
     finally:
-        release_lease(lease)  # sem efeito se a posse já não é nossa
+        store.release_lease(lease)  # sem efeito se a posse já não é nossa
 
 
 def decide_pending_approval(run_dir, approved, reason="", decided_by="", ttl_seconds=DEFAULT_APPROVAL_TTL,
-                            clock=None):
+                            clock=None, store=None):
     """Grava a decisão de uma pessoa sobre a chamada que espera aprovação em ``run_dir``.
 
     A decisão fica presa ao hash da entrada exata que está no pedido; a execução continua
     na próxima retomada. Toma a posse para gravar: com um worker rodando, LeaseHeld.
     """
-    run_dir = Path(run_dir)
-    lease = acquire_lease(run_dir, owner=f"{os.getpid()}:decisão")
+    store = store or FileStore(run_dir)
+    lease = store.acquire_lease(owner=f"{os.getpid()}:decisão")
     try:
-        with fenced(lease):
-            state = load_run_checkpoint(run_dir / CHECKPOINT_FILE)
-            if state is None:
-                raise NoCheckpoint(f"não há checkpoint em {run_dir / CHECKPOINT_FILE}")
-            if state["status"] in FINAL_STATUSES:
-                raise RunNotResumable(f"a execução {state['run_id']} está '{state['status']}': "
-                                      f"não há mais o que aprovar", state["status"])
-            pending = state["pending_approval"]
-            if pending is None:
-                raise ApprovalError(f"a execução {state['run_id']} não tem nada esperando aprovação "
-                                    f"(status: {state['status']})")
-            call = {key: pending[key] for key in ("id", "name", "input")}
-            decision = approve() if approved else reject(reason or "recusada por uma pessoa")
-            now = (clock or time.time)()
-            return record_decision(run_dir / APPROVALS_FILE, call, decision, now, ttl_seconds, decided_by)
+        state = store.load()
+        if state is None:
+            raise NoCheckpoint(f"não há checkpoint em {store.describe()}")
+        if state["status"] in FINAL_STATUSES:
+            raise RunNotResumable(f"a execução {state['run_id']} está '{state['status']}': "
+                                  f"não há mais o que aprovar", state["status"])
+        pending = state["pending_approval"]
+        if pending is None:
+            raise ApprovalError(f"a execução {state['run_id']} não tem nada esperando aprovação "
+                                f"(status: {state['status']})")
+        call = {key: pending[key] for key in ("id", "name", "input")}
+        decision = approve() if approved else reject(reason or "recusada por uma pessoa")
+        record = decision_record(call, decision, (clock or time.time)(), ttl_seconds, decided_by)
+        store.save_approval(lease, call["id"], record)
+        return record
     finally:
-        release_lease(lease)
+        store.release_lease(lease)
 
 
 # --- Linha de comando -------------------------------------------------------------------------
@@ -348,6 +337,15 @@ def describe_message(message):
     return f"{message['role']}: " + " ".join(parts)
 
 
+def add_store_arguments(parser):
+    """``--store`` e ``--run``: onde a execução mora (os mesmos em todos os comandos)."""
+    parser.add_argument("--store", default="files", metavar="|".join(STORE_KINDS),
+                        help="onde a execução grava: files (padrão, os arquivos das lições), sqlite "
+                             "(RUN_DIR/run.sqlite3) ou postgresql://... (um servidor, para vários workers)")
+    parser.add_argument("--run", help="no PostgreSQL, o nome da execução no banco (padrão: o nome da pasta)")
+    return parser
+
+
 def add_run_arguments(parser):
     parser.add_argument("--scenario", required=True, choices=list_scenarios())
     parser.add_argument("--workdir", help="pasta da execução (padrão: runs/CENÁRIO)")
@@ -362,7 +360,7 @@ def add_run_arguments(parser):
                         help="prazo da posse da execução, renovada a cada turno")
     parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS,
                         help="retomadas seguidas depois de queda, sem avanço, antes de marcar failed")
-    return parser
+    return add_store_arguments(parser)
 
 
 def execute_run(args):
@@ -370,15 +368,16 @@ def execute_run(args):
     scenario = load_scenario(args.scenario)
     workdir = Path(args.workdir or Path("runs") / scenario.name)
     try:
+        store = open_store(args.store, workdir, run=args.run)
         client = make_run_client(scenario.responses, live=args.live)
         if args.resume:
-            print(f"retomando '{scenario.name}' em {workdir}")
+            print(f"retomando '{scenario.name}' ({store.describe()})")
         else:
             print(f"iniciando '{scenario.name}': {scenario.task}")
         state = run_durable(
             client, workdir, scenario, resume=args.resume, max_turns=args.max_turns,
             approver=ask_a_person if args.approval else None, lease_seconds=args.lease_seconds,
-            max_recovery_attempts=args.max_recovery_attempts, max_tokens=args.max_tokens,
+            max_recovery_attempts=args.max_recovery_attempts, max_tokens=args.max_tokens, store=store,
         )
     except SimulatedCrash as crash:
         print(f"processo derrubado: {crash}", file=sys.stderr)
@@ -392,14 +391,15 @@ def execute_run(args):
     except RunNotResumable as error:
         print(f"não dá para retomar: {error}", file=sys.stderr)
         return EXIT_CODES[error.status]
-    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError) as error:
+    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError,
+            StoreError) as error:
         print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for message in state["messages"][1:]:
         print("  " + describe_message(message))
     reason = f" ({state['status_reason']})" if state.get("status_reason") else ""
     print(f"status={state['status']}{reason} turns={state['turns']} tokens_used={state['tokens_used']} "
-          f"run_id={state['run_id']} checkpoint={workdir / CHECKPOINT_FILE}")
+          f"run_id={state['run_id']} checkpoint={store.describe()}")
     return EXIT_CODES[state["status"]]
 
 

@@ -161,12 +161,13 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
 
 def test_a_defect_never_leaks_out_of_its_call(tmp_path):
     from harness import runner, tool_runner
+    from harness.stores import files
 
-    originals = (runner.reopen, runner.save_run_checkpoint, tool_runner.load_effects)
+    originals = (runner.reopen, files.save_run_checkpoint, tool_runner.load_effects)
     harness = make_harness("checkpoint-written-in-place", root=tmp_path)
     run_dir = harness.new_run_dir()
     assert harness.run(run_dir, crash_after="mid-checkpoint-write:2") == 137
-    assert (runner.reopen, runner.save_run_checkpoint, tool_runner.load_effects) == originals
+    assert (runner.reopen, files.save_run_checkpoint, tool_runner.load_effects) == originals
     with pytest.raises(ValueError, match="rótulo desconhecido"):
         harness.run(run_dir, crash_after="after-sav-A:1")
 

@@ -440,7 +440,7 @@ def test_the_request_log_catches_an_orphan_tool_use(tmp_path, monkeypatch):
     monkeypatch.setenv(runner.ENDPOINT_LOG_ENV, str(log))
     crash_fresh_run(tmp_path / "run", monkeypatch, "after-save-A:2")
 
-    def forgetful(run_dir, state, lease, ctx):
+    def forgetful(store, state, lease, approver, dry_run):
         state["pending_tool_use"] = None
         return True
 

@@ -30,4 +30,4 @@ def save_in_place(state, path, crash_points=True):
 
 
 def patches() -> dict:
-    return {"harness.runner:save_run_checkpoint": save_in_place}
+    return {"harness.stores.files:save_run_checkpoint": save_in_place}

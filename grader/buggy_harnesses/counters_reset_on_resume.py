@@ -14,8 +14,8 @@ SYMPTOM = (
 ORIGINAL_REOPEN = runner.reopen
 
 
-def reopen_resetting_counters(run_dir, lease, max_recovery_attempts):
-    state = ORIGINAL_REOPEN(run_dir, lease, max_recovery_attempts)
+def reopen_resetting_counters(store, lease, max_recovery_attempts):
+    state = ORIGINAL_REOPEN(store, lease, max_recovery_attempts)
     if state["status"] == "running":
         state["turns"] = 0
         state["tokens_used"] = 0

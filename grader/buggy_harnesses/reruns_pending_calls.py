@@ -2,10 +2,8 @@
 without the idempotency key (the production reconcile of lesson 3's incident)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness import runner
-from harness.tools import Workspace, execute_tool, workspace_in_use
+from harness.tools import execute_tool, workspace_in_use
 
 NAME = "reruns-pending-calls"
 COMPLETES = True
@@ -21,15 +19,15 @@ SYMPTOM = (
 ORIGINAL_REOPEN = runner.reopen
 
 
-def reopen_rerunning_pending(run_dir, lease, max_recovery_attempts):
-    state = ORIGINAL_REOPEN(run_dir, lease, max_recovery_attempts)
+def reopen_rerunning_pending(store, lease, max_recovery_attempts):
+    state = ORIGINAL_REOPEN(store, lease, max_recovery_attempts)
     if state["status"] == "running" and state["pending_tool_use"]:
-        with workspace_in_use(Workspace(Path(run_dir) / runner.WORLD_DIR)):
+        with workspace_in_use(store.world()):
             results = [{"type": "tool_result", "tool_use_id": call["id"], **execute_tool(call["name"], call["input"])}
                        for call in state["pending_tool_use"]]
         state["messages"].append({"role": "user", "content": results})
         state["pending_tool_use"] = None
-        runner.save_progress(run_dir, state, lease, "B")
+        runner.save_progress(store, state, lease, "B")
     return state
 
 

@@ -19,8 +19,8 @@ STORE_KINDS = ("files", "sqlite", "postgresql://...")
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 
 
-class StoreSpecError(ValueError):
-    """O valor de --store não é nenhum dos armazenamentos conhecidos."""
+class StoreError(Exception):
+    """O armazenamento não pode ser usado: --store desconhecido, banco inalcançável ou ilegível."""
 
 
 def is_postgres(spec):
@@ -45,4 +45,4 @@ def open_store(spec, workdir, run=None):
         from harness.stores.postgres import PostgresStore
 
         return PostgresStore(spec, run or Path(workdir).name, Path(workdir) / "world")
-    raise StoreSpecError(f"armazenamento desconhecido: {spec!r}; use files, sqlite ou postgresql://...")
+    raise StoreError(f"armazenamento desconhecido: {spec!r}; use files, sqlite ou postgresql://...")

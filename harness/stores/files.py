@@ -62,7 +62,7 @@ class FileStore(RunStore):
         self.run_dir = Path(run_dir)
 
     def describe(self):
-        return f"arquivos em {self.run_dir}"
+        return str(self.checkpoint_path)
 
     @property
     def checkpoint_path(self):

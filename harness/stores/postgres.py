@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import time
 
 import psycopg
 
 from harness.lifecycle import LEASE_SECONDS, Lease, default_owner, lease_is_free
+from harness.stores import StoreError
 from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
 
 SCHEMA_VERSION = 1
@@ -51,7 +53,12 @@ FOR UPDATE OF l SKIP LOCKED
 LIMIT 8
 """
 
-_schema_ready = set()   # os endereços cujo esquema este processo já conferiu
+_schema_ready = set()
+
+
+def without_password(dsn):
+    """O endereço para mensagens: a senha (se houver) vira ***."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)   # os endereços cujo esquema este processo já conferiu
 
 
 def schema_statements():
@@ -65,7 +72,11 @@ def schema_statements():
 
 def connect(dsn):
     """Uma conexão em autocommit (cada transação é explícita) com o esquema pronto."""
-    connection = psycopg.connect(dsn, autocommit=True)
+    try:
+        connection = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        raise StoreError(f"não consegui conectar ao PostgreSQL ({without_password(dsn)}): "
+                         f"{str(error).strip()}") from None
     if dsn not in _schema_ready:
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -94,7 +105,7 @@ class PostgresStore(SqlStore):
         self._connection = connection
 
     def describe(self):
-        return f"postgresql, execução {self.run}"
+        return f"postgresql (execução {self.run})"
 
     def _db(self):
         if self._connection is None:

@@ -363,7 +363,8 @@ class SqlStore(RunStore):
                  lease.token, time.time()))
         return self._head_of(seq, state)
 
-    def start(self, lease, state, scenario, timeline=None):
+    def start(self, lease, state, scenario, timeline=None, make_world=True):
+        """Como no contrato; ``make_world=False`` só grava (quem enfileira não precisa da sandbox)."""
         self._scenario_name = scenario.name if scenario is not None else None
         timeline = timeline or {**state["timeline"], "dry_run": False}
         with self._fenced(lease):
@@ -374,7 +375,7 @@ class SqlStore(RunStore):
             head = self._append_save(lease, state, None, None)
         self._head = head
         self._staged = None
-        if scenario is not None:
+        if scenario is not None and make_world:
             shutil.rmtree(self.world_root, ignore_errors=True)
             scenario.make_workspace(self.world_root)
 

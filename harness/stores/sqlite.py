@@ -17,6 +17,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+from harness.stores import StoreError
 from harness.stores.files import WORLD_DIR
 from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
 
@@ -48,12 +49,20 @@ class SqliteStore(SqlStore):
         self._connection = None
 
     def describe(self):
-        return f"sqlite em {self.path}"
+        return str(self.path)
 
     def _db(self):
         if self._connection is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+            try:
+                self._connection = self._open()
+            except sqlite3.DatabaseError as error:  # "file is not a database": um arquivo estragado
+                raise StoreError(f"{self.path}: não é um banco SQLite legível ({error}); nada foi alterado") from None
+        return self._connection
+
+    def _open(self):
+        connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+        try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -62,8 +71,10 @@ class SqliteStore(SqlStore):
                     connection.execute(statement)
                 connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 connection.execute("COMMIT")
-            self._connection = connection
-        return self._connection
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     def exists(self):
         return self.path.exists() and super().exists()

@@ -1,0 +1,74 @@
+"""Vários workers dividindo muitas execuções num PostgreSQL: ``submit`` enfileira, ``worker`` trabalha.
+
+    python -m harness submit --store postgresql://... --scenario team-email [--run NOME]
+    python -m harness worker --store postgresql://... [--max-runs N] [--idle-exit SEGUNDOS]
+
+Cada worker repete o mesmo ciclo: pega a próxima execução que precisa de trabalho
+(``claim_run``: ``FOR UPDATE SKIP LOCKED``, então dois workers nunca pegam a mesma), roda-a
+com ``run_durable`` até ela parar (concluída, pausada, esperando aprovação...) e volta à fila.
+Uma execução cujo worker morreu volta à fila sozinha: quando a posse vence, ou na hora, se o
+worker era desta máquina e o processo não existe mais. A cerca no banco garante que um worker
+que só parecia morto (congelado, sem rede) não grava mais nada quando acorda.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from harness.approval import ApprovalError
+from harness.checkpoint import CheckpointError
+from harness.effects import EffectsLedgerError
+from harness.lifecycle import LEASE_SECONDS, MAX_RECOVERY_ATTEMPTS, LeaseLost, default_owner, new_run_checkpoint
+from harness.runner import make_run_client, run_durable
+from harness.scenarios import load_scenario
+from harness.stores.postgres import PostgresStore, claim_run
+
+POLL_SECONDS = 0.2   # quanto esperar entre duas consultas à fila vazia
+
+
+def submit_run(dsn, scenario, run=None, requires_approval=False):
+    """Grava uma execução nova, ``running`` e sem dono: o primeiro worker livre a pega. Devolve o nome."""
+    run = run or f"{scenario.name}-{os.urandom(4).hex()}"
+    with PostgresStore(dsn, run, world_root=tempfile.gettempdir()) as store:
+        lease = store.acquire_lease(owner=f"{default_owner()}:submit")
+        try:
+            state = new_run_checkpoint(scenario.task, requires_approval=requires_approval)
+            store.start(lease, state, scenario, make_world=False)  # o mundo nasce na máquina do worker
+        finally:
+            store.release_lease(lease)
+    return run
+
+
+def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
+         max_runs=None, idle_exit=None, workdir=None, live=False, say=print):
+    """O ciclo do worker. Para depois de ``max_runs`` execuções, ou de ``idle_exit`` segundos com a
+    fila vazia (sem nenhum dos dois, roda até ser interrompido). Devolve quantas execuções tocou."""
+    owner = owner or default_owner()
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="worker-"))
+    handled, idle_since = 0, time.monotonic()
+    while max_runs is None or handled < max_runs:
+        claim = claim_run(dsn, owner=owner, seconds=lease_seconds)
+        if claim is None:
+            if idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
+                break
+            time.sleep(POLL_SECONDS)
+            continue
+        run, lease = claim
+        say(f"{owner}: peguei {run} (token {lease.token})")
+        with PostgresStore(dsn, run, world_root=workdir / run) as store:
+            try:
+                scenario = load_scenario(store.scenario_name())
+                state = run_durable(make_run_client(scenario.responses, live=live), None, scenario, resume=True,
+                                    store=store, lease=lease, lease_seconds=lease_seconds,
+                                    max_recovery_attempts=max_recovery_attempts)
+                say(f"{owner}: {run} parou em {state['status']} (turns={state['turns']})")
+            except LeaseLost as error:
+                say(f"{owner}: {run}: {error}")
+            except (KeyError, CheckpointError, EffectsLedgerError, ApprovalError) as error:
+                # Ilegível ou de um cenário desconhecido: fica para uma pessoa olhar (a posse vence sozinha).
+                say(f"{owner}: {run} não pôde ser retomada: {error}")
+        handled += 1
+        idle_since = time.monotonic()
+    return handled
