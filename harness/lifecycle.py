@@ -114,8 +114,9 @@ def scene_of(state):
 
     Status, posse e tentativas são da execução, não de um turno: ficam no checkpoint.json.
     Assim rewind_to e fork_from leem os pontos de uma execução durável como leem os da lição 5.
+    As listas são as mesmas de ``state`` (nada é copiado): quem grava a cena a serializa na hora.
     """
-    scene = {field: copy.deepcopy(state[field]) for field in CHECKPOINT_FIELDS if field != "version"}
+    scene = {field: state[field] for field in CHECKPOINT_FIELDS if field != "version"}
     return {"version": CHECKPOINT_VERSION, **scene}
 
 
@@ -223,20 +224,28 @@ def stored_version(path):
 
 
 def save_run_checkpoint(state, path, crash_points=True):
-    """Grava a cena v2 de forma atômica, com um ponto de queda entre o .tmp e o os.replace.
-
-    É a mesma escrita de ``write_json_atomic`` (lição 2), aberta em passos para que o
-    aparato possa derrubar o processo exatamente no meio ("mid-checkpoint-write").
-    """
+    """Grava a cena v2 de forma atômica, com um ponto de queda entre o .tmp e o os.replace."""
     state["updated_at"] = now_iso()
+    write_compact_atomic(path, state, crash_points)
+
+
+def write_compact_atomic(path, data, crash_points=False):
+    """A escrita de ``write_json_atomic`` (lição 2) em JSON compacto, aberta em passos.
+
+    Compacto porque ninguém lê estes arquivos à mão a cada turno e porque ``json.dumps`` sem
+    ``indent`` usa o codificador em C do Python (com ``indent``, ou via ``json.dump``, o
+    Python codifica peça por peça, várias vezes mais devagar). Os passos abertos deixam o
+    aparato derrubar o processo exatamente no meio ("mid-checkpoint-write").
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     path = os.fspath(path)
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as file:
-        json.dump(state, file, ensure_ascii=False, indent=1)
+        file.write(text)
         file.flush()
         os.fsync(file.fileno())
     if crash_points:
-        crash_point("mid-checkpoint-write")  # o .tmp está completo; o checkpoint.json ainda é o antigo
+        crash_point("mid-checkpoint-write")  # o .tmp está completo; o arquivo de verdade ainda é o antigo
     os.replace(temporary, path)
     folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
     try:

@@ -14,24 +14,29 @@ import time
 from pathlib import Path
 
 from harness.checkpoint import CheckpointError
-from harness.effects import EFFECTS_FILE, EffectsLedgerError, load_effects
+from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import validate_messages
-from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
 from harness.runner import ENDPOINT_LOG_ENV, WORLD_DIR
-from harness.timeline import list_points
+from harness.stores import StoreError
+from harness.stores.files import FileStore
 from harness.tools import HIGH_IMPACT_TOOLS, Workspace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-# --- What the world and the run files say -------------------------------------------------
+# --- What the world and the run's store say ----------------------------------------------------
 
-def world(run_dir) -> Workspace:
-    return Workspace(Path(run_dir) / WORLD_DIR)
+def store_of(run_dir, store=None):
+    """The store to read: the one given, or the lessons' files in ``run_dir``."""
+    return store if store is not None else FileStore(run_dir)
 
 
-def emails(run_dir) -> list[dict]:
-    return world(run_dir).emails()
+def world(run_dir, store=None) -> Workspace:
+    return store.world() if store is not None else Workspace(Path(run_dir) / WORLD_DIR)
+
+
+def emails(run_dir, store=None) -> list[dict]:
+    return world(run_dir, store).emails()
 
 
 def logged_requests(log_path) -> list[dict]:
@@ -57,16 +62,18 @@ def _tool_blocks(messages, kind):
             for block in message["content"] if block.get("type") == kind]
 
 
-def ledger_problems(run_dir) -> list[str]:
-    """The checkpoint, the ledger, the sequence and the outbox must tell the same story."""
-    run_dir = Path(run_dir)
+def ledger_problems(run_dir, store=None) -> list[str]:
+    """The scene, the ledger, the sequence and the outbox must tell the same story."""
+    store = store_of(run_dir, store)
     try:
-        state = load_run_checkpoint(run_dir / CHECKPOINT_FILE)
-        effects = load_effects(run_dir / EFFECTS_FILE)
-    except (CheckpointError, EffectsLedgerError) as error:
+        state = store.load()
+        effects = store.effects()
+        points = store.points()
+        latest = store.read_point(points[-1].id) if points else None
+    except (CheckpointError, EffectsLedgerError, StoreError) as error:
         return [f"unreadable: {error}"]
     if state is None:
-        return ["no checkpoint.json"]
+        return ["no checkpoint"]
     problems = []
     uses = {block["id"]: block for block in _tool_blocks(state["messages"], "tool_use")}
     results = {block["tool_use_id"]: block for block in _tool_blocks(state["messages"], "tool_result")}
@@ -90,24 +97,22 @@ def ledger_problems(run_dir) -> list[str]:
         if tool_use_id not in uses:
             problems.append(f"{tool_use_id}: ledger record for a call the checkpoint never saw")
     committed_keys = {key for key, record in effects.items() if record["status"] == "committed"}
-    for email in emails(run_dir):
+    for email in emails(run_dir, store):
         if email.get("idempotency_key") not in committed_keys and email.get("idempotency_key") not in pending:
             problems.append(f"email with key {email.get('idempotency_key')} has no committed receipt")
-    points = list_points(run_dir)
-    if points:
-        latest = json.loads(points[-1].read_text(encoding="utf-8"))
-        if latest["messages"] != state["messages"]:
-            problems.append(f"the latest sequence point {points[-1].name} and checkpoint.json disagree")
+    if latest is not None and latest["messages"] != state["messages"]:
+        problems.append(f"the latest sequence point {points[-1].id} and the latest scene disagree")
     return problems
 
 
-def final_run_problems(run_dir, log_path=None, expected_emails=1) -> list[str]:
+def final_run_problems(run_dir, log_path=None, expected_emails=1, store=None) -> list[str]:
     """Everything a finished run must satisfy: completed, one email, ledger agrees, no orphan."""
-    problems = ledger_problems(run_dir)
-    state = load_run_checkpoint(Path(run_dir) / CHECKPOINT_FILE) if not problems else None
+    store = store_of(run_dir, store)
+    problems = ledger_problems(run_dir, store)
+    state = store.load() if not problems else None
     if state is not None and state["status"] != "completed":
         problems.append(f"status is {state['status']}, not completed")
-    count = len(emails(run_dir))
+    count = len(emails(run_dir, store))
     if count != expected_emails:
         problems.append(f"outbox holds {count} emails, expected {expected_emails}")
     if log_path is not None:

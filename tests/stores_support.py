@@ -6,10 +6,13 @@ package, or root without the `postgres` user); CI installs the package.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
+from pathlib import Path
 
 import pytest
 
+from harness.stores import open_store as open_store_spec
 from harness.stores.files import FileStore
 from harness.stores.local_postgres import LocalPostgres, unavailable_reason
 from harness.stores.sqlite import SqliteStore
@@ -58,3 +61,42 @@ def store_spec(kind, request):
     if kind == "sqlite":
         return "sqlite"
     return request.getfixturevalue("postgres_dsn")
+
+
+class StoreCase:
+    """One store kind as the command line and the checks see it: the `--store` options for a run
+    folder, and the same store opened from the test process (closed again with `with`)."""
+
+    def __init__(self, kind, dsn=None):
+        self.kind, self.dsn = kind, dsn
+
+    def __repr__(self):
+        return f"StoreCase({self.kind})"
+
+    def run_name(self, run_dir):
+        """PostgreSQL holds many runs: each run folder gets its own, stable name."""
+        return "r-" + hashlib.sha1(str(Path(run_dir).resolve()).encode()).hexdigest()[:16]
+
+    def cli_args(self, run_dir):
+        if self.kind == "files":
+            return []
+        if self.kind == "sqlite":
+            return ["--store", "sqlite"]
+        return ["--store", self.dsn, "--run", self.run_name(run_dir)]
+
+    def open(self, run_dir):
+        spec = {"files": "files", "sqlite": "sqlite"}.get(self.kind, self.dsn)
+        return open_store_spec(spec, run_dir, run=self.run_name(run_dir))
+
+
+FILES_CASE = StoreCase("files")
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_case(request):
+    return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
+
+
+@pytest.fixture(params=SQL_KINDS)
+def sql_store_case(request):
+    return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)

@@ -8,6 +8,10 @@
   before the call, after the receipt, between send and receipt, waiting for approval,
   version change, two workers, cancel while paused.
 
+The forked matrix and the racing workers run on every store (files, SQLite, PostgreSQL);
+the SQL stores also crash and resume as fresh `python -m harness --store ...` interpreters,
+and show a stale worker's write refused by the database with the worker's own check disabled.
+
 Every request the fake endpoint receives, from every process, is logged (HARNESS_ENDPOINT_LOG)
 and validated: the model never receives an orphan tool_use.
 """
@@ -38,6 +42,13 @@ from tests.durability_checks import (
     wait_child_stopped,
     world,
 )
+from tests.stores_support import (  # noqa: F401  (fixtures)
+    FILES_CASE,
+    postgres_dsn,
+    postgres_server,
+    sql_store_case,
+    store_case,
+)
 from tests.test_runner import TEAM_EMAIL_PASSES
 
 # The pass of each label that falls in the email turn (turn 2), where a crash hurts most.
@@ -53,8 +64,13 @@ MODES = {"simulated": None, "sigkill": "kill"}
 KILLED = {"simulated": EXIT_CODE_KILLED, "sigkill": -signal.SIGKILL}
 
 
-def run_args(run_dir, *extra, scenario="team-email"):
-    return ["run", "--scenario", scenario, "--workdir", str(run_dir), *extra]
+def run_args(run_dir, *extra, scenario="team-email", store_case=FILES_CASE):
+    return ["run", "--scenario", scenario, "--workdir", str(run_dir), *store_case.cli_args(run_dir), *extra]
+
+
+def run_problems(store_case, run_dir, log):
+    with store_case.open(run_dir) as store:
+        return final_run_problems(run_dir, log, store=store)
 
 
 def pids_in(log_path):
@@ -104,30 +120,54 @@ FULL_MATRIX = [(label, n, mode) for label in CRASH_LABELS for n in range(1, TEAM
                for mode in MODES]
 
 
-def crash_then_resume_forked(tmp_path, spec, mode, resume_scenario="team-email"):
+def crash_then_resume_forked(tmp_path, spec, mode, resume_scenario="team-email", store_case=FILES_CASE):
     run_dir, log, out = tmp_path / "run", tmp_path / "requests.jsonl", tmp_path / "output.txt"
     env = {ENDPOINT_LOG_ENV: str(log), "CRASH_AFTER": spec}
     if MODES[mode]:
         env["CRASH_MODE"] = MODES[mode]
-    code = run_forked(run_args(run_dir), env, out)
+    code = run_forked(run_args(run_dir, store_case=store_case), env, out)
     assert code == KILLED[mode], out.read_text()
-    code = run_forked(run_args(run_dir, "--resume", scenario=resume_scenario), {ENDPOINT_LOG_ENV: str(log)}, out)
+    code = run_forked(run_args(run_dir, "--resume", scenario=resume_scenario, store_case=store_case),
+                      {ENDPOINT_LOG_ENV: str(log)}, out)
     assert code == 0, out.read_text()
     return run_dir, log
 
 
 @pytest.mark.slow
-def test_forked_crash_at_every_pass_of_every_label(tmp_path):
+def test_forked_crash_at_every_pass_of_every_label(tmp_path, store_case):
     failures = {}
     for label, n, mode in FULL_MATRIX:
         case = tmp_path / f"{label}-{n}-{mode}"
         case.mkdir()
-        run_dir, log = crash_then_resume_forked(case, f"{label}:{n}", mode)
-        problems = final_run_problems(run_dir, log)
+        run_dir, log = crash_then_resume_forked(case, f"{label}:{n}", mode, store_case=store_case)
+        problems = run_problems(store_case, run_dir, log)
         if problems:
             failures[f"{label}:{n} {mode}"] = problems
     assert failures == {}
     assert len(FULL_MATRIX) == 2 * sum(TEAM_EMAIL_PASSES.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", ["after-tool-run", "mid-checkpoint-write"])
+def test_a_database_store_survives_a_crash_of_a_fresh_interpreter(tmp_path, sql_store_case, label):
+    """`python -m harness run --store sqlite|postgresql://...` killed inside the email turn, both
+    modes side by side, then resumed by new interpreters: one email, ledger and scene agree."""
+    spec = f"{label}:{EMAIL_TURN_PASS[label]}"
+    cases = {mode: (tmp_path / mode / "run", tmp_path / mode / "requests.jsonl") for mode in MODES}
+    crashing = {mode: start_harness(run_args(run_dir, store_case=sql_store_case), harness_env(log, spec, MODES[mode]))
+                for mode, (run_dir, log) in cases.items()}
+    for mode, process in crashing.items():
+        _out, err = process.communicate(timeout=120)
+        assert process.returncode == KILLED[mode], f"{mode}: {err}"
+    resuming = {mode: start_harness(run_args(run_dir, "--resume", store_case=sql_store_case), harness_env(log))
+                for mode, (run_dir, log) in cases.items()}
+    for mode, process in resuming.items():
+        out, err = process.communicate(timeout=120)
+        run_dir, log = cases[mode]
+        assert process.returncode == 0, f"{mode}: {err}"
+        assert "status=completed" in out
+        assert run_problems(sql_store_case, run_dir, log) == [], mode
+        assert len(pids_in(log)) == 2, mode
 
 
 @pytest.mark.slow
@@ -165,7 +205,8 @@ class Commands:
     (the same `main` as the subprocess, without paying the interpreter start-up again).
     Each process writes its own output file, so what one says never mixes with another."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, store_case=FILES_CASE):
+        self.store_case = store_case
         self.folder = tmp_path
         self.run_dir = tmp_path / "run"
         self.log = tmp_path / "requests.jsonl"
@@ -184,7 +225,8 @@ class Commands:
     def start(self, *extra, crash=None, mode=None, command=None):
         self._count += 1
         out = self.folder / f"output-{self._count:02d}.txt"
-        args = [command, "--workdir", str(self.run_dir), *extra] if command else run_args(self.run_dir, *extra)
+        args = ([command, "--workdir", str(self.run_dir), *self.store_case.cli_args(self.run_dir), *extra] if command
+                else run_args(self.run_dir, *extra, store_case=self.store_case))
         pid = fork_harness(args, self._env(crash, mode) if not command else {}, out)
         self._outputs[pid] = out
         return pid
@@ -367,20 +409,57 @@ def test_cancel_while_a_worker_runs_stops_it_at_the_next_turn(tmp_path):
 # --- more than one worker, more than one crash ------------------------------------------------------
 
 @pytest.mark.slow
-def test_two_workers_racing_to_resume_only_one_talks_to_the_model(tmp_path):
+def test_two_workers_racing_to_resume_only_one_talks_to_the_model(tmp_path, store_case):
     for round_number in range(8):
         case = tmp_path / f"round-{round_number}"
         run_dir, log, out = case / "run", case / "requests.jsonl", case / "output.txt"
         case.mkdir()
         env = {ENDPOINT_LOG_ENV: str(log), "CRASH_AFTER": "after-tool-run:1", "CRASH_MODE": "kill"}
-        assert run_forked(run_args(run_dir), env, out) == -signal.SIGKILL
+        assert run_forked(run_args(run_dir, store_case=store_case), env, out) == -signal.SIGKILL
         crashed_pids = pids_in(log)
-        first = fork_harness(run_args(run_dir, "--resume"), {ENDPOINT_LOG_ENV: str(log)}, out)
-        second = fork_harness(run_args(run_dir, "--resume"), {ENDPOINT_LOG_ENV: str(log)}, out)
+        resume = run_args(run_dir, "--resume", store_case=store_case)
+        first = fork_harness(resume, {ENDPOINT_LOG_ENV: str(log)}, out)
+        second = fork_harness(resume, {ENDPOINT_LOG_ENV: str(log)}, out)
         codes = sorted([wait_child(first), wait_child(second)])
         assert codes in ([0, 0], [0, EXIT_LEASE_HELD]), out.read_text()
         assert len(pids_in(log) - crashed_pids) == 1  # the other one never reached the model
-        assert final_run_problems(run_dir, log) == []
+        assert run_problems(store_case, run_dir, log) == []
+
+
+def database_snapshot(store):
+    return store.load(), store.points(), store.effects(), store.approvals(), store.world().emails()
+
+
+@pytest.mark.slow
+def test_a_stale_worker_is_refused_by_the_database_with_its_own_check_disabled(tmp_path, sql_store_case,
+                                                                               monkeypatch):
+    """Worker A freezes right after its send_email ran (staged, not committed) and its lease
+    expires; B takes over and finishes. A's own token checks are switched off before it is
+    forked (renewing never looks, the store never compares tokens), so when A wakes nothing in
+    the worker stops it: the database's trigger refuses A's write, A stops with exit 5, and not
+    one row of the run changes. The team still gets exactly one email."""
+    from harness.stores.sql import SqlStore
+
+    monkeypatch.setattr(SqlStore, "renew_lease", lambda self, lease, seconds=None: lease)
+    monkeypatch.setattr(SqlStore, "_check_token", lambda self, lease, record: None)
+    h = Commands(tmp_path, store_case=sql_store_case)
+    worker_a = h.start("--lease-seconds", "0.5", crash="after-tool-run:1", mode="stop")
+    try:
+        wait_child_stopped(worker_a)
+        time.sleep(0.6)  # A's lease expires while it is frozen
+        assert h.run("--resume") == 0, h.output
+        with sql_store_case.open(h.run_dir) as store:
+            after_b = database_snapshot(store)
+            token_b = store.read_lease()["token"]
+    finally:
+        os.kill(worker_a, signal.SIGCONT)
+    assert h.finish(worker_a) == EXIT_LEASE_LOST, h.output
+    assert "o banco recusou a escrita do token" in h.output and "cerca: token de posse recusado" in h.output
+    with sql_store_case.open(h.run_dir) as store:
+        assert database_snapshot(store) == after_b
+        assert store.read_lease()["token"] == token_b
+        assert len(store.world().emails()) == 1
+    assert run_problems(sql_store_case, h.run_dir, h.log) == []
 
 
 @pytest.mark.slow

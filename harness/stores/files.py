@@ -16,6 +16,7 @@ de arquivos não sabe recusar uma escrita velha. É isso que os bancos mudam.
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 
 from harness.approval import APPROVALS_FILE, load_approvals
@@ -36,6 +37,7 @@ from harness.lifecycle import (
     save_run_checkpoint,
     scene_of,
     stored_version,
+    write_compact_atomic,
 )
 from harness.stores.base import RunStore, SavePoint
 from harness.timeline import (
@@ -43,8 +45,8 @@ from harness.timeline import (
     list_points,
     load_timeline,
     parse_point_name,
+    point_filename,
     read_point,
-    save_point,
     scene_only,
 )
 from harness.tool_runner import ToolContext
@@ -74,7 +76,12 @@ class FileStore(RunStore):
         return acquire_lease(self.run_dir, owner=owner, seconds=seconds or LEASE_SECONDS)
 
     def renew_lease(self, lease, seconds=None):
-        return renew_lease(lease, seconds or LEASE_SECONDS)
+        """Confere o token a cada turno; regrava o lease.json só quando falta menos da metade do prazo."""
+        seconds = seconds or LEASE_SECONDS
+        if lease.expires_at - time.time() > seconds / 2:
+            with fenced(lease):  # a mesma conferência de antes de cada gravação
+                return lease
+        return renew_lease(lease, seconds)
 
     def release_lease(self, lease):
         return release_lease(lease)
@@ -110,10 +117,13 @@ class FileStore(RunStore):
             save_run_checkpoint(state, self.checkpoint_path, crash_points=False)
 
     def save(self, lease, state, point=None, crash_points=True):
-        # A ordem garante que a sequência nunca fica atrás do checkpoint.json.
+        # A ordem garante que a sequência nunca fica atrás do checkpoint.json. O ponto é o
+        # turn-NNN-P.json do save_point da lição 5, gravado em JSON compacto.
         with fenced(lease):
             if point is not None:
-                save_point(self.run_dir, scene_of(state), point)
+                folder = checkpoints_dir(self.run_dir)
+                folder.mkdir(parents=True, exist_ok=True)
+                write_compact_atomic(folder / point_filename(state["turns"], point), scene_of(state))
             save_run_checkpoint(state, self.checkpoint_path, crash_points=crash_points)
 
     def points(self):

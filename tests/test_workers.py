@@ -1,0 +1,111 @@
+"""Many workers on PostgreSQL: `python -m harness submit` queues runs, `python -m harness worker` takes them.
+
+The acceptance test: four worker processes share fifty runs while the test SIGKILLs workers
+at random moments and starts new ones in their place. Every run must complete, each with
+exactly one email, a ledger that agrees with its scene, and no orphan tool_use ever sent to
+the model. A second test shows a run whose worker vanished on another machine coming back
+to the queue when its lease expires.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from harness.runner import ENDPOINT_LOG_ENV
+from harness.scenarios import load_scenario
+from harness.stores.postgres import PostgresStore, connect
+from harness.worker import submit_run, work
+from tests.durability_checks import final_run_problems, fork_harness, orphan_problems, wait_child
+from tests.stores_support import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
+
+TEAM_EMAIL = load_scenario("team-email")
+RUNS = 50
+WORKERS = 4
+TIME_BUDGET = 300.0   # seconds: the test fails (it does not hang) if the runs are not done by then
+DEFAULT_SEED = 20261130
+
+
+def statuses(dsn, prefix):
+    with connect(dsn) as connection:
+        rows = connection.execute("SELECT run, status FROM runs WHERE run LIKE %s", (prefix + "%",)).fetchall()
+    return dict(rows)
+
+
+def start_worker(dsn, tmp_path, number, log):
+    out = tmp_path / f"worker-{number:03d}.txt"
+    args = ["worker", "--store", dsn, "--workdir", str(tmp_path / f"w{number:03d}"), "--lease-seconds", "3",
+            "--max-recovery-attempts", "50", "--idle-exit", "2"]
+    return fork_harness(args, {ENDPOINT_LOG_ENV: str(log)}, out)
+
+
+@pytest.mark.slow
+def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(postgres_dsn, tmp_path):
+    seed = int(os.environ.get("WORKERS_SEED", DEFAULT_SEED))
+    rng = random.Random(seed)
+    prefix = f"lote-{os.getpid()}-"
+    runs = [submit_run(postgres_dsn, TEAM_EMAIL, run=f"{prefix}{number:03d}") for number in range(RUNS)]
+    log = tmp_path / "requests.jsonl"
+    started_workers = 0
+    workers = []
+    for _ in range(WORKERS):
+        workers.append(start_worker(postgres_dsn, tmp_path, started_workers, log))
+        started_workers += 1
+    kills, started = 0, time.monotonic()
+    try:
+        while time.monotonic() - started < TIME_BUDGET:
+            pending = [run for run, status in statuses(postgres_dsn, prefix).items() if status != "completed"]
+            if not pending:
+                break
+            time.sleep(rng.uniform(0.05, 0.6))
+            slot = rng.randrange(WORKERS)
+            os.kill(workers[slot], signal.SIGKILL)
+            assert wait_child(workers[slot]) == -signal.SIGKILL or True  # it may have just exited (idle)
+            kills += 1
+            workers[slot] = start_worker(postgres_dsn, tmp_path, started_workers, log)
+            started_workers += 1
+    finally:
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+            wait_child(pid)
+    elapsed = time.monotonic() - started
+
+    final = statuses(postgres_dsn, prefix)
+    lost = sorted(run for run in runs if final.get(run) != "completed")
+    problems, duplicates, reclaimed = {}, 0, 0
+    for run in runs:
+        with PostgresStore(postgres_dsn, run, tmp_path / "check" / run) as store:
+            emails = store.world().emails()
+            duplicates += max(0, len(emails) - 1)
+            found = final_run_problems(tmp_path / "check" / run, store=store)
+            if found:
+                problems[run] = found
+            reclaimed += store.read_lease()["token"] > 2  # submit took token 1; a worker token 2
+    print(f"\nworkers seed={seed} runs={RUNS} workers={WORKERS} kills={kills} workers_started={started_workers} "
+          f"elapsed={elapsed:.1f}s lost_runs={len(lost)} duplicate_emails={duplicates} runs_taken_over={reclaimed}")
+    assert lost == [], f"runs not completed in {TIME_BUDGET:.0f} s: {lost}"
+    assert duplicates == 0 and problems == {}, problems
+    assert orphan_problems(log) == []
+    assert kills >= 10, f"only {kills} kills: the test did not exercise recovery (seed {seed})"
+    assert reclaimed >= 1, "no run was ever taken over from a killed worker"
+
+
+@pytest.mark.slow
+def test_a_run_left_by_a_worker_on_another_machine_returns_when_its_lease_expires(postgres_dsn, tmp_path):
+    run = submit_run(postgres_dsn, TEAM_EMAIL, run=f"abandonada-{os.getpid()}")
+    with connect(postgres_dsn) as connection:  # a worker elsewhere took it (token 2) and went silent
+        connection.execute("UPDATE leases SET token = 2, owner = 'outra-maquina:77', host = 'outra-maquina', "
+                           "pid = 77, released = 0, expires_at = %s WHERE run = %s", (time.time() + 1.5, run))
+    said = []
+    started = time.monotonic()
+    handled = work(postgres_dsn, owner="resgate", lease_seconds=5, max_runs=1, idle_exit=10,
+                   workdir=tmp_path / "w", say=said.append)
+    waited = time.monotonic() - started
+    assert handled == 1 and waited >= 1.0, (waited, said)  # it waited for the lease to expire
+    with PostgresStore(postgres_dsn, run, tmp_path / "check") as store:
+        assert store.load()["status"] == "completed"
+        assert store.read_lease()["token"] == 3 and len(store.world().emails()) == 1
+    assert any("peguei" in line and run in line for line in said)
