@@ -219,17 +219,17 @@ RUNNERS = {"memory": run_ours, "files": run_ours, "sqlite": run_ours, "postgresq
            "dbos-off": run_dbos, "dbos-sqlite": run_dbos}
 
 
+def server_wal_position(dsn):
+    """PostgreSQL writes in its own process: count the bytes of WAL the server generated."""
+    import psycopg
+
+    watcher = psycopg.connect(dsn, autocommit=True)
+    return lambda: int(watcher.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')").fetchone()[0])
+
+
 def child(name, turns, measure_bytes, dsn):
     """One configuration, one fresh process: prints the per-turn timestamps (and bytes) as JSON."""
-    wal_position = None
-    if measure_bytes and name == "postgresql":
-        import psycopg
-
-        watcher = psycopg.connect(dsn, autocommit=True)
-
-        def wal_position():
-            return int(watcher.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')").fetchone()[0])
-    clock = TurnClock(measure_bytes, wal_position)
+    clock = TurnClock(measure_bytes, server_wal_position(dsn) if measure_bytes and name == "postgresql" else None)
     with tempfile.TemporaryDirectory(prefix="bench-stores-") as scratch:
         RUNNERS[name](name, Path(scratch), turns, clock, dsn)
     print(json.dumps({"times": clock.times, "written": clock.written}))
@@ -238,16 +238,14 @@ def child(name, turns, measure_bytes, dsn):
 # --- the parent: samples, strace, report -------------------------------------------------------------
 
 def available(name):
-    if name.startswith("langgraph"):
-        try:
-            import langgraph.checkpoint.sqlite  # noqa: F401
-        except ImportError:
-            return f"langgraph-checkpoint-sqlite not installed; {PEER_INSTALL}"
-    if name.startswith("dbos"):
-        try:
-            import dbos  # noqa: F401
-        except ImportError:
-            return f"dbos not installed; {PEER_INSTALL}"
+    import importlib.util
+
+    module = {"langgraph": "langgraph.checkpoint.sqlite", "dbos": "dbos"}.get(name.split("-")[0])
+    try:
+        if module and importlib.util.find_spec(module) is None:
+            return f"{module} not installed; {PEER_INSTALL}"
+    except ModuleNotFoundError:
+        return f"{module} not installed; {PEER_INSTALL}"
     return None
 
 

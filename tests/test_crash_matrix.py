@@ -84,29 +84,35 @@ def file_snapshot(run_dir):
 
 # --- the acceptance matrix: real `python -m harness` subprocesses ---------------------------------
 
-@pytest.mark.slow
-@pytest.mark.parametrize("label", CRASH_LABELS)
-def test_subprocess_crash_at_every_label_then_resume(tmp_path, label):
-    """Both crash modes of one label side by side (two processes at a time, one per core)."""
+def crash_and_resume_in_fresh_interpreters(tmp_path, label, store_case=FILES_CASE):
+    """Both crash modes of one label side by side (two processes at a time, one per core), then
+    two resuming processes: each must complete with one email and agreeing records."""
     spec = f"{label}:{EMAIL_TURN_PASS[label]}"
     cases = {mode: (tmp_path / mode / "run", tmp_path / mode / "requests.jsonl") for mode in MODES}
-    crashing = {mode: start_harness(run_args(run_dir), harness_env(log, spec, MODES[mode]))
+    crashing = {mode: start_harness(run_args(run_dir, store_case=store_case), harness_env(log, spec, MODES[mode]))
                 for mode, (run_dir, log) in cases.items()}
     for mode, process in crashing.items():
         out, err = process.communicate(timeout=120)
         assert process.returncode == KILLED[mode], f"{mode}: {err}"
         run_dir, _ = cases[mode]
-        assert load_run_checkpoint(run_dir / CHECKPOINT_FILE)["status"] == "running"
+        with store_case.open(run_dir) as store:
+            assert store.load()["status"] == "running"
 
-    resuming = {mode: start_harness(run_args(run_dir, "--resume"), harness_env(log))
+    resuming = {mode: start_harness(run_args(run_dir, "--resume", store_case=store_case), harness_env(log))
                 for mode, (run_dir, log) in cases.items()}
     for mode, process in resuming.items():
         out, err = process.communicate(timeout=120)
         run_dir, log = cases[mode]
         assert process.returncode == 0, f"{mode}: {err}"
         assert "status=completed" in out
-        assert final_run_problems(run_dir, log) == [], mode
+        assert run_problems(store_case, run_dir, log) == [], mode
         assert len(pids_in(log)) == 2, mode  # the crashed and the resumed process both asked the model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", CRASH_LABELS)
+def test_subprocess_crash_at_every_label_then_resume(tmp_path, label):
+    crash_and_resume_in_fresh_interpreters(tmp_path, label)
 
 
 def test_every_label_is_covered_by_the_subprocess_matrix():
@@ -150,24 +156,9 @@ def test_forked_crash_at_every_pass_of_every_label(tmp_path, store_case):
 @pytest.mark.slow
 @pytest.mark.parametrize("label", ["after-tool-run", "mid-checkpoint-write"])
 def test_a_database_store_survives_a_crash_of_a_fresh_interpreter(tmp_path, sql_store_case, label):
-    """`python -m harness run --store sqlite|postgresql://...` killed inside the email turn, both
-    modes side by side, then resumed by new interpreters: one email, ledger and scene agree."""
-    spec = f"{label}:{EMAIL_TURN_PASS[label]}"
-    cases = {mode: (tmp_path / mode / "run", tmp_path / mode / "requests.jsonl") for mode in MODES}
-    crashing = {mode: start_harness(run_args(run_dir, store_case=sql_store_case), harness_env(log, spec, MODES[mode]))
-                for mode, (run_dir, log) in cases.items()}
-    for mode, process in crashing.items():
-        _out, err = process.communicate(timeout=120)
-        assert process.returncode == KILLED[mode], f"{mode}: {err}"
-    resuming = {mode: start_harness(run_args(run_dir, "--resume", store_case=sql_store_case), harness_env(log))
-                for mode, (run_dir, log) in cases.items()}
-    for mode, process in resuming.items():
-        out, err = process.communicate(timeout=120)
-        run_dir, log = cases[mode]
-        assert process.returncode == 0, f"{mode}: {err}"
-        assert "status=completed" in out
-        assert run_problems(sql_store_case, run_dir, log) == [], mode
-        assert len(pids_in(log)) == 2, mode
+    """`python -m harness run --store sqlite|postgresql://...` killed inside the email turn (the
+    effect staged, and the transaction of point A open), then resumed by new interpreters."""
+    crash_and_resume_in_fresh_interpreters(tmp_path, label, sql_store_case)
 
 
 @pytest.mark.slow

@@ -11,7 +11,6 @@ The seed is fixed and printed (override with SOAK_SEED); the test is bounded in 
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
