@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from harness.approval import ApprovalError
 from harness.checkpoint import CheckpointError, load_checkpoint
