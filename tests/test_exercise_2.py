@@ -258,7 +258,7 @@ def test_saving_point_a_after_the_tools_ran(tmp_path, monkeypatch, solution_resu
         "        if response.stop_reason != \"tool_use\":\n            save_checkpoint(state, checkpoint_path)\n            break\n        results = answer_tool_uses(tool_uses)\n        save_checkpoint(state, checkpoint_path)  # A tarde demais\n        state[\"messages\"].append({\"role\": \"user\", \"content\": results})\n")
     failed = level3(notebook, tmp_path, monkeypatch)
     check = "n3.point_a_comes_before_the_tools" + SEVERAL
-    assert "depois de 1 ferramenta " in failed[check]
+    assert "quando 1 ferramenta do turno já tinha rodado" in failed[check]
     assert "n3.saves_twice_per_tool_turn" + SEVERAL not in failed
     assert solution_results[check]["status"] == "pass"
 

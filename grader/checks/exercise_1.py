@@ -584,7 +584,12 @@ def status_says_how_it_ended(ctx: Context, fixture: Fixture) -> None:
 def kept_out_answer_never_runs(ctx: Context, fixture: Fixture) -> None:
     run = agent_run(ctx, fixture)
     state = require_state(run)
-    answer = next(r for r in fixture.data["responses"] if kept_out(r))
+    position, answer = next((i, r) for i, r in enumerate(fixture.data["responses"]) if kept_out(r))
+    if len(run.requests) <= position:
+        raise nothing_observed(
+            f"run_agent parou depois de {len(run.requests)} chamada(s) ao modelo e nunca recebeu a resposta com "
+            f"stop_reason \"{answer['stop_reason']}\" (a {position + 1}ª), então não dá para ver o que faria com ela",
+            expected=f"{position + 1} chamadas ao modelo")
     blocks = [b for b in answer["content"] if b.get("type") == "tool_use"]
     ran = [call for call in run.calls if any(call.name == b["name"] and call.input == b["input"] for b in blocks)]
     if ran:

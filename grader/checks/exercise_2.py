@@ -724,9 +724,10 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
             )
         if save.tools_run != executed_before:
             raise CheckFailed(
-                f"O ponto A do turno {turn} foi gravado depois de {quantity(save.tools_run - executed_before, 'ferramenta', 'ferramentas')} "
-                "do turno já terem rodado: se o processo morresse enquanto elas rodavam, o disco não saberia "
-                "que o modelo as pediu. Grave A antes de executar.",
+                f"O ponto A do turno {turn} foi gravado quando "
+                f"{quantity(save.tools_run - executed_before, 'ferramenta do turno já tinha rodado', 'ferramentas do turno já tinham rodado')}: "
+                "se o processo morresse enquanto elas rodavam, o disco não saberia que o modelo as pediu. "
+                "Grave A antes de executar.",
                 expected=f"{executed_before} ferramentas executadas até o ponto A", observed=save.tools_run,
             )
         executed_before += len(tool_uses_of(response))
