@@ -475,3 +475,9 @@ def test_level_3_and_4_answers_in_other_words_pass(tmp_path, monkeypatch):
     cell.source = OWN_WORDS_RUNNER
     assert failures(run_level(notebook, 3, tmp_path, monkeypatch)) == {}
     assert failures(run_level(notebook, 4, tmp_path, monkeypatch)) == {}
+
+
+def test_level_2_a_save_that_writes_nothing_is_nothing_observed(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(save="    pass"), 2, tmp_path, monkeypatch))
+    assert failed["n2.save_effect_is_atomic"].startswith("Nada observado: save_effect não gravou nada")
+    assert failed["n2.save_effect_survives_a_torn_write"].startswith("Nada observado")

@@ -448,6 +448,10 @@ def save_effect_is_atomic(ctx: Context) -> None:
         before = path.read_bytes()
         with recorded_replace(fail=False) as moves:
             ctx.call(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
+        if not moves and path.read_bytes() == before:
+            raise nothing_observed(
+                "save_effect não gravou nada (effects.json ficou igual e nenhum os.replace aconteceu), então "
+                "não há gravação cuja atomicidade conferir", expected="o registro novo gravado em effects.json")
         if not any(Path(dst).resolve() == path.resolve() for _, dst in moves):
             raise CheckFailed(
                 "save_effect gravou effects.json direto no lugar: uma queda no meio da escrita deixaria "
