@@ -14,8 +14,7 @@
 
 ``--store`` diz onde a execução mora: ``files`` (padrão: os arquivos das lições, em DIR),
 ``sqlite`` (DIR/run.sqlite3) ou ``postgresql://...`` (um servidor; a execução é ``--run NOME``).
-``run``, ``status``, ``approve``, ``reject``, ``pause`` e ``cancel`` aceitam os três;
-``timeline``, ``rewind`` e ``fork`` leem os arquivos das lições.
+Todos os comandos aceitam os três; ``submit`` e ``worker`` são só do PostgreSQL.
 
 O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pausada,
 11 esperando aprovação, 12 cancelada, 13 falhada, 14 recusada pelo modelo (refusal),
@@ -55,7 +54,16 @@ from harness.runner import (
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stores import StoreError, is_postgres, open_store
 from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline
-from harness.timeline_commands import fork_preview, fork_run, parse_point_spec, require_run_dir, rewind_run
+from harness.timeline_commands import (
+    fork_in_store,
+    fork_preview,
+    fork_run,
+    parse_point_spec,
+    point_in_store,
+    require_run_dir,
+    rewind_in_store,
+    rewind_run,
+)
 from harness.widgets import timeline_frames
 
 
@@ -157,8 +165,39 @@ def require_postgres(args: argparse.Namespace) -> None:
                          f"--store postgresql://... (recebi {args.store!r})")
 
 
+def show_store_timeline(args: argparse.Namespace) -> int:
+    """``timeline`` num banco: os pontos da linha do tempo ativa e onde a cabeça está."""
+    with store_from(args) as store:
+        state = store.load()
+        if state is None:
+            raise NoCheckpoint(f"não há checkpoint em {store.describe()}")
+        info = store.timeline()
+        parent = info.get("parent")
+        origin = (f", bifurcada de {parent['timeline_id']} no turno {parent['turn']} (ponto {parent['point']})"
+                  if parent else "")
+        print(f"linha do tempo {info['timeline_id']} em {store.describe()}{origin}; "
+              f"dry-run: {'sim' if info['dry_run'] else 'não'}")
+        points = store.points()
+        if not points:
+            print("  nenhum ponto gravado na sequência")
+        for saved in points:
+            moment = "A decisão  " if saved.point == "A" else "B resultado"
+            print(f"  {saved.id}  turno {saved.turn:>3}  {moment}")
+        print(f"cena atual: turno {state['turns']}, status {state['status']}; {pending_note(state)}")
+    return 0
+
+
+def lesson_files_workdir(args: argparse.Namespace) -> Path:
+    """A pasta de uma execução em arquivos (timeline, rewind e fork da lição 5 precisam dela)."""
+    if not args.workdir:
+        raise UsageError("diga a pasta da execução: --workdir DIR")
+    return Path(args.workdir)
+
+
 def show_timeline(args: argparse.Namespace) -> int:
-    workdir = Path(args.workdir)
+    if args.store != "files":
+        return show_store_timeline(args)
+    workdir = lesson_files_workdir(args)
     require_run_dir(workdir)
     info = load_timeline(workdir)
     parent = info.get("parent")
@@ -198,15 +237,32 @@ def pending_note(scene: dict) -> str:
 
 def rewind(args: argparse.Namespace) -> int:
     turn, point = parse_point_spec(args.to)
-    scene = rewind_run(args.workdir, turn, point)
+    if args.store == "files":
+        scene = rewind_run(lesson_files_workdir(args), turn, point)
+    else:
+        with store_from(args) as store:
+            scene = rewind_in_store(store, turn, point)
     status = f", status {scene['status']}" if "status" in scene else ""
     print(f"rebobinada para o turno {turn}{status}; {pending_note(scene)}")
-    print(f"continue com: python -m harness run --resume --workdir {args.workdir} --scenario CENÁRIO")
+    print(f"continue com: python -m harness run --resume {where_options(args)} --scenario CENÁRIO")
     return 0
+
+
+def where_options(args: argparse.Namespace, workdir=None) -> str:
+    """As opções que apontam para a mesma execução num próximo comando."""
+    parts = [f"--workdir {workdir or args.workdir}"] if (workdir or args.workdir) else []
+    if args.store != "files":
+        parts.append(f"--store {args.store}")
+    if args.run and workdir is None:
+        parts.append(f"--run {args.run}")
+    return " ".join(parts)
 
 
 def fork(args: argparse.Namespace) -> int:
     turn, point = parse_point_spec(args.to)
+    if args.store != "files":
+        return fork_in_database(args, turn, point)
+    lesson_files_workdir(args)
     if args.dry_run:
         path, parent, scene = fork_preview(args.workdir, turn, args.into, point)
         print(f"--dry-run: nada foi gravado. A bifurcação copiaria {path.name} (turno {scene['turns']}) da linha "
@@ -218,6 +274,24 @@ def fork(args: argparse.Namespace) -> int:
     print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
           f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")
     print(f"continue com: python -m harness run --resume --workdir {args.into} --scenario CENÁRIO")
+    return 0
+
+
+def fork_in_database(args: argparse.Namespace, turn: int, point) -> int:
+    """``fork`` num banco: a nova linha é outra execução (--into: a pasta no SQLite; no PostgreSQL,
+    o nome da pasta vira o nome da execução)."""
+    with store_from(args) as store:
+        if args.dry_run:
+            target = point_in_store(store, turn, point)
+            print(f"--dry-run: nada foi gravado. A bifurcação copiaria {target.id} (turno {target.turn}) para "
+                  f"{args.into}, com livro-razão em branco e dry-run ligado; {pending_note(store.read_point(target.id))}")
+            return 0
+        with open_store(args.store, args.into, run=Path(args.into).name) as new_store:
+            info = fork_in_store(store, turn, new_store, point)
+    origin = info["parent"]
+    print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
+          f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")
+    print(f"continue com: python -m harness run --resume {where_options(args, args.into)} --scenario CENÁRIO")
     return 0
 
 
@@ -249,21 +323,21 @@ def build_parser() -> argparse.ArgumentParser:
         add_store_arguments(control_parser).set_defaults(func=control)
 
     timeline_parser = sub.add_parser("timeline", help="lista a sequência de pontos de gravação da execução")
-    timeline_parser.add_argument("--workdir", required=True)
-    timeline_parser.set_defaults(func=show_timeline)
+    timeline_parser.add_argument("--workdir", help="pasta da execução")
+    add_store_arguments(timeline_parser).set_defaults(func=show_timeline)
 
     point_help = "TURNO (o último ponto do turno), TURNO-A ou TURNO-B"
     rewind_parser = sub.add_parser("rewind", help="volta a execução a um ponto gravado (não executa nada)")
-    rewind_parser.add_argument("--workdir", required=True)
+    rewind_parser.add_argument("--workdir", help="pasta da execução")
     rewind_parser.add_argument("--to", required=True, help=point_help)
-    rewind_parser.set_defaults(func=rewind)
+    add_store_arguments(rewind_parser).set_defaults(func=rewind)
 
     fork_parser = sub.add_parser("fork", help="abre uma nova linha do tempo, em dry-run, a partir de um ponto")
-    fork_parser.add_argument("--workdir", required=True)
+    fork_parser.add_argument("--workdir", help="pasta da execução")
     fork_parser.add_argument("--to", required=True, help=point_help)
     fork_parser.add_argument("--into", required=True, help="a pasta da nova linha (nova ou vazia)")
     fork_parser.add_argument("--dry-run", action="store_true", help="só mostra o que seria criado; não grava nada")
-    fork_parser.set_defaults(func=fork)
+    add_store_arguments(fork_parser).set_defaults(func=fork)
 
     submit_parser = sub.add_parser("submit", help="põe uma execução nova na fila dos workers (PostgreSQL)")
     submit_parser.add_argument("--scenario", required=True, choices=list_scenarios())

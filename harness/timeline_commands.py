@@ -5,6 +5,10 @@ execução da lição 6 pede a mais. A rebobinagem confere tudo antes e depois t
 nenhum worker gravar a mesma pasta enquanto a cena troca. A bifurcação leva uma cópia do
 mundo do cenário (``world/``), que as ferramentas de leitura da nova linha vão consultar; em
 dry-run, nada é escrito nem na caixa de saída da original nem na da cópia.
+
+Num banco (``--store sqlite`` ou ``postgresql://...``), ``rewind_in_store`` e ``fork_in_store``
+fazem o mesmo com o armazenamento: rebobinar é mover a cabeça da execução para um ponto, e
+bifurcar é começar outra execução com a cena dele.
 """
 from __future__ import annotations
 
@@ -13,9 +17,20 @@ import re
 import shutil
 from pathlib import Path
 
-from harness.lifecycle import acquire_lease, fenced, release_lease
+from harness.lifecycle import acquire_lease, fenced, new_run_checkpoint, release_lease, set_status
 from harness.runner import WORLD_DIR
-from harness.timeline import TimelineError, fork_from, fork_source, read_point, rewind_scene, rewind_to, scene_only
+from harness.scenarios import load_scenario
+from harness.timeline import (
+    SCENE_FIELDS,
+    TimelineError,
+    fork_from,
+    fork_source,
+    new_timeline_id,
+    read_point,
+    rewind_scene,
+    rewind_to,
+    scene_only,
+)
 
 # --to 2 (o último ponto do turno 2), --to 2-A ou --to 2-B (um ponto específico)
 POINT_SPEC = re.compile(r"(\d+)(?:-([AB]))?")
@@ -65,3 +80,63 @@ def fork_run(run_dir, turn, new_run_dir, point=None):
     if world.is_dir():
         shutil.copytree(world, Path(new_run_dir) / WORLD_DIR)
     return info
+
+
+# --- O mesmo num banco (--store sqlite ou postgresql://...) -------------------------------------
+
+def point_in_store(store, turn, point=None):
+    """O último ponto ativo do turno (ou o ponto ``point`` dele) num armazenamento; TimelineError se não há."""
+    points = store.points()
+    chosen = [saved for saved in points if saved.turn == turn and (point is None or saved.point == point)]
+    if not chosen:
+        available = ", ".join(str(number) for number in sorted({saved.turn for saved in points})) or "nenhum"
+        asked = f"{turn}-{point}" if point else str(turn)
+        raise TimelineError(f"não há ponto gravado para {asked} em {store.describe()}; turnos disponíveis: {available}")
+    return chosen[-1]
+
+
+def rewind_in_store(store, turn, point=None):
+    """A rebobinagem num banco: a cabeça da execução volta ao ponto escolhido.
+
+    Como na lição 5, só move estado: nenhuma ferramenta roda, chamadas pendentes continuam
+    pendentes e a execução fica pausada, pronta para --resume. Nada é apagado: os pontos
+    depois dele saem da linha do tempo ativa. A troca acontece sob a posse, com o token
+    conferido pelo banco.
+    """
+    target = point_in_store(store, turn, point)
+    scene = store.read_point(target.id)
+    lease = store.acquire_lease(owner=f"{os.getpid()}:rebobinar")
+    try:
+        run = store.load()
+        run.update({field: scene[field] for field in SCENE_FIELDS})
+        run.update(status="paused", status_reason=f"rebobinada para {target.id}", recovery_attempts=0,
+                   pending_approval=None)
+        store.rewind(lease, target.id, run)
+    finally:
+        store.release_lease(lease)
+    return run
+
+
+def fork_in_store(store, turn, new_store, point=None):
+    """A bifurcação num banco: uma execução nova com a cena do ponto, livro-razão em branco e dry-run.
+
+    A original só é lida. A nova registra a origem (parent) e começa a própria sequência pelo
+    ponto copiado; chamadas pendentes vão pendentes, e a retomada as fecha em dry-run.
+    """
+    target = point_in_store(store, turn, point)
+    scene = store.read_point(target.id)
+    if new_store.exists():
+        raise TimelineError(f"{new_store.describe()} já tem uma execução; escolha um destino novo")
+    parent = store.timeline()
+    timeline = {"timeline_id": new_timeline_id(),
+                "parent": {"timeline_id": parent["timeline_id"], "turn": target.turn, "point": target.point}}
+    state = new_run_checkpoint(scene["task"], timeline=timeline)
+    state.update({field: scene[field] for field in SCENE_FIELDS})
+    set_status(state, "paused", f"bifurcada de {target.id}")
+    lease = new_store.acquire_lease(owner=f"{os.getpid()}:bifurcar")
+    try:
+        new_store.start(lease, state, load_scenario(store.scenario_name()), timeline={**timeline, "dry_run": True},
+                        point=target.point)
+    finally:
+        new_store.release_lease(lease)
+    return {**timeline, "dry_run": True}

@@ -363,8 +363,9 @@ class SqlStore(RunStore):
                  lease.token, time.time()))
         return self._head_of(seq, state)
 
-    def start(self, lease, state, scenario, timeline=None, make_world=True):
-        """Como no contrato; ``make_world=False`` só grava (quem enfileira não precisa da sandbox)."""
+    def start(self, lease, state, scenario, timeline=None, make_world=True, point=None):
+        """Como no contrato; ``make_world=False`` só grava (quem enfileira não precisa da sandbox) e
+        ``point`` marca a cena inicial como um ponto da sequência (a de uma bifurcação)."""
         self._scenario_name = scenario.name if scenario is not None else None
         timeline = timeline or {**state["timeline"], "dry_run": False}
         with self._fenced(lease):
@@ -372,7 +373,7 @@ class SqlStore(RunStore):
             self._write_run(lease, state, 1, timeline, insert=True)
             for table in ("saves", "effects", "approvals", "outbox", "tickets", "controls"):
                 self._x(f"DELETE FROM {table} WHERE run = ?", (self.run,))
-            head = self._append_save(lease, state, None, None)
+            head = self._append_save(lease, state, point, None)
         self._head = head
         self._staged = None
         if scenario is not None and make_world:
@@ -441,10 +442,16 @@ class SqlStore(RunStore):
 
     # --- livro-razão, aprovações, mundo -----------------------------------------------------
 
-    def _records(self, table, validate):
+    def _records(self, table, validate, ids=None):
+        """Os registros de ``table``; com ``ids``, só os dessas chamadas (o custo não cresce com a execução)."""
+        sql, params = f"SELECT tool_use_id, record FROM {table} WHERE run = ?", [self.run]
+        if ids is not None:
+            if not ids:
+                return {}
+            sql += f" AND tool_use_id IN ({', '.join('?' * len(ids))})"
+            params += sorted(ids)
         records = {}
-        for tool_use_id, text in self._x(f"SELECT tool_use_id, record FROM {table} WHERE run = ?",
-                                         (self.run,)).fetchall():
+        for tool_use_id, text in self._x(sql, params).fetchall():
             record = json.loads(text)
             validate(f"{self.describe()} ({table})", tool_use_id, record)
             records[tool_use_id] = record
@@ -508,8 +515,9 @@ class SqlStore(RunStore):
         ids = {call["id"] for call in calls}
         scratch = Path(tempfile.mkdtemp(prefix="turno-", dir=scratch_root()))
         effects_path, approvals_path = scratch / EFFECTS_FILE, scratch / APPROVALS_FILE
-        for records, path in ((self.effects(), effects_path), (self.approvals(), approvals_path)):
-            known = {key: record for key, record in records.items() if key in ids}
+        for table, validate, path in (("effects", validate_record, effects_path),
+                                      ("approvals", validate_decision, approvals_path)):
+            known = self._records(table, validate, ids)
             if known:
                 write_json_atomic(path, known)
         world = self.world()
