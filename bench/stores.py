@@ -292,8 +292,9 @@ def count_syncs(name, dsn):
             sample(name, turns, dsn=dsn, prefix=["strace", "-f", "-c", "-o", out.name, "-e",
                                                  "trace=" + ",".join(SYNC_CALLS)])
             text = Path(out.name).read_text()
-        counts.append(sum(int(match.group(1)) for match in
-                          re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", text, re.M)))
+        counts.append(sum(int(match.group(1)) for match in  # one line per call; the "total" line is not one
+                          re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", text, re.M)
+                          if match.group(2) in SYNC_CALLS))
     return f"{(counts[1] - counts[0]) / 20:.1f}"
 
 
