@@ -37,13 +37,22 @@ def heading_text(term: Term) -> str:
     return f"`{term.term}`" if is_code_name(term.term) else escape_markdown(term.term)
 
 
+def is_appendix_title(title: str) -> bool:
+    return title.lower().startswith("apêndice")
+
+
 def lesson_label(number: int, lessons: dict[int, LessonInfo]) -> str:
     info = lessons.get(number)
     if info is None:
         return f"Lição {number}"
-    if re.match(rf"lição\s+{number}\b", info.title, re.IGNORECASE):
+    if re.match(rf"lição\s+{number}\b", info.title, re.IGNORECASE) or is_appendix_title(info.title):
         return info.title
     return f"Lição {number} — {info.title}"
+
+
+def short_label(number: int, lessons: dict[int, LessonInfo]) -> str:
+    """How a link to a lesson reads: "Lição 3", or "Apêndice" for the appendix after the six lessons."""
+    return "Apêndice" if is_appendix_title(lessons[number].title) else f"Lição {number}"
 
 
 def _term_block(term: Term, used_in: Sequence[int], lessons: dict[int, LessonInfo]) -> str:
@@ -53,7 +62,7 @@ def _term_block(term: Term, used_in: Sequence[int], lessons: dict[int, LessonInf
     lines += [escape_markdown(term.definition), ""]
     source = f"Fonte: [{escape_markdown(term.source_title)}]({term.source_url})"
     if used_in:
-        links = ", ".join(f"[Lição {n}]({lessons[n].file_name})" for n in used_in if n in lessons)
+        links = ", ".join(f"[{short_label(n, lessons)}]({lessons[n].file_name})" for n in used_in if n in lessons)
         usage = f"Usado em: {links}"
     else:
         usage = "Usado em: ainda em nenhuma lição"

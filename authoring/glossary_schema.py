@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-LESSON_NUMBERS = range(1, 7)
+LESSON_NUMBERS = range(1, 8)  # 1 a 6: as lições; 7: o apêndice
 ENTRY_KEYS = ("term", "aliases", "definition", "source", "lesson", "reference_term")
 REQUIRED_KEYS = ("term", "definition", "source", "lesson")
 SOURCE_KEYS = ("title", "url")
@@ -189,7 +189,7 @@ def _parse_entry(entry: object, position: int, name: str) -> tuple[Term | None, 
 
     lesson = entry.get("lesson")
     if "lesson" in entry and (isinstance(lesson, bool) or lesson not in LESSON_NUMBERS):
-        problems.append(f'{where}: campo "lesson" deve ser um número de 1 a 6, não {lesson!r}.')
+        problems.append(f'{where}: campo "lesson" deve ser um número de 1 a 7 (7 é o apêndice), não {lesson!r}.')
 
     reference = entry.get("reference_term")
     if "reference_term" in entry and _text(reference) is None:

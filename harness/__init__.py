@@ -14,6 +14,9 @@ Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
   ``timeline_commands``: os mesmos passos pela linha de comando, com posse e mundo);
 - ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
   execução, lease com token de cerca, migração v1 -> v2 e o loop durável completo;
+- ``stores`` (apêndice): onde a execução grava (arquivos, SQLite ou PostgreSQL), atrás de
+  um contrato pequeno, com a cerca conferida pelo banco; ``worker``: vários workers
+  dividindo execuções num PostgreSQL;
 - ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;
 - ``show``, ``effects_view``, ``widgets``, ``demos`` e ``crash_lab``: o que as lições
   usam para mostrar (tabelas, linhas do tempo, widgets) e para derrubar processos de

@@ -17,8 +17,10 @@ from authoring.glossary_page import COURSE_TITLE
 from authoring.markdown_regions import FENCE, HEADING_TEXT
 
 LESSON_COUNT = 6
+APPENDIX_NUMBER = 7  # after the six lessons: the same shape, without exercises (it has no grader)
 OPENING = ["Objetivos", "Pré-requisitos"]
 CLOSING = ["Recapitulação", "Exercícios", "Fontes"]
+APPENDIX_CLOSING = ["Recapitulação", "Fontes"]
 CRITERIA = "**Critérios de conclusão**"
 MIN_WHY_WORDS = 40
 
@@ -98,9 +100,10 @@ def shape_problems(notebook: nbformat.NotebookNode, number: int) -> list[str]:
     h2 = [section.title for section in lesson.sections if section.level == 2]
     if h2[:2] != OPENING:
         problems.append(f"as primeiras seções ## devem ser {OPENING}, são {h2[:2]}")
-    if h2[-3:] != CLOSING:
-        problems.append(f"as últimas seções ## devem ser {CLOSING}, são {h2[-3:]}")
-    if len(h2) < len(OPENING) + len(CLOSING) + 1:
+    closing = APPENDIX_CLOSING if number == APPENDIX_NUMBER else CLOSING
+    if h2[-len(closing):] != closing:
+        problems.append(f"as últimas seções ## devem ser {closing}, são {h2[-len(closing):]}")
+    if len(h2) < len(OPENING) + len(closing) + 1:
         problems.append("falta o corpo: nenhuma seção ## entre Pré-requisitos e Recapitulação")
     problems += _opening_problems(lesson)
     problems += _why_problems(lesson)
@@ -114,6 +117,8 @@ def _title_problems(lesson: Lesson) -> list[str]:
         return ["a primeira célula deve ser a célula de título, em markdown"]
     source = lesson.cells[0][1]
     first = next((line for line in source.splitlines() if line.strip()), "")
+    if n == APPENDIX_NUMBER:
+        return _appendix_title_problems(source, first)
     problems = []
     if not re.fullmatch(rf"# Lição {n} — \S.*", first.strip()):
         problems.append(f"a célula de título deve começar com '# Lição {n} — ...', começa com {first!r}")
@@ -125,6 +130,19 @@ def _title_problems(lesson: Lesson) -> list[str]:
         problems.append("a célula de título não tem o link para a próxima lição")
     if n == LESSON_COUNT and f"](../exercises/exercise-{n}.ipynb)" not in source:
         problems.append("a célula de título da última lição não aponta para os exercícios")
+    if any(HEADING_TEXT.match(line) and not line.startswith("# ") for line in source.splitlines()):
+        problems.append("a célula de título só tem o título '#': objetivos e pré-requisitos são seções próprias")
+    return problems
+
+
+def _appendix_title_problems(source: str, first: str) -> list[str]:
+    problems = []
+    if not re.fullmatch(r"# Apêndice — \S.*", first.strip()):
+        problems.append(f"a célula de título do apêndice deve começar com '# Apêndice — ...', começa com {first!r}")
+    if f"*{COURSE_TITLE}* · Apêndice" not in source:
+        problems.append("a célula de título não tem a linha do curso (título em itálico · Apêndice)")
+    if f"]({LESSON_COUNT:02d}-" not in source:
+        problems.append("a célula de título do apêndice não tem o link para a última lição")
     if any(HEADING_TEXT.match(line) and not line.startswith("# ") for line in source.splitlines()):
         problems.append("a célula de título só tem o título '#': objetivos e pré-requisitos são seções próprias")
     return problems
@@ -170,7 +188,7 @@ def _is_furniture(line: str) -> bool:
 def _closing_problems(lesson: Lesson) -> list[str]:
     n = lesson.number
     problems = []
-    for title in CLOSING:
+    for title in (APPENDIX_CLOSING if n == APPENDIX_NUMBER else CLOSING):
         section = _h2(lesson, title)
         if section is not None and not section.first_in_cell:
             problems.append(f"'{title}' deve começar a sua própria célula")

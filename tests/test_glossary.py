@@ -65,6 +65,7 @@ COURSE_ADDITIONS = {
     5: ["linha do tempo"],
     6: ["lease", "fencing token", "status da execução", "migração de checkpoint",
         "tentativas de recuperação", "SIGKILL"],
+    7: ["armazenamento", "modo WAL", "transação", "gatilho", "outbox transacional", "SKIP LOCKED"],
 }
 
 
@@ -152,11 +153,11 @@ def test_schema_refuses_a_missing_or_incomplete_source(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("lesson", [0, 7, "3", True, None])
+@pytest.mark.parametrize("lesson", [0, 8, "3", True, None])
 def test_schema_refuses_a_bad_lesson_number(tmp_path, lesson):
     problems = schema_problems(tmp_path, [entry("retomada", lesson)])
     assert problems == [
-        f'glossary.yaml, entrada 1 ("retomada"): campo "lesson" deve ser um número de 1 a 6, não {lesson!r}.'
+        f'glossary.yaml, entrada 1 ("retomada"): campo "lesson" deve ser um número de 1 a 7 (7 é o apêndice), não {lesson!r}.'
     ]
 
 

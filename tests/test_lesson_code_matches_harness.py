@@ -36,6 +36,8 @@ LESSON_MODULES = {
     6: (["harness.crash", "harness.lifecycle", "harness.runner"],
         {"parse_crash_after", "crash_point", "execute_run", "main", "remove_run_files", "check_fence",
          "note_recovery_attempt", "migrate_v1_to_v2"}),
+    # The appendix shows the stores (by inspect.getsource); any function it writes must match them.
+    7: (["harness.stores.base", "harness.stores.sql", "harness.stores.sqlite", "harness.stores.postgres"], set()),
 }
 
 

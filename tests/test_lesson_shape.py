@@ -138,6 +138,27 @@ def test_sources_must_close_the_lesson():
     assert any("última célula" in p for p in shape_problems(lesson(*cells), 2))
 
 
+APPENDIX_TITLE = f"""# Apêndice — Um título
+
+*{COURSE_TITLE}* · Apêndice, depois da lição 6
+
+[← Anterior: Lição 6 — A última](06-ultima.ipynb)
+
+Uma execução longa gravada em arquivos reescreve a conversa inteira a cada turno e só coordena workers de uma
+máquina. Este apêndice mede esse custo e mostra o passo para um banco de dados antes de qualquer código, com o
+porquê de cada mudança explicado antes de ela aparecer."""
+
+
+def test_the_appendix_has_its_own_title_and_no_exercises():
+    cells = [TITLE.replace("# Lição 2", "# Apêndice").replace("Lição 2 de 6", "Apêndice"), OPENING_CELL, BODY,
+             RECAP, SOURCES]
+    good = [APPENDIX_TITLE, OPENING_CELL, BODY, RECAP, SOURCES]
+    assert shape_problems(lesson(*good), 7) == []
+    assert any("o link para a última lição" in p for p in shape_problems(lesson(*cells), 7))
+    assert any("Recapitulação', 'Exercícios', 'Fontes'" in p
+               for p in shape_problems(lesson(*good), 2))  # a lesson still needs its exercises
+
+
 @pytest.mark.parametrize("path", lesson_paths(), ids=lambda p: p.stem)
 def test_lesson_follows_the_shared_shape(path):
     number = int(path.name[:2])

@@ -11,6 +11,7 @@ Como usuário comum, tudo roda direto.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -94,6 +95,7 @@ class LocalPostgres:
             log = (self.folder / "log").read_text(errors="replace") if (self.folder / "log").exists() else ""
             self.stop()
             raise RuntimeError(f"pg_ctl start falhou: {result.stderr.strip()}\n{log[-1000:]}")
+        atexit.register(self.stop)  # um notebook ou teste que para no meio não deixa um servidor rodando
         return self
 
     def stop(self):
