@@ -145,7 +145,7 @@ def outcome_summary(outcome):
     """O retrato de uma pasta de execução como pares (rótulo, valor, ok): ok None = só informação."""
     return [
         # Só os status finais ganham cor: running ou paused depois de uma queda são esperados.
-        ("status", outcome.status or "—", {"completed": True, "failed": False, "cancelled": False}.get(outcome.status)),
+        ("status", outcome.status or "—", {"completed": True, "failed": False, "cancelled": False, "refused": False}.get(outcome.status)),
         ("turns", outcome.turns if outcome.turns is not None else "—", None),
         ("tokens_used", outcome.tokens_used if outcome.tokens_used is not None else "—", None),
         ("pending_tool_use", ", ".join(outcome.pending) or "None", None),
