@@ -3,11 +3,9 @@ high-impact call gets an is_error) even when the ledger could tell: a call that 
 never happens. Only a crash before the email leaves shows it."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness import runner
 from harness.resume import reconcile as reconcile_without_ledger
-from harness.tools import Workspace, workspace_in_use
+from harness.tools import workspace_in_use
 
 NAME = "pending-answered-without-ledger"
 COMPLETES = True
@@ -23,12 +21,12 @@ SYMPTOM = (
 ORIGINAL_REOPEN = runner.reopen
 
 
-def reopen_closing_without_ledger(run_dir, lease, max_recovery_attempts):
-    state = ORIGINAL_REOPEN(run_dir, lease, max_recovery_attempts)
+def reopen_closing_without_ledger(store, lease, max_recovery_attempts):
+    state = ORIGINAL_REOPEN(store, lease, max_recovery_attempts)
     if state["status"] == "running" and state["pending_tool_use"]:
-        with workspace_in_use(Workspace(Path(run_dir) / runner.WORLD_DIR)):
+        with workspace_in_use(store.world()):
             reconcile_without_ledger(state)
-        runner.save_progress(run_dir, state, lease, "B")
+        runner.save_progress(store, state, lease, "B")
     return state
 
 

@@ -23,9 +23,9 @@ SYMPTOM = (
 ORIGINAL_REOPEN = runner.reopen
 
 
-def reopen_downgrading_receipts(run_dir, lease, max_recovery_attempts):
-    state = ORIGINAL_REOPEN(run_dir, lease, max_recovery_attempts)
-    ledger = Path(run_dir) / EFFECTS_FILE
+def reopen_downgrading_receipts(store, lease, max_recovery_attempts):
+    state = ORIGINAL_REOPEN(store, lease, max_recovery_attempts)
+    ledger = Path(store.run_dir) / EFFECTS_FILE  # the harness under test keeps its run in files
     if state["status"] == "running" and ledger.exists():
         effects = load_effects(ledger)
         for record in effects.values():

@@ -15,8 +15,8 @@ SYMPTOM = (
 ORIGINAL_REOPEN = runner.reopen
 
 
-def reopen_resetting_tokens(run_dir, lease, max_recovery_attempts):
-    state = ORIGINAL_REOPEN(run_dir, lease, max_recovery_attempts)
+def reopen_resetting_tokens(store, lease, max_recovery_attempts):
+    state = ORIGINAL_REOPEN(store, lease, max_recovery_attempts)
     if state["status"] == "running":
         state["tokens_used"] = 0
     return state

@@ -587,7 +587,7 @@ def kept_out_answer_never_runs(ctx: Context, fixture: Fixture) -> None:
     position, answer = next((i, r) for i, r in enumerate(fixture.data["responses"]) if kept_out(r))
     if len(run.requests) <= position:
         raise nothing_observed(
-            f"run_agent parou depois de {len(run.requests)} chamada(s) ao modelo e nunca recebeu a resposta com "
+            f"run_agent parou depois de {quantity(len(run.requests), 'chamada', 'chamadas')} ao modelo e nunca recebeu a resposta com "
             f"stop_reason \"{answer['stop_reason']}\" (a {position + 1}ª), então não dá para ver o que faria com ela",
             expected=f"{position + 1} chamadas ao modelo")
     blocks = [b for b in answer["content"] if b.get("type") == "tool_use"]
