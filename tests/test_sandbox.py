@@ -122,9 +122,10 @@ def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_st
     assert sandbox_processes() == []  # every process of the sandbox died with it
 
 
-def test_the_solution_scores_everything_under_grade_sandbox(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("exercise", [f"exercise-{n}" for n in range(1, 7)])
+def test_every_solution_scores_everything_under_grade_sandbox(exercise, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
-    code = cli.main(["exercise-3", "--notebook", str(ROOT / "solutions" / "exercise-3.ipynb"), "--sandbox", "--json"])
+    code = cli.main([exercise, "--notebook", str(ROOT / "solutions" / f"{exercise}.ipynb"), "--sandbox", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["score"] == 1.0 and data["passed"]
 
