@@ -114,7 +114,7 @@ def list_runs(args: argparse.Namespace) -> int:
     for run, status, scenario, token, owner, released in rows:
         holder = "livre" if released or token is None else f"com {owner} (token {token})"
         print(f"{run:28} {status:21} {scenario or '':18} {holder}")
-    print(f"{len(rows)} execução(ões)")
+    print(f"{len(rows)} {'execução' if len(rows) == 1 else 'execuções'}")
     return 0
 
 
@@ -155,7 +155,7 @@ def start_worker(args: argparse.Namespace) -> int:
     handled = work(args.store, lease_seconds=args.lease_seconds, max_recovery_attempts=args.max_recovery_attempts,
                    max_runs=args.max_runs, idle_exit=args.idle_exit, workdir=args.workdir, live=args.live,
                    say=lambda text: print(text, flush=True))
-    print(f"worker encerrado depois de {handled} execução(ões)")
+    print(f"worker encerrado depois de {handled} {'execução' if handled == 1 else 'execuções'}")
     return 0
 
 
