@@ -20,6 +20,8 @@ import stat
 import zipfile
 from pathlib import Path
 
+from grader.gradescope import CONFIG_NAME, HIDDEN_FIXTURES, PUBLIC_FIXTURES, VISIBILITIES
+
 COURSE_DIR = "curso"  # the packages' folder inside the zip
 PACKAGES = ("grader", "harness")
 COURSE_FILES = ("pyproject.toml", "README.md")
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hidden-fixtures", type=Path, action="append", default=[], metavar="PASTA",
                         help="fixtures particulares: o aluno só vê o resultado delas conforme --visibility")
     parser.add_argument("--visibility", default="after_due_date",
-                        choices=("hidden", "after_due_date", "after_published"),
+                        choices=[v for v in VISIBILITIES if v != "visible"],
                         help="quando o aluno vê as verificações das fixtures particulares (padrão: after_due_date)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"tempo máximo do notebook inteiro, em segundos (padrão: {DEFAULT_TIMEOUT:g})")
@@ -123,14 +125,14 @@ def build_zip(root: Path, exercise: str, out: Path, *, public: list[Path], hidde
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
         _add_text(archive, "setup.sh", SETUP_SH.format(course=COURSE_DIR), executable=True)
         _add_text(archive, "run_autograder", RUN_AUTOGRADER.format(course=COURSE_DIR), executable=True)
-        _add_text(archive, "gradescope.json", json.dumps(config, ensure_ascii=False, indent=2) + "\n")
+        _add_text(archive, CONFIG_NAME, json.dumps(config, ensure_ascii=False, indent=2) + "\n")
         for name in COURSE_FILES:
             archive.write(root / name, f"{COURSE_DIR}/{name}")
         for package in PACKAGES:
             _add_tree(archive, root / package, f"{COURSE_DIR}/{package}")
-        for kind, folders in (("public", public), ("hidden", hidden)):
-            for path in _fixture_files(folders, exercise):
-                archive.write(path, f"fixtures/{kind}/{path.name}")
+        for folder, sources in ((PUBLIC_FIXTURES, public), (HIDDEN_FIXTURES, hidden)):
+            for path in _fixture_files(sources, exercise):
+                archive.write(path, f"{folder}/{path.name}")
     shutil.move(tmp, out)
     return out
 

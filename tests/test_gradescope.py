@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from authoring import cli as course_cli
-from tests.grader_support import ROOT, solution_notebook, with_definition, write, write_new_fixtures
+from tests.grader_support import ROOT, with_definition, write, write_new_fixtures
 
 EXERCISE = "exercise-3"
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
