@@ -1,21 +1,31 @@
-"""`course originality`: word runs a lesson's prose shares with reference texts.
+"""`course originality`: word runs a lesson shares with reference texts.
 
 The lessons grew from reference texts that may be learned from but not copied. This
 counts, per lesson, the distinct runs of N consecutive words (8 by default) found both
-in the lesson's prose and in any reference text given on the command line.
+in the lesson and in any reference text given on the command line.
 
 Words are compared after folding case, accents kept, punctuation and markdown dropped.
-Titles and citation lines are left aside on purpose, since they are meant to match:
-headings; the course title and the lessons' own titles wherever they are quoted (in
-a byline or a link to the next lesson they are cut out of the line); runs lying wholly
-inside any heading; lines holding a URL; and the "Fontes" section. Code
-cells, fenced code and glossary marks' definitions are not prose. Runs never cross a
-line or a table cell.
+A run may cross a line break: a paragraph (or list item) is read as one block however
+it is wrapped, so a sentence split over lines is still found; runs never cross a blank
+line, a heading, a list item or a table cell. Reference texts are read the same way,
+one block per paragraph.
+
+What a student reads counts, code included: markdown prose, fenced code, and the
+string literals and comments of code cells (a message copied into a `raise` is
+copied all the same). A URL is dropped from its line, the rest of the line counts.
+Titles and citations are left aside on purpose, since they are meant to match:
+headings; the titles listed under "Fontes" (the section itself is not prose); the
+course title and the lessons' own titles wherever they are quoted (in a byline or a
+link to the next lesson they are cut out of the line); and glossary marks'
+definitions.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import io
 import re
+import tokenize
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +36,18 @@ import nbformat
 from authoring.glossary import lesson_paths, read_notebook
 from authoring.glossary_marker import strip_marks
 from authoring.glossary_page import COURSE_TITLE
-from authoring.markdown_regions import FENCE, HEADING_TEXT
+from authoring.markdown_regions import BLANK, FENCE, HEADING_TEXT, LIST_ITEM
 from grader.plural import quantity
 
 RUN_LENGTH = 8
 SOURCES_HEADING = "fontes"
 
 _WORD = re.compile(r"\w+")
-_URL = re.compile(r"https?://|www\.")
+_URL = re.compile(r"<?(?:https?://|www\.)[^\s<>)\]]*>?")
+_TABLE_ROW = re.compile(r"^\s*\|")
+_SOURCE_NUMBER = re.compile(r"^\s*\d+\.\s+")
+# Cell magics whose body is Python; any other (%%bash, %%html...) is read word by word.
+_PYTHON_CELL_MAGICS = ("%%writefile", "%%time", "%%timeit", "%%capture", "%%prun")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
@@ -76,20 +90,38 @@ def cut_out(block: list[str], phrases: Sequence[Sequence[str]]) -> list[list[str
     return [piece for piece in pieces if piece]
 
 
+def _without_urls(line: str) -> str:
+    return _URL.sub(" ", _plain(line))
+
+
 def markdown_prose(sources: Iterable[str]) -> Prose:
-    """Prose blocks (one per line or table cell) and heading titles of markdown cells."""
+    """Prose blocks (one per paragraph, list item, table cell or fence) and the titles of markdown cells."""
     prose = Prose()
     for source in sources:
-        in_fence = False
-        sources_level = None  # heading level of a "Fontes" section being skipped
+        paragraph: list[str] = []
+        fence: list[str] | None = None  # lines of an open fenced block
+        sources_level = None  # heading level of a "Fontes" section being read as titles
+
+        def close_paragraph() -> None:
+            if paragraph:
+                prose.blocks.append(list(paragraph))
+                paragraph.clear()
+
         for line in strip_marks(source).splitlines():
             if FENCE.match(line):
-                in_fence = not in_fence
+                close_paragraph()
+                if fence is None:
+                    fence = []
+                else:
+                    prose.blocks.append(words(" ".join(fence)))
+                    fence = None
                 continue
-            if in_fence:
+            if fence is not None:
+                fence.append(line)
                 continue
             heading = HEADING_TEXT.match(line)
             if heading:
+                close_paragraph()
                 level, title = len(heading.group(1)), _plain(heading.group(2))
                 prose.titles.append(words(title))
                 if level == 1:
@@ -99,22 +131,90 @@ def markdown_prose(sources: Iterable[str]) -> Prose:
                 if " ".join(words(title)) == SOURCES_HEADING:
                     sources_level = level
                 continue
-            if sources_level is not None or _URL.search(line):
+            if sources_level is not None:
+                # A source line: its title may be quoted in the prose, which is citing it.
+                prose.titles.append(words(_without_urls(_SOURCE_NUMBER.sub("", line))))
                 continue
-            for cell in _plain(line).split("|"):
-                tokens = words(cell)
-                if tokens:
-                    prose.blocks.append(tokens)
+            if BLANK.match(line):
+                close_paragraph()
+            elif _TABLE_ROW.match(line):
+                close_paragraph()
+                for cell in _without_urls(line).split("|"):
+                    if words(cell):
+                        prose.blocks.append(words(cell))
+            else:
+                if LIST_ITEM.match(line):
+                    close_paragraph()
+                paragraph.extend(words(_without_urls(line)))
+        close_paragraph()
+        if fence:
+            prose.blocks.append(words(" ".join(fence)))
+    prose.blocks = [block for block in prose.blocks if block]
     return prose
 
 
 def text_prose(text: str) -> Prose:
-    """A plain-text reference: one block per line; lines with a URL are citations."""
-    return Prose(blocks=[words(line) for line in text.splitlines() if not _URL.search(line) and words(line)])
+    """A plain-text reference: one block per paragraph (lines up to a blank line), URLs dropped."""
+    prose = Prose()
+    for paragraph in re.split(r"\n[ \t]*\n", text):
+        tokens = words(_URL.sub(" ", paragraph))
+        if tokens:
+            prose.blocks.append(tokens)
+    return prose
+
+
+def _python_of_cell(source: str) -> str | None:
+    """The Python a code cell holds (magic and shell lines blanked), or None if it holds none."""
+    first, _, rest = source.lstrip().partition("\n")
+    if first.startswith("%%"):
+        if not first.startswith(_PYTHON_CELL_MAGICS):
+            return None
+        source = rest
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def code_prose(source: str) -> list[list[str]]:
+    """The words a student reads in a code cell: string literals and comments, one block each.
+
+    Identifiers are not prose. A cell that does not parse as Python is read word by word.
+    """
+    python = _python_of_cell(source)
+    try:
+        tree = ast.parse(python) if python is not None else None
+    except SyntaxError:
+        tree = None
+    if tree is None:
+        return [words(source)]
+    blocks = []
+    inside_fstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = [part.value for part in node.values if isinstance(part, ast.Constant)]
+            inside_fstrings.update(id(part) for part in node.values)
+            blocks.append(words(" ".join(parts)))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in inside_fstrings:
+            blocks.append(words(node.value))
+    comment: list[str] = []  # consecutive comment lines are one block
+    last_row = None
+    for token in tokenize.generate_tokens(io.StringIO(python).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        if last_row is None or token.start[0] != last_row + 1:
+            blocks.append(comment)
+            comment = []
+        comment.extend(words(token.string))
+        last_row = token.start[0]
+    blocks.append(comment)
+    return [block for block in blocks if block]
 
 
 def notebook_prose(notebook: nbformat.NotebookNode) -> Prose:
-    return markdown_prose(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    prose = markdown_prose(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            prose.blocks += code_prose(cell.source)
+    return prose
 
 
 @dataclass(frozen=True)

@@ -57,22 +57,71 @@ def test_the_run_length_is_exact(tmp_path, shared_words, expected):
     assert count(tmp_path, sentence) == expected
 
 
-def test_runs_do_not_cross_lines_or_table_cells(tmp_path):
+def test_a_sentence_wrapped_across_lines_counts(tmp_path):
+    # Wrapping a copied sentence at a few words per line must not hide it.
     split_line = "Um agente que cai no meio\nda tarefa deve retomar do último ponto"
-    table = "| Um agente que cai no meio | da tarefa deve retomar do último ponto |"
-    assert count(tmp_path, split_line) == 0
-    assert count(tmp_path, table) == 0
+    assert count(tmp_path, split_line) == 6  # 13 words in common -> 6 runs
+    reference_words = "um agente que cai no meio da tarefa deve retomar do último ponto seguro não do começo".split()
+    wrapped = "\n".join(" ".join(reference_words[i:i + 7]) for i in range(0, len(reference_words), 7))
+    assert count(tmp_path, wrapped) == len(reference_words) - 7
 
 
-def test_headings_citations_sources_and_code_are_not_prose(tmp_path):
-    assert count(tmp_path,
-                 "## Um agente que cai no meio da tarefa deve retomar",
-                 "Leia [aqui](https://example.org/x): um agente que cai no meio da tarefa deve retomar.",
-                 "```\num agente que cai no meio da tarefa deve retomar\n```",
-                 "## Fontes\n\n1. Um agente que cai no meio da tarefa deve retomar — Site") == 0
+def test_runs_do_not_cross_paragraphs_list_items_or_table_cells(tmp_path):
+    assert count(tmp_path, "Um agente que cai no meio\n\nda tarefa deve retomar do último ponto") == 0
+    assert count(tmp_path, "- Um agente que cai no meio\n- da tarefa deve retomar do último ponto") == 0
+    assert count(tmp_path, "| Um agente que cai no meio | da tarefa deve retomar do último ponto |") == 0
+    assert count(tmp_path, "Um agente que cai no meio\n## Título\nda tarefa deve retomar do último ponto") == 0
+
+
+def test_a_url_on_the_line_hides_only_the_url(tmp_path):
+    copied = "um agente que cai no meio da tarefa deve retomar"  # 10 words -> 3 runs
+    assert count(tmp_path, f"Leia https://example.org/x: {copied}.") == 3
+    assert count(tmp_path, f"Leia [aqui](https://example.org/x): {copied}.") == 3
+    assert count(tmp_path, f"Veja <https://example.org/x> e www.example.org: {copied}.") == 3
+
+
+def code_count(tmp_path, *cells) -> int:
+    path = write_notebook(tmp_path / "lessons" / "01-codigo.ipynb", notebook(list(cells)))
+    [report] = compare_lessons([path], [write_reference(tmp_path)])
+    return report.count
+
+
+def test_strings_and_comments_of_code_cells_count(tmp_path):
+    copied = "Um agente que cai no meio da tarefa deve retomar"  # 10 words -> 3 runs
+    assert code_count(tmp_path, ("code", f"MESSAGE = {copied!r}")) == 3
+    assert code_count(tmp_path, ("code", f"x = 1  # {copied}")) == 3
+    assert code_count(tmp_path, ("code", f'def f():\n    """{copied}."""')) == 3
+    # Implicit concatenation and an f-string with a placeholder in the middle.
+    assert code_count(tmp_path, ("code", 'text = (f"{path}: um agente que cai no meio "\n'
+                                         '        "da tarefa deve retomar")')) == 3
+    # A script written by %%writefile, magics and shell lines around it.
+    assert code_count(tmp_path, ("code", f"%%writefile x.py\nprint({copied!r})")) == 3
+    assert code_count(tmp_path, ("code", f"!echo oi\n%time y = 2\nz = {copied!r}")) == 3
+    # Code that does not parse is read word by word.
+    assert code_count(tmp_path, ("code", f"if : {copied}")) == 3
+    # Names and numbers of code are not prose.
+    assert code_count(tmp_path, ("code", "um = agente = que = cai = no = meio = da = tarefa = 1")) == 0
+
+
+def test_fenced_code_in_markdown_counts(tmp_path):
+    assert count(tmp_path, "```\num agente que cai no meio da tarefa deve retomar\n```") == 3
+
+
+def test_source_titles_and_headings_are_not_prose(tmp_path):
+    sources = "## Fontes\n\n1. Um agente que cai no meio da tarefa deve retomar — Site — https://example.org/a"
+    assert count(tmp_path, "## Um agente que cai no meio da tarefa deve retomar", sources) == 0
+    # A source title quoted in the prose is a citation, not copied prose.
+    assert count(tmp_path, "Como diz *Um agente que cai no meio da tarefa deve retomar* [1], cuidado.", sources) == 0
     # After the sources section ends, prose counts again.
     assert count(tmp_path, "## Fontes\n\n1. Um título\n\n## Depois\n\n"
                            "Um agente que cai no meio da tarefa.") == 1
+
+
+def test_a_reference_paragraph_wrapped_across_lines_is_one_block(tmp_path):
+    reference = write_reference(tmp_path, "Um agente que cai no meio\nda tarefa deve retomar do último ponto\n")
+    lesson = lesson_with(tmp_path, "Um agente que cai no meio da tarefa deve retomar do último ponto.")
+    [report] = compare_lessons([lesson], [reference])
+    assert report.count == 6
 
 
 def test_titles_quoted_in_prose_are_cut_out(tmp_path):
@@ -93,9 +142,9 @@ def test_a_title_from_a_lesson_not_examined_is_still_a_title(tmp_path):
     assert alone.count > 0 and with_course.count == 0
 
 
-def test_markdown_prose_skips_fences_and_keeps_link_text():
-    prose = markdown_prose(["Texto com [um link](x.ipynb) e <b>negrito</b>.\n```\ncodigo aqui\n```\nfim"])
-    assert prose.blocks == [["texto", "com", "um", "link", "e", "negrito"], ["fim"]]
+def test_markdown_prose_joins_a_paragraph_and_keeps_link_text():
+    prose = markdown_prose(["Texto com [um link](x.ipynb) e <b>negrito</b>.\n```\ncodigo aqui\n```\nfim\nda linha"])
+    assert prose.blocks == [["texto", "com", "um", "link", "e", "negrito"], ["codigo", "aqui"], ["fim", "da", "linha"]]
 
 
 def test_cli_reports_each_lesson_and_fails_when_runs_are_shared(tmp_path, capsys):
