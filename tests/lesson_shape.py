@@ -1,9 +1,12 @@
 """Read a lesson notebook's sections and list where it departs from the shared shape.
 
 The shape is written for authors in docs/autoria-das-licoes.md: a title cell, then
-"Objetivos" (a numbered list), "Pré-requisitos", the body, "Recapitulação",
-"Exercícios" (levels with their completion criteria as lists, and how to grade) and
-"Fontes" (numbered, every one cited, every citation listed), in that order.
+"Objetivos" (a numbered list of outcomes, each led by a verb), "Pré-requisitos", the
+body, "Recapitulação", "Exercícios" (levels with their completion criteria as lists,
+and how to grade) and "Fontes" (numbered, each with a URL, every one cited, every
+citation listed, no glossary mark inside), in that order. In the body, every section
+that shows code says why before its first code cell, code cells never pile up more
+than two in a row, and a cell that fails on purpose is announced right before it.
 """
 from __future__ import annotations
 
@@ -22,12 +25,21 @@ OPENING = ["Objetivos", "Pré-requisitos"]
 CLOSING = ["Recapitulação", "Exercícios", "Fontes"]
 APPENDIX_CLOSING = ["Recapitulação", "Fontes"]
 CRITERIA = "**Critérios de conclusão**"
-MIN_WHY_WORDS = 40
+MIN_WHY_WORDS = 40  # prose before the lesson's first code cell
+MIN_SECTION_WHY_WORDS = 12  # prose between a section's heading and its first code cell
+MAX_CODE_RUN = 2  # code cells in a row before some prose must come between them
+FAILS_TAG = "raises-exception"
+# What the cell right before a failing cell must say (markdown emphasis and marks aside).
+WARNING = re.compile(r"\bfalh(?:a|am|ar)\b[^.:;]{0,40}\bde propósito\b", re.I)
+# An objective starts with a verb in the infinitive (pôr, fazer, explicar, medir...).
+_OBJECTIVE = re.compile(r"^\d+\. \*{0,2}([a-zà-ú]+(?:ar|er|ir|or|ôr))\b")
+MIN_OBJECTIVE_WORDS = 5
 
 _NUMBERED = re.compile(r"^\d+\. ")
 _BULLET = re.compile(r"^[-*] ")
 _SOURCE = re.compile(r"^(\d+)\. (.+ — .+)$")
 _CITATION = re.compile(r"\[(\d+)\](?!\()")
+_MARK = re.compile(r'<abbr class="glossario"')
 _CODE_SPAN = re.compile(r"`[^`]*`")
 _WORD = re.compile(r"\w+")
 
@@ -46,6 +58,8 @@ class Lesson:
     number: int
     cells: list[tuple[str, str]]  # (cell_type, source with glossary marks removed)
     sections: list[Section]
+    raw: list[str] = field(default_factory=list)  # sources as stored, marks included
+    tags: list[list[str]] = field(default_factory=list)
 
 
 def read_lesson(notebook: nbformat.NotebookNode, number: int) -> Lesson:
@@ -69,7 +83,8 @@ def read_lesson(notebook: nbformat.NotebookNode, number: int) -> Lesson:
                         section.lines.append(line)
             if line.strip():
                 seen_text = True
-    return Lesson(number, cells, sections)
+    return Lesson(number, cells, sections, raw=[cell.source for cell in notebook.cells],
+                  tags=[list(cell.get("metadata", {}).get("tags", [])) for cell in notebook.cells])
 
 
 def _closed(section: Section, sections: list[Section]) -> bool:
@@ -107,6 +122,9 @@ def shape_problems(notebook: nbformat.NotebookNode, number: int) -> list[str]:
         problems.append("falta o corpo: nenhuma seção ## entre Pré-requisitos e Recapitulação")
     problems += _opening_problems(lesson)
     problems += _why_problems(lesson)
+    problems += _section_why_problems(lesson)
+    problems += _code_run_problems(lesson)
+    problems += _failing_cell_problems(lesson)
     problems += _closing_problems(lesson)
     return problems
 
@@ -153,6 +171,12 @@ def _opening_problems(lesson: Lesson) -> list[str]:
     objectives = _h2(lesson, "Objetivos")
     if objectives and sum(bool(_NUMBERED.match(line)) for line in objectives.lines) < 3:
         problems.append("'Objetivos' deve ser uma lista numerada (pelo menos 3 itens)")
+    for line in (objectives.lines if objectives else []):
+        if not _NUMBERED.match(line):
+            continue
+        if not _OBJECTIVE.match(line) or len(_WORD.findall(line)) - 1 < MIN_OBJECTIVE_WORDS:
+            problems.append(f"objetivo sem verbo no começo ou curto demais (diga o que o aluno consegue fazer): "
+                            f"{line.strip()[:60]!r}")
     prerequisites = _h2(lesson, "Pré-requisitos")
     if prerequisites and not any(_BULLET.match(line) for line in prerequisites.lines):
         problems.append("'Pré-requisitos' deve ser uma lista")
@@ -180,6 +204,65 @@ def _why_problems(lesson: Lesson) -> list[str]:
     return []
 
 
+def _prose_words(line: str) -> int:
+    """Words of a prose line, code spans and citation numbers aside."""
+    return len(_WORD.findall(_CITATION.sub(" ", _CODE_SPAN.sub(" ", line))))
+
+
+def _section_why_problems(lesson: Lesson) -> list[str]:
+    """Every body section (## or ###) that shows code says something before its first code cell."""
+    problems = []
+    title, words, code_seen = None, 0, False
+    for kind, source in lesson.cells:
+        if kind == "code":
+            if title is not None and not code_seen and words < MIN_SECTION_WHY_WORDS:
+                problems.append(f"o porquê vem antes do como: a seção {title!r} só tem {words} palavras "
+                                f"de texto antes da primeira célula de código")
+            code_seen = True
+            continue
+        in_fence = False
+        for line in source.splitlines():
+            if FENCE.match(line):
+                in_fence = not in_fence
+                continue
+            heading = None if in_fence else HEADING_TEXT.match(line)
+            if heading and len(heading.group(1)) >= 2:
+                title, words, code_seen = heading.group(2).strip(), 0, False
+            elif not in_fence and not _is_furniture(line):
+                words += _prose_words(line)
+    return problems
+
+
+def _code_run_problems(lesson: Lesson) -> list[str]:
+    problems, run = [], []
+    for index, (kind, _) in enumerate(lesson.cells + [("markdown", "")]):
+        if kind == "code":
+            run.append(index)
+            continue
+        if len(run) > MAX_CODE_RUN:
+            problems.append(f"células {run[0]} a {run[-1]}: {_count_words(len(run))} células de código seguidas, "
+                            "sem texto entre elas; diga o que cada uma mostra")
+        run = []
+    return problems
+
+
+def _count_words(n: int) -> str:
+    return {3: "três", 4: "quatro", 5: "cinco"}.get(n, str(n))
+
+
+def _failing_cell_problems(lesson: Lesson) -> list[str]:
+    """A cell tagged raises-exception is announced by the markdown cell right before it."""
+    problems = []
+    for index, tags in enumerate(lesson.tags):
+        if FAILS_TAG not in tags:
+            continue
+        before = lesson.cells[index - 1] if index else ("code", "")
+        if before[0] != "markdown" or not WARNING.search(before[1].replace("*", "").replace("_", "")):
+            problems.append(f"célula {index} ({FAILS_TAG}): a célula de texto logo antes dela deve avisar "
+                            "que ela falha de propósito")
+    return problems
+
+
 def _is_furniture(line: str) -> bool:
     """The title cell's course line, navigation and glossary hint: not motivation."""
     return COURSE_TITLE in line or "Anterior" in line or "glossário do curso" in line
@@ -203,6 +286,8 @@ def _closing_problems(lesson: Lesson) -> list[str]:
         problems.append("use 'from grader import check', não grader.notebook_api")
     sources = _h2(lesson, "Fontes")
     if sources:
+        if _MARK.search(lesson.raw[sources.cell]):
+            problems.append("'Fontes' tem uma marca do glossário: títulos de fontes não levam definições")
         if sources.cell != len(lesson.cells) - 1:
             problems.append("'Fontes' deve ser a última célula da lição")
         problems += _source_problems(lesson, sources)
@@ -248,8 +333,8 @@ def _source_problems(lesson: Lesson, sources: Section) -> list[str]:
             problems.append(f"fonte fora do formato 'N. Título — Site — URL': {line[:60]!r}")
             continue
         numbers.append(int(match.group(1)))
-        if "http" not in line and "leitura de referência" not in line:
-            problems.append(f"a fonte {match.group(1)} não tem URL")
+        if not re.search(r"https?://\S+$", line):
+            problems.append(f"a fonte {match.group(1)} não tem URL (toda fonte é pública: título, site e endereço)")
     if numbers != list(range(1, len(numbers) + 1)):
         problems.append(f"as fontes devem ser numeradas 1..N em ordem, são {numbers}")
     cited: set[int] = set()

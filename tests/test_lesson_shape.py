@@ -26,14 +26,14 @@ OPENING_CELL = """## Objetivos
 
 Ao terminar esta lição, você vai conseguir:
 
-1. fazer uma coisa;
-2. fazer outra;
-3. explicar uma terceira.
+1. fazer uma coisa que dá para conferir;
+2. escrever outra coisa com o código da lição;
+3. explicar uma terceira ideia com as próprias palavras.
 
 ## Pré-requisitos
 
 - A lição 1."""
-BODY = "## 1. O corpo\n\nUm texto que cita uma fonte [1] e outra [2]."
+BODY = "## 1. O corpo\n\nUm texto que diz por que a célula abaixo importa, citando uma fonte [1] e outra [2]."
 RECAP = "## Recapitulação\n\n- uma ideia;\n- outra ideia;\n- mais uma."
 EXERCISES = """## Exercícios
 
@@ -60,8 +60,13 @@ SOURCES = """## Fontes
 
 
 def lesson(*cells):
-    return notebook([("code" if source.startswith("CODE:") else "md", source.removeprefix("CODE:"))
-                     for source in cells])
+    """Markdown cells, "CODE:..." code cells and "FAILS:..." code cells tagged raises-exception."""
+    built = notebook([("md" if not source.startswith(("CODE:", "FAILS:")) else "code",
+                       source.removeprefix("CODE:").removeprefix("FAILS:")) for source in cells])
+    for cell, source in zip(built.cells, cells):
+        if source.startswith("FAILS:"):
+            cell.metadata["tags"] = ["raises-exception"]
+    return built
 
 
 def good_cells():
@@ -95,6 +100,16 @@ def test_objectives_that_are_not_a_list_are_caught():
     assert any("lista numerada" in p for p in found)
 
 
+def test_objectives_written_as_topics_are_caught():
+    topics = OPENING_CELL.replace("1. fazer uma coisa que dá para conferir;", "1. Checkpoints.").replace(
+        "2. escrever outra coisa com o código da lição;", "2. Chamadas órfãs e o que fazer com elas.").replace(
+        "3. explicar uma terceira ideia com as próprias palavras.", "3. Retomada.")
+    found = problems_with(replace={1: topics})
+    assert sum("verbo" in p for p in found) == 3, found
+    short = OPENING_CELL.replace("1. fazer uma coisa que dá para conferir;", "1. entender.")
+    assert any("verbo" in p for p in problems_with(replace={1: short}))
+
+
 def test_recap_exercises_and_sources_packed_in_one_cell_are_caught():
     cells = [TITLE, OPENING_CELL, BODY, "CODE:x = 1", BODY.replace("1. O corpo", "2. Git") + "\n\n" + RECAP
              + "\n\n" + EXERCISES + "\n\n" + SOURCES]
@@ -125,12 +140,53 @@ def test_sources_and_citations_must_match():
     assert any("sem fonte" in p and "[7]" in p for p in dangling)
     no_url = problems_with(replace={6: SOURCES.replace(" — https://example.org/dois", " — sem endereço")})
     assert any("não tem URL" in p for p in no_url)
+    # No kind of source is exempt: a reading handed out privately is not a public source.
+    private = SOURCES.replace("2. Outro título — Outro site — https://example.org/dois",
+                              "2. Um PDF que circulou — leitura de referência do curso (sem endereço público)")
+    assert any("fonte 2 não tem URL" in p for p in problems_with(replace={6: private}))
+
+
+def test_a_glossary_mark_inside_the_sources_is_caught():
+    marked = SOURCES.replace("Um título", '<abbr class="glossario" title="Uma definição.">Um</abbr> título')
+    assert any("marca do glossário" in p for p in problems_with(replace={6: marked}))
 
 
 def test_code_before_any_motivation_is_caught():
     title_only = TITLE.split("\n\nUma tarefa longa")[0]
     cells = [title_only, OPENING_CELL, "CODE:x = 1", BODY, RECAP, EXERCISES, SOURCES]
     assert any("porquê" in p for p in shape_problems(lesson(*cells), 2))
+
+
+def test_a_later_section_with_code_and_no_prose_is_caught():
+    # Only the first section explains itself; the next one is a heading, a citation and code.
+    cells = [TITLE, OPENING_CELL, BODY, "CODE:x = 1", "## 2. Outra parte\n\nVeja [1] e [2].", "CODE:y = 2",
+             RECAP, EXERCISES, SOURCES]
+    found = shape_problems(lesson(*cells), 2)
+    assert any("'2. Outra parte'" in p and "porquê" in p for p in found), found
+    explained = cells[:4] + ["## 2. Outra parte\n\nAgora a mesma conta com um arquivo de verdade, para ver o "
+                             "custo da gravação crescer a cada turno [1][2]."] + cells[5:]
+    assert shape_problems(lesson(*explained), 2) == []
+
+
+def test_code_cells_piling_up_without_prose_are_caught():
+    body = [BODY.replace("Um texto", "Um texto longo o bastante para explicar o que vem a seguir e por quê;"),
+            "CODE:a = 1", "CODE:b = 2", "CODE:c = 3"]
+    cells = [TITLE, OPENING_CELL, *body, RECAP, EXERCISES, SOURCES]
+    assert any("três células de código seguidas" in p for p in shape_problems(lesson(*cells), 2))
+    cells.insert(5, "E agora a conta que fecha a seção.")
+    assert shape_problems(lesson(*cells), 2) == []
+
+
+def test_a_failing_cell_needs_a_warning_right_before_it():
+    cells = good_cells()
+    cells[3:4] = ["CODE:x = 1", "FAILS:1 / 0"]
+    found = shape_problems(lesson(*cells), 2)
+    assert any("raises-exception" in p for p in found), found
+    # A warning two cells up does not count: the reader meets it before another cell that runs fine.
+    cells[3:3] = ["A célula abaixo falha de propósito:"]
+    assert any("raises-exception" in p for p in shape_problems(lesson(*cells), 2))
+    cells[3:5] = ["CODE:x = 1", "E a próxima **falha de propósito**, com o erro da seção anterior:"]
+    assert shape_problems(lesson(*cells), 2) == []
 
 
 def test_sources_must_close_the_lesson():
