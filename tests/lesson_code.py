@@ -5,6 +5,7 @@ import ast
 import builtins
 import importlib
 import inspect
+import re
 import symtable
 from pathlib import Path
 
@@ -71,13 +72,43 @@ def normalized(node: ast.AST) -> str:
     return ast.dump(_strip_docstrings(node), include_attributes=False)
 
 
+_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)
+_CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
+
+
+def module_level_statements(body: list[ast.stmt]):
+    """Statements that run at module level: the body and the bodies of if/try/with/for/while in it."""
+    for node in body:
+        yield node
+        if isinstance(node, _BLOCKS):
+            for part in ("body", "orelse", "finalbody"):
+                yield from module_level_statements(getattr(node, part, []))
+            for handler in getattr(node, "handlers", []):
+                yield from module_level_statements(handler.body)
+
+
 def definitions_in_source(source: str) -> dict[str, ast.AST]:
-    tree = ast.parse(source)
+    """Module-level functions and classes, inside if/try/with blocks too (the last one wins)."""
     return {
         node.name: node
-        for node in tree.body
+        for node in module_level_statements(ast.parse(source).body)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     }
+
+
+def constants_in_source(source: str) -> dict[str, ast.AST]:
+    """Module-level UPPER_CASE names and the expressions assigned to them (the last one wins)."""
+    found: dict[str, ast.AST] = {}
+    for node in module_level_statements(ast.parse(source).body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        else:
+            continue
+        if _CONSTANT_NAME.fullmatch(target):
+            found[target] = value
+    return found
 
 
 def code_cell_sources(path: Path) -> list[str]:
@@ -147,6 +178,55 @@ def unresolved_names(sources: list[str]) -> dict[str, list[str]]:
     return missing
 
 
+def module_source(module_name: str) -> str:
+    return inspect.getsource(importlib.import_module(module_name))
+
+
 def module_definitions(module_name: str) -> dict[str, ast.AST]:
-    module = importlib.import_module(module_name)
-    return definitions_in_source(inspect.getsource(module))
+    return definitions_in_source(module_source(module_name))
+
+
+def _named(sources: list[str], reader) -> dict[str, ast.AST]:
+    found: dict[str, ast.AST] = {}
+    for source in sources:
+        found.update(reader(source))
+    return found
+
+
+def comparison_problems(lesson_sources: list[str], own_sources: dict[str, str], other_sources: dict[str, str],
+                        required: set[str], lesson_only: set[str] = frozenset()) -> list[str]:
+    """Where a lesson's code departs from harness/; [] when every copy is the harness's own code.
+
+    Functions, classes and UPPER_CASE constants the lesson defines at module level (inside
+    if/try/with blocks too) are paired by name with the lesson's own modules first, then
+    with the rest of harness/. A name found twice at the same step is ambiguous, not
+    resolved by module order. A lesson name with no harness counterpart must be declared
+    lesson-only (a demo, or a deliberately wrong version), so a rename in harness/ cannot
+    silently orphan the lesson's copy. Every required name must itself be compared.
+    """
+    problems = []
+    for kind, reader in (("definition", definitions_in_source), ("constant", constants_in_source)):
+        lesson = _named(lesson_sources, reader)
+        own = {module: reader(source) for module, source in own_sources.items()}
+        others = {module: reader(source) for module, source in other_sources.items()}
+        for name, node in sorted(lesson.items()):
+            homes = [m for m, names in own.items() if name in names] or [m for m, names in others.items() if name in names]
+            if len(homes) > 1:
+                problems.append(f"`{name}` is ambiguous: defined in {' and '.join(homes)}; which one is the lesson copying?")
+                continue
+            if not homes:
+                if name not in lesson_only:
+                    problems.append(f"{kind} `{name}` is not in harness/ and not declared lesson-only "
+                                    "(renamed in harness/? or a demo to declare)")
+                continue
+            module = homes[0]
+            if name in lesson_only:
+                problems.append(f"`{name}` is declared lesson-only, but {module} defines it too")
+                continue
+            harness_node = (own.get(module) or others.get(module))[name]
+            if normalized(node) != normalized(harness_node):
+                problems.append(f"{kind} `{name}` differs from {module}.{name}; lesson and harness must be the same code")
+    defined = set(_named(lesson_sources, definitions_in_source)) | set(_named(lesson_sources, constants_in_source))
+    problems += [f"the lesson must define `{name}` (it is what the lesson builds)" for name in sorted(required - defined)]
+    problems += [f"`{name}` is required but declared lesson-only" for name in sorted(required & lesson_only)]
+    return problems

@@ -1,8 +1,11 @@
-"""Every function a lesson writes in a code cell is the same code as in harness/.
+"""Every function, class and constant a lesson writes in a code cell is the same code as in harness/.
 
 Lessons build the harness step by step, so each lesson is paired with the modules it
-builds. A definition in a lesson is compared (AST, docstrings aside) with the
-definition of the same name in its own modules first, then anywhere in harness/.
+builds. A definition or UPPER_CASE constant in a lesson (module level, inside if/try/with
+blocks too) is compared (AST, docstrings aside) with the one of the same name in its
+own modules first, then anywhere in harness/; a name found twice at the same step is an
+error, not a first-come pick. A lesson name with no harness counterpart must be declared
+lesson-only in LESSON_MODULES, so a rename in harness/ cannot orphan the lesson's copy.
 
 Equal bodies are not enough: the lesson's copy runs in the notebook's namespace, so
 every global name a lesson's function reads must be imported or defined by the
@@ -17,32 +20,49 @@ import pytest
 import harness
 from tests.glossary_fixtures import notebook, write_notebook
 from tests.lesson_code import (
+    comparison_problems,
     code_cell_sources,
-    lesson_definitions,
     lesson_path,
-    module_definitions,
-    normalized,
+    module_source,
     unresolved_names,
 )
 
-# lesson number -> modules that lesson builds, and the definitions it must show in full.
+# lesson number -> (modules that lesson builds, names it must show in full, names that are
+# the lesson's own: demos, spies and the deliberately wrong versions it shows failing).
 LESSON_MODULES = {
-    1: (["harness.loop"], {"new_run_state", "call_model", "tool_uses_in", "answer_tool_uses", "run_agent"}),
+    1: (["harness.loop"],
+        {"new_run_state", "call_model", "tool_uses_in", "answer_tool_uses", "run_agent", "take_response",
+         "MAX_TURNS", "STOP_REASON_ACTIONS", "CUT_OFF_STOP_REASONS"},
+        set()),
     2: (["harness.checkpoint", "harness.checkpointed_loop"],
-        {"write_json_atomic", "save_checkpoint", "load_checkpoint", "run_agent"}),
-    3: (["harness.resume"], {"resume_action", "reconcile", "resume_run"}),
-    4: (["harness.effects", "harness.approval", "harness.tool_runner"], {"load_effects", "save_effect", "reconcile", "run_tool_uses"}),
-    5: (["harness.timeline"], {"pick_latest_point", "rewind_to", "fork_from"}),
+        {"write_json_atomic", "save_checkpoint", "load_checkpoint", "run_agent", "CHECKPOINT_VERSION",
+         "CHECKPOINT_FIELDS"},
+        {"load_checkpoint_quietly", "number_text", "recording_save", "spy_fsync",
+         "spy_replace"}),
+    3: (["harness.resume"], {"resume_action", "reconcile", "resume_run", "UNKNOWN_OUTCOME"},
+        {"copy_of_crash", "crash_after_every_tool", "crash_resume_loop", "reconcile_rerun_everything",
+         "resume_run_resetting_counters", "run_until_killed", "LESSON_DIR", "CRASH_SCRIPT", "CAUTIOUS_ANSWER"}),
+    4: (["harness.effects", "harness.approval", "harness.tool_runner"],
+        {"load_effects", "save_effect", "reconcile", "run_tool_uses"},
+        {"append_notice", "blind_reconcile", "counting_execute_tool", "crash_case", "fresh_run", "internal_only",
+         "keyless_execute_tool", "load_effects_forgiving", "run_until_send", "traced", "write_status"}),
+    5: (["harness.timeline"], {"pick_latest_point", "rewind_to", "fork_from"},
+        {"ask_someone", "crash_before_sending", "fingerprint", "fresh_world", "naive_rewind", "new_attempt"}),
     6: (["harness.crash", "harness.lifecycle", "harness.runner"],
         {"parse_crash_after", "crash_point", "execute_run", "main", "remove_run_files", "check_fence",
-         "note_recovery_attempt", "migrate_v1_to_v2"}),
+         "note_recovery_attempt", "migrate_v1_to_v2"},
+        {"as_new_process", "exactly_one_email", "files_in", "fingerprint", "restart_from_prompt", "show_outcome",
+         "EMAIL_TURN"}),
     # The appendix shows the stores (by inspect.getsource); any function it writes must match them.
-    7: (["harness.stores.base", "harness.stores.sql", "harness.stores.sqlite", "harness.stores.postgres"], set()),
+    7: (["harness.stores.base", "harness.stores.sql", "harness.stores.sqlite", "harness.stores.postgres"], set(),
+        {"crash_after_the_send", "folder_bytes", "launch_worker", "long_run", "start_command", "NOTES"}),
 }
 
 
 def all_harness_modules() -> list[str]:
-    return [f"harness.{m.name}" for m in pkgutil.iter_modules(harness.__path__) if not m.name.startswith("_")]
+    """Every module of harness/, subpackages included (the stores live in harness.stores)."""
+    return [name for _, name, _ in pkgutil.walk_packages(harness.__path__, "harness.")
+            if not name.rsplit(".", 1)[-1].startswith("_")]
 
 
 def lesson_cases():
@@ -54,34 +74,14 @@ def test_lesson_definitions_match_harness(number):
     path = lesson_path(number)
     if path is None:
         pytest.skip(f"lesson {number} is not written yet")
-    own_modules, required = LESSON_MODULES[number]
-    lesson = lesson_definitions(path)
-
-    missing = sorted(required - lesson.keys())
-    assert not missing, f"{path.name} must define {missing} (they are what the lesson builds)"
-
-    own = {}
-    for module in own_modules:
-        for name, node in module_definitions(module).items():
-            own.setdefault(name, (module, node))
-    elsewhere = {}
-    for module in all_harness_modules():
-        if module in own_modules:
-            continue
-        for name, node in module_definitions(module).items():
-            elsewhere.setdefault(name, (module, node))
-
-    compared = 0
-    for name, node in lesson.items():
-        target = own.get(name) or elsewhere.get(name)
-        if target is None:
-            continue
-        module, harness_node = target
-        assert normalized(node) == normalized(harness_node), (
-            f"{path.name}: `{name}` differs from {module}.{name}; lesson and harness must be the same code"
-        )
-        compared += 1
-    assert compared >= len(required)
+    own_modules, required, lesson_only = LESSON_MODULES[number]
+    problems = comparison_problems(
+        code_cell_sources(path),
+        {module: module_source(module) for module in own_modules},
+        {module: module_source(module) for module in all_harness_modules() if module not in own_modules},
+        required, lesson_only,
+    )
+    assert not problems, f"{path.name}:\n  - " + "\n  - ".join(problems)
 
 
 @pytest.mark.parametrize("number", lesson_cases())
@@ -135,3 +135,63 @@ def test_a_writefile_cell_is_not_notebook_code(tmp_path):
         "%%writefile script.py\nimport signal\ndef kill():\n    return signal.SIGKILL",
         "def stop():\n    return signal.SIGSTOP",
     ) == {"stop": ["signal"]}
+
+
+def problems_for(lesson_cells, modules, required=frozenset(), lesson_only=frozenset(), own=("harness.own",)):
+    """comparison_problems on sources given as text: modules maps a module name to its source."""
+    return comparison_problems(list(lesson_cells), {m: s for m, s in modules.items() if m in own},
+                               {m: s for m, s in modules.items() if m not in own}, set(required), set(lesson_only))
+
+
+def test_equal_code_passes_and_a_changed_body_is_caught():
+    module = {"harness.own": "def f(x):\n    return x + 1\n"}
+    assert problems_for(["def f(x):\n    return x + 1"], module, {"f"}) == []
+    assert any("`f`" in p for p in problems_for(["def f(x):\n    return x + 2"], module, {"f"}))
+
+
+def test_a_changed_module_constant_is_caught():
+    # The harness changes pause_turn's action; the lesson still teaches the old table.
+    harness_table = 'ACTIONS = {"pause_turn": "completed", "end_turn": "completed"}\n'
+    lesson_table = 'ACTIONS = {"pause_turn": "continue", "end_turn": "completed"}'
+    found = problems_for([lesson_table], {"harness.own": harness_table}, {"ACTIONS"})
+    assert any("ACTIONS" in p for p in found), found
+    assert problems_for([harness_table], {"harness.own": harness_table}, {"ACTIONS"}) == []
+
+
+def test_a_lesson_copy_orphaned_by_a_rename_is_caught():
+    # harness renamed write_json_atomic to write_atomically; the lesson's copy compares with nothing.
+    modules = {"harness.own": "def write_atomically(path, data):\n    pass\n\ndef save(state):\n    pass\n"}
+    lesson = ["def write_json_atomic(path, data):\n    pass", "def save(state):\n    pass"]
+    found = problems_for(lesson, modules, {"save"})
+    assert any("write_json_atomic" in p for p in found), found
+    # A lesson-only demo, declared as such, is fine.
+    assert problems_for(lesson, modules, {"save"}, lesson_only={"write_json_atomic"}) == []
+
+
+def test_every_required_name_is_itself_compared():
+    # Two lesson functions compared, but not the required one: counting is not enough.
+    modules = {"harness.own": "def a():\n    pass\n\ndef b():\n    pass\n"}
+    lesson = ["def a():\n    pass", "def b():\n    pass", "def run():\n    pass"]
+    found = problems_for(lesson, modules, {"run", "a"}, lesson_only={"run"})
+    assert any("run" in p for p in found), found
+
+
+def test_definitions_inside_blocks_are_collected_on_both_sides():
+    harness_side = "try:\n    import fcntl\nexcept ImportError:\n    fcntl = None\nif True:\n" \
+                   "    def lock(path):\n        return fcntl\n"
+    lesson_side = "if True:\n    def lock(path):\n        return None"
+    found = problems_for([lesson_side], {"harness.own": harness_side}, {"lock"})
+    assert any("`lock`" in p and "differs" in p for p in found), found
+    assert problems_for([harness_side], {"harness.own": harness_side}, {"lock"}) == []
+
+
+def test_a_name_defined_in_two_candidate_modules_is_ambiguous():
+    modules = {"harness.a": "def main():\n    return 1\n", "harness.b": "def main():\n    return 2\n"}
+    # Not in the lesson's own modules and defined twice elsewhere: no first-come pick.
+    found = problems_for(["def main():\n    return 2"], modules, {"main"}, own=())
+    assert any("main" in p and "harness.a" in p and "harness.b" in p for p in found), found
+    # Twice among the lesson's own modules: just as ambiguous.
+    found = problems_for(["def main():\n    return 1"], modules, {"main"}, own=("harness.a", "harness.b"))
+    assert any("main" in p and "harness.a" in p and "harness.b" in p for p in found), found
+    # Own modules first: one own definition decides, whatever is defined elsewhere.
+    assert problems_for(["def main():\n    return 2"], modules, {"main"}, own=("harness.b",)) == []
