@@ -3,7 +3,10 @@
 Each lesson is marked with the current glossary.yaml in memory (so the site is
 right even before `course glossary` was run), converted with nbconvert's
 HTMLExporter with sanitize_html=True, and links between notebooks are pointed at
-the exported pages. An index page lists everything.
+the exported pages. The exercise notebooks the lessons link to are exported too,
+into exercises/ (unexecuted: they are what students fill in), so a lesson's
+"../exercises/exercise-N.ipynb" reaches a page wherever the site is written. An
+index page lists everything.
 
 nbconvert's own `clean_html` filter allows only bleach's short default list of
 tags, so paragraphs and headings of every markdown cell come out escaped as text
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import re
 import shutil
 import tempfile
@@ -25,6 +29,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
+from authoring.exercises import EXERCISES_DIR
 from authoring.glossary import build_plan, lesson_title
 from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
 from authoring.glossary_schema import GlossaryError
@@ -32,6 +37,7 @@ from grader.plural import quantity
 
 DEFAULT_OUT = "site"
 INDEX_NAME = "index.html"
+EXERCISE_GLOB = "exercise-*.ipynb"
 _LOCAL_NOTEBOOK_LINK = re.compile(r'href="((?![A-Za-z][A-Za-z0-9+.-]*:)[^"#?]*?)\.ipynb((?:#[^"]*)?)"')
 
 
@@ -79,14 +85,26 @@ def html_name(notebook_name: str) -> str:
     return Path(notebook_name).with_suffix(".html").name
 
 
-def point_links_at_html(page: str) -> str:
-    """Links to sibling notebooks become links to their exported pages."""
-    return _LOCAL_NOTEBOOK_LINK.sub(lambda m: f'href="{m.group(1)}.html{m.group(2)}"', page)
+def point_links_at_html(page: str, source_dir: Path, page_dir: Path, pages: dict[Path, Path]) -> str:
+    """Links to notebooks the site exported become links to their pages, relative to this page.
+
+    `pages` maps each exported notebook (resolved path) to its page; a link is resolved
+    from the folder of the notebook it was written in. A link to a notebook the site did
+    not export is left as it was.
+    """
+    def to_page(match: re.Match) -> str:
+        target = pages.get((source_dir / f"{match.group(1)}.ipynb").resolve())
+        if target is None:
+            return match.group(0)
+        return f'href="{Path(os.path.relpath(target, page_dir)).as_posix()}{match.group(2)}"'
+
+    return _LOCAL_NOTEBOOK_LINK.sub(to_page, page)
 
 
-def export_notebook(exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str) -> str:
+def export_notebook(exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str,
+                    source: Path, target: Path, pages: dict[Path, Path]) -> str:
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
-    return point_links_at_html(body)
+    return point_links_at_html(body, source.parent, target.parent, pages)
 
 
 def index_page(entries: list[tuple[str, str]], glossary_href: str) -> str:
@@ -128,21 +146,36 @@ def build_site(root: Path, out: Path, execute: bool = False) -> list[Path]:
     plan = build_plan(root)
     out.mkdir(parents=True, exist_ok=True)
     exporter = make_exporter(sanitize=not execute)
+    lessons_dir = Path(root) / "lessons"
+    exercises = sorted((Path(root) / EXERCISES_DIR).glob(EXERCISE_GLOB))
+    glossary_source = lessons_dir / PAGE_NAME
+    pages = {lesson.path.resolve(): out / html_name(lesson.path.name) for lesson in plan.lessons}
+    pages[glossary_source.resolve()] = out / html_name(PAGE_NAME)
+    pages.update({path.resolve(): out / EXERCISES_DIR / html_name(path.name) for path in exercises})
     written: list[Path] = []
     entries: list[tuple[str, str]] = []
     for lesson in plan.lessons:
         title = lesson_title(lesson.marked, f"Lição {lesson.number}")
         if execute:
             print(f"course site: executando {lesson.path.name} ...", flush=True)
-            execute_lesson(lesson.marked, root / "lessons")
-        target = out / html_name(lesson.path.name)
-        target.write_text(export_notebook(exporter, lesson.marked, title), encoding="utf-8")
+            execute_lesson(lesson.marked, lessons_dir)
+        target = pages[lesson.path.resolve()]
+        target.write_text(export_notebook(exporter, lesson.marked, title, lesson.path, target, pages),
+                          encoding="utf-8")
         written.append(target)
         entries.append((target.name, title))
     glossary = nbformat.reads(plan.page_text, as_version=4)
-    glossary_target = out / html_name(PAGE_NAME)
-    glossary_target.write_text(export_notebook(exporter, glossary, "Glossário do curso"), encoding="utf-8")
+    glossary_target = pages[glossary_source.resolve()]
+    glossary_target.write_text(export_notebook(exporter, glossary, "Glossário do curso", glossary_source,
+                                               glossary_target, pages), encoding="utf-8")
     written.append(glossary_target)
+    for path in exercises:
+        target = pages[path.resolve()]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        notebook = nbformat.read(path, as_version=4)
+        target.write_text(export_notebook(exporter, notebook, lesson_title(notebook, path.stem), path, target,
+                                          pages), encoding="utf-8")
+        written.append(target)
     index = out / INDEX_NAME
     index.write_text(index_page(entries, glossary_target.name), encoding="utf-8")
     written.append(index)

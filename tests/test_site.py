@@ -1,0 +1,67 @@
+"""`course site`: every link of the exported pages leads to a page the export wrote.
+
+Lessons link to the exercise notebooks students edit (../exercises/exercise-N.ipynb) and
+the exercises link back to their lessons; in the site each link must reach the exported
+page of that notebook, wherever --out puts the site.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from authoring.site import build_site
+from tests.glossary_fixtures import entry, notebook, write_glossary, write_notebook
+
+REPO = Path(__file__).resolve().parent.parent
+_HREF = re.compile(r'href="([^"]*)"')
+
+
+def broken_links(out: Path) -> list[str]:
+    """Every local href of every page under out that does not resolve to a written file."""
+    broken = []
+    for page in sorted(out.rglob("*.html")):
+        for href in _HREF.findall(page.read_text(encoding="utf-8")):
+            if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", href) or href.startswith(("#", "//")):
+                continue  # external, mail, or an anchor in the same page
+            target = (page.parent / unquote(href.split("#", 1)[0])).resolve()
+            if not target.is_file():
+                broken.append(f"{page.relative_to(out)} -> {href}")
+    return broken
+
+
+def small_course(tmp_path: Path) -> Path:
+    write_glossary(tmp_path, [entry("retomada", 3, "Recomeçar de onde parou.")])
+    write_notebook(tmp_path / "lessons" / "03-retomando.ipynb", notebook([
+        ("md", "# Lição 3 — Retomando\n\nA retomada."),
+        ("md", "## Exercícios\n\nAbra [`exercises/exercise-3.ipynb`](../exercises/exercise-3.ipynb)."),
+    ]))
+    write_notebook(tmp_path / "exercises" / "exercise-3.ipynb", notebook([
+        ("md", "# Exercícios da lição 3\n\nVolte à [Lição 3](../lessons/03-retomando.ipynb#Exercícios)."),
+        ("code", "resume_action = None"),
+    ]))
+    return tmp_path
+
+
+def test_a_lesson_links_to_the_exported_exercise_and_back(tmp_path):
+    root = small_course(tmp_path)
+    out = tmp_path / "elsewhere" / "site"  # not under the course root: links must not climb out of the site
+    written = build_site(root, out)
+    assert out / "exercises" / "exercise-3.html" in written
+    lesson = (out / "03-retomando.html").read_text(encoding="utf-8")
+    assert 'href="exercises/exercise-3.html"' in lesson
+    exercise = (out / "exercises" / "exercise-3.html").read_text(encoding="utf-8")
+    assert 'href="../03-retomando.html#Exerc%C3%ADcios"' in exercise
+    assert broken_links(out) == []
+
+
+def test_every_local_link_of_the_course_site_resolves(tmp_path):
+    if not (REPO / "exercises").is_dir():
+        pytest.skip("no exercises/ to export")
+    out = tmp_path / "site"
+    build_site(REPO, out)
+    assert sorted(p.name for p in (out / "exercises").glob("*.html")) == \
+        sorted(p.with_suffix(".html").name for p in (REPO / "exercises").glob("exercise-*.ipynb"))
+    assert broken_links(out) == []
