@@ -16,7 +16,7 @@ os arquivos que as lições constroem, na pasta da execução (RUN_DIR):
     checkpoints/       a sequência por turno (turn-001-A.json, turn-001-B.json...)
     effects.json       o livro-razão de efeitos
     approvals.json     as decisões da válvula de aprovação
-    lease.json         quem tem a posse e o token de cerca
+    lease.json         quem tem a posse e o fencing token
     world/             o mundo externo do cenário (sandbox, caixa de saída, chamados)
 
 Com ``--store sqlite`` a mesma execução mora em RUN_DIR/run.sqlite3; com
@@ -98,7 +98,7 @@ def ask_a_person(call):
 # --- Gravações sob a posse ----------------------------------------------------------------
 
 def save_progress(store, state, lease, point=None):
-    """Grava a cena sob o token de cerca; com ``point``, também o ponto da sequência.
+    """Grava a cena sob o fencing token; com ``point``, também o ponto da sequência.
 
     Nos arquivos, o ponto vem antes do checkpoint.json (a sequência nunca fica atrás dele);
     num banco, os dois entram na mesma transação.
@@ -221,10 +221,15 @@ def drive(client, store, state, lease, approver, dry_run, max_turns, lease_secon
         state["pending_tool_use"] = tool_uses or None
         if tool_uses is None:
             note_progress(state)
-            if response.stop_reason in CUT_OFF_STOP_REASONS:
+            if response.stop_reason == "max_tokens":
                 # Nada da resposta cortada entrou na conversa: com um limite maior, o mesmo pedido segue.
                 set_status(state, "paused", f"{state['status_reason']}; retome com --resume e um "
                                             f"--max-tokens maior que {max_tokens}")
+            elif response.stop_reason in CUT_OFF_STOP_REASONS:
+                # A janela conta entrada e saída juntas: um limite de saída maior não cabe nela.
+                set_status(state, "paused", f"{state['status_reason']}; a conversa encheu a janela de "
+                                            "contexto do modelo, e um --max-tokens maior não resolve: "
+                                            "encurte a conversa ou use um modelo de janela maior antes de retomar")
         save_progress(store, state, lease, "A")
         crash_point("after-save-A")
         if tool_uses is None:

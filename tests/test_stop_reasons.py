@@ -268,6 +268,13 @@ def test_the_runner_pauses_on_a_cut_answer_and_a_larger_limit_finishes_the_task(
     assert done["tokens_used"] == 398 + 41 + 611 + 1024 + 611 + 1024 + 611 + 3000 + sum(DONE["usage"].values())
 
 
+def test_a_full_context_window_is_not_met_with_a_larger_max_tokens(tmp_path):
+    state = durable(tmp_path, [READ, cut_send("model_context_window_exceeded"), DONE])
+    assert state["status"] == "paused" and Workspace(tmp_path / WORLD_DIR).emails() == []
+    assert "--max-tokens maior que" not in state["status_reason"]
+    assert "janela de contexto" in state["status_reason"] and "não resolve" in state["status_reason"]
+
+
 def test_the_runner_never_executes_a_scripted_cut_tool_use(tmp_path):
     state = durable(tmp_path, [READ, cut_send(), DONE])
     assert state["status"] == "paused" and Workspace(tmp_path / WORLD_DIR).emails() == []
