@@ -78,7 +78,7 @@ def page(submission: str, status: str, message: str, report: GradeReport | None)
             body.extend(_check_html(check) for check in checks)
         hints = sorted({check.hint_ref for check in report.failed() if check.hint_ref})
         if hints:
-            body.append("<p>Precisa de uma pista? " + " | ".join(f"<code>{_esc(h)}</code>" for h in hints) + "</p>")
+            body.append("<p>Precisa de uma dica? " + " | ".join(f"<code>{_esc(h)}</code>" for h in hints) + "</p>")
     else:
         body.append(
             '<div class="summary"><p><b>Esta entrega não foi corrigida.</b></p>'

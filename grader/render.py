@@ -42,7 +42,7 @@ def _failure_lines(failure: Failure) -> list[str]:
 
 
 def _level_line(level: LevelView) -> str:
-    return f"{level.heading}  ({level.count})" + (f"  · pista: {level.hint}" if level.hint else "")
+    return f"{level.heading}  ({level.count})" + (f"  · dica: {level.hint}" if level.hint else "")
 
 
 def _more_failures(view) -> str:
@@ -91,7 +91,7 @@ def text_report(report: GradeReport, verbose: bool = False) -> str:
     if view.passed:
         lines.append("Tudo certo: todas as verificações passaram.")
     elif view.hint:
-        lines.append(f"Precisa de uma pista? {view.hint}")
+        lines.append(f"Precisa de uma dica? {view.hint}")
     return "\n".join(lines) + "\n"
 
 
@@ -120,7 +120,7 @@ def _failure_row(failure: Failure) -> str:
 
 
 def _level_row(level: LevelView, with_hint: bool = True) -> str:
-    hint = f" · pista: <code>{html.escape(level.hint)}</code>" if level.hint and with_hint else ""
+    hint = f" · dica: <code>{html.escape(level.hint)}</code>" if level.hint and with_hint else ""
     return (f'<tr class="nivel"><th colspan="4" {LEFT}>{html.escape(level.heading)} ({level.count})'
             f"{hint}</th></tr>")
 
@@ -166,7 +166,7 @@ def html_report(report: GradeReport) -> str:
     if view.passed:
         parts.append("<p>Tudo certo: todas as verificações passaram.</p>")
     elif view.hint:
-        parts.append(f"<p>Precisa de uma pista? <code>{esc(view.hint)}</code></p>")
+        parts.append(f"<p>Precisa de uma dica? <code>{esc(view.hint)}</code></p>")
     return "".join(parts)
 
 

@@ -69,7 +69,7 @@ def test_a_complete_attempt_lists_failures_first_and_folds_the_passes():
         < level_one.index("✓ 1 verificação passou")
     assert level_one.count("Problema: m1") == 1  # two fixtures failing the same way: one entry
     assert "Nível 2 — Dois  (2/2)\n  ✓ 2 verificações passaram\n" in text
-    assert "Nível 1 — Um  (1/4)  · pista: grade hint exercise-9 --level 1" in text
+    assert "Nível 1 — Um  (1/4)  · dica: grade hint exercise-9 --level 1" in text
     assert "Ainda por escrever" not in text and "Título c" not in text
     verbose = render.text_report(report(checks), verbose=True)
     assert "PASSOU  Título c" in verbose and "Critério: critério c" in verbose
