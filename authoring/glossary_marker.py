@@ -13,8 +13,9 @@ Matching rules:
 - prose terms ignore case, except a one-letter capital word ("ponto A"); code names
   (with "_", ".", "()", "-", digits or inner capitals) must match exactly; accents
   must match, in composed or decomposed form;
-- never inside code, headings, links or existing HTML (see markdown_regions); an
-  inline code span whose whole content is a term is wrapped as a unit.
+- never inside code, headings, links or existing HTML (see markdown_regions), nor in
+  a "Fontes" section, whose lines are source titles; an inline code span whose whole
+  content is a term is wrapped as a unit.
 """
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from authoring.glossary_schema import Term
-from authoring.markdown_regions import find_regions
+from authoring.markdown_regions import HEADING_TEXT, find_regions
 
 MARK_CLASS = "glossario"
+SOURCES_HEADING = "fontes"
 MARK = re.compile(r'<abbr class="%s" title="[^"]*">(.*?)</abbr>' % MARK_CLASS, re.S)
 LEFT_BOUNDARY = r"(?<![\w-])(?<!\w\.)"
 RIGHT_BOUNDARY = r"(?![\w-])(?!\.\w)"
@@ -56,6 +58,24 @@ def is_code_name(form: str) -> bool:
     if re.search(r"[_.()\-\d]", form):
         return True
     return any(re.search(r"[A-Z]", word[1:]) for word in form.split())
+
+
+def sources_spans(text: str) -> list[tuple[int, int]]:
+    """Where a "Fontes" section runs: from its heading to the next heading of the same or a higher level."""
+    spans, start, level, offset = [], None, 0, 0
+    for line in text.splitlines(keepends=True):
+        heading = HEADING_TEXT.match(line.rstrip("\r\n"))
+        if heading:
+            depth = len(heading.group(1))
+            if start is not None and depth <= level:
+                spans.append((start, offset))
+                start = None
+            if start is None and heading.group(2).strip().casefold() == SOURCES_HEADING:
+                start, level = offset, depth
+        offset += len(line)
+    if start is not None:
+        spans.append((start, offset))
+    return spans
 
 
 def _char_pattern(ch: str) -> str:
@@ -113,13 +133,16 @@ class Marker:
         """Every place in one (unmarked) cell where a term may be marked."""
         regions = find_regions(text)
         blocked = regions.blocked(len(text))
+        sources = sources_spans(text)
+        for start, end in sources:
+            blocked[start:end] = b"\x01" * (end - start)
         found: list[Occurrence] = []
         for form, term, pattern in self._forms:
             for match in pattern.finditer(text):
                 if not any(blocked[match.start():match.end()]):
                     found.append(Occurrence(cell, match.start(), match.end(), term))
             for span in regions.code_spans:
-                if _same_code(span.content, form):
+                if _same_code(span.content, form) and not any(a <= span.start < b for a, b in sources):
                     found.append(Occurrence(cell, span.start, span.end, term))
         return found
 

@@ -81,7 +81,9 @@ def build_page(terms: Sequence[Term], usage: dict[str, list[int]], lessons: dict
         "mesmas definições para quem lê numa tela de toque ou quer revisar.",
         "",
         "Cada termo traz a definição escrita para este curso, a fonte pública de onde vêm os "
-        "fatos e as lições que o usam.",
+        "fatos e as lições que o usam. Para um nome que o próprio curso criou (uma função do "
+        "harness, um arquivo, um rótulo), a fonte é a página pública do conceito por trás dele; "
+        "o nome em si é definido na lição que o apresenta.",
     ])
     cells = [nbformat.v4.new_markdown_cell(intro, id="glossario-intro")]
     for number in sorted({term.lesson for term in terms}):

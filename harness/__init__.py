@@ -1,4 +1,4 @@
-"""O aparato do curso: um agente durável construído passo a passo nas lições.
+"""O harness do curso: um agente durável construído passo a passo nas lições.
 
 Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
 
@@ -13,9 +13,9 @@ Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
 - ``timeline`` (lição 5): a sequência de checkpoints, rebobinar e bifurcar (e
   ``timeline_commands``: os mesmos passos pela linha de comando, com posse e mundo);
 - ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
-  execução, lease com token de cerca, migração v1 -> v2 e o loop durável completo;
+  execução, lease com fencing token, migração v1 -> v2 e o loop durável completo;
 - ``stores`` (apêndice): onde a execução grava (arquivos, SQLite ou PostgreSQL), atrás de
-  um contrato pequeno, com a cerca conferida pelo banco; ``worker``: vários workers
+  um contrato pequeno, com o fencing token conferido pelo banco; ``worker``: vários workers
   dividindo execuções num PostgreSQL;
 - ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;
 - ``show``, ``effects_view``, ``widgets``, ``demos`` e ``crash_lab``: o que as lições

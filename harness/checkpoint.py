@@ -74,7 +74,7 @@ def load_checkpoint(path):
     # Só um número inteiro é "outra versão"; um "1" em texto cai no erro de tipo logo abaixo.
     if type(data.get("version")) is int and data["version"] != CHECKPOINT_VERSION:
         raise CheckpointError(
-            f"{path}: versão de checkpoint incompatível: o arquivo é v{data['version']}, "
+            f"{path}: checkpoint de outra versão: o arquivo é v{data['version']}, "
             f"este código lê v{CHECKPOINT_VERSION}"
         )
     for field, expected in CHECKPOINT_FIELDS.items():

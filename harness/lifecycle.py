@@ -5,7 +5,7 @@ Retomar com segurança exige mais do que ler a última cena. O runtime precisa s
 - em que situação a execução está (``status``): rodando, pausada, à espera de uma
   aprovação, falhada, cancelada ou concluída. Uma execução cancelada nunca volta a rodar;
 - quem pode mexer nela agora (a posse, ``lease.json``): um único worker por vez, com prazo
-  de validade e um token de cerca (fencing token) que só cresce. Antes de cada gravação o
+  de validade e um fencing token que só cresce. Antes de cada gravação o
   worker confere o token: se outro worker assumiu a execução, o antigo não grava mais nada;
 - quantas vezes ela já caiu seguidas sem avançar (``recovery_attempts``): uma execução que
   derruba o processo em toda retomada termina como ``failed`` em vez de girar para sempre;
@@ -304,7 +304,7 @@ def note_progress(state):
     state["recovery_attempts"] = 0
 
 
-# --- A posse (lease) e o token de cerca --------------------------------------------------
+# --- A posse (lease) e o fencing token --------------------------------------------------
 
 @dataclass(frozen=True)
 class Lease:

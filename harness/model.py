@@ -1,4 +1,4 @@
-"""Qual modelo o aparato usa e como obter um cliente: offline (padrão) ou ao vivo."""
+"""Qual modelo o harness usa e como obter um cliente: offline (padrão) ou ao vivo."""
 from __future__ import annotations
 
 import os

@@ -7,9 +7,9 @@ from harness.loop import MAX_TURNS, has_ended
 from harness.tools import READ_ONLY_TOOLS, execute_tool
 
 UNKNOWN_OUTCOME = (
-    "Estado de execução desconhecido: o processo caiu antes de o resultado desta chamada "
-    "ser registrado, então não há como saber se ela teve efeito. Não repita a ação às cegas: "
-    "reavalie a situação (por exemplo, verifique se o efeito já existe) antes de decidir."
+    "Desfecho desconhecido: o processo morreu depois de receber este pedido e antes de registrar "
+    "o resultado, e nada mostra se a ferramenta chegou a agir. Antes de pedir a mesma ação de novo, "
+    "confira se o efeito já existe (por exemplo, procure o e-mail na caixa de saída)."
 )
 
 

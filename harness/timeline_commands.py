@@ -53,7 +53,7 @@ def rewind_run(run_dir, turn, point=None):
     """``rewind_to`` sob a posse da execução.
 
     A cena é conferida antes (um pedido impossível não toca nem no lease.json) e a rebobinagem
-    acontece com o token de cerca conferido: com um worker rodando, LeaseHeld e nada muda.
+    acontece com o fencing token conferido: com um worker rodando, LeaseHeld e nada muda.
     """
     require_run_dir(run_dir)
     rewind_scene(run_dir, turn, point)

@@ -298,8 +298,11 @@ def _exercise_problems(lesson: Lesson, exercises: Section) -> list[str]:
     n = lesson.number
     text = "\n".join(exercises.lines)
     problems = []
+    link = f"[`exercises/exercise-{n}.ipynb`](../exercises/exercise-{n}.ipynb)"
     if f"../exercises/exercise-{n}.ipynb" not in text:
         problems.append(f"'Exercícios' deve apontar para ../exercises/exercise-{n}.ipynb")
+    elif link not in text:
+        problems.append(f"'Exercícios': o texto do link deve ser o caminho a partir da pasta do curso: {link}")
     subsections = _subsections(lesson, exercises)
     levels = [s for s in subsections if s.title.startswith("Nível ")]
     if not levels:

@@ -60,7 +60,7 @@ PYTHON_NAMES = {
     "crashPoint": "crash_point", "makeStubClient": "make_stub_client",
 }
 COURSE_ADDITIONS = {
-    2: ["fsync", "escrita atômica"],
+    2: ["fsync", "escrita atômica", "cena de execução"],
     4: ["registro de intenção", "recibo", "chave de idempotência"],
     5: ["linha do tempo"],
     6: ["lease", "fencing token", "status da execução", "migração de checkpoint",
@@ -228,7 +228,7 @@ def test_real_glossary_has_the_course_additions_in_their_lessons():
 def test_real_glossary_definitions_fit_this_course():
     terms = {t.term: t for t in real_terms()}
     assert "lista" in terms["pending_tool_use"].definition and "None" in terms["pending_tool_use"].definition
-    assert "falha fechada" in terms["load_effects"].definition
+    assert "fail closed" in terms["load_effects"].definition
     assert 'open(path, "w")' in terms["sobrescrever no lugar"].definition
     for term in terms.values():
         assert term.source_url.startswith("https://"), term.term
@@ -305,6 +305,22 @@ def test_never_in_headings():
     (out,) = mark(source)
     assert out.startswith("# A chamada órfã\n\nRetomada\n========\n")
     assert marked_texts(out) == ["chamada órfã", "retomada"]
+
+
+def test_never_inside_the_sources_section():
+    # A source title may contain a term ("Task Queues", "Retomada ..."); it is a title, not prose.
+    sources = "## Fontes\n\n1. A retomada em filas — Site — https://exemplo.org/a\n2. Chamada órfã — Site — https://exemplo.org/b"
+    (out,) = mark(sources)
+    assert out == sources
+    # After the section ends (a heading of the same level), marking resumes.
+    (out,) = mark(sources + "\n\n## Depois\n\nA retomada e a chamada órfã.")
+    assert marked_texts(out) == ["retomada", "chamada órfã"] and out.startswith(sources)
+    # A deeper heading stays inside the section.
+    (out,) = mark("## Fontes\n\n### Livros\n\n1. Retomada — Site — https://exemplo.org/c")
+    assert marked_texts(out) == []
+    # Nor a code span that is a term, inside a source title.
+    (out,) = mark("## Fontes\n\n1. A função `save_checkpoint` — Site — https://exemplo.org/d")
+    assert marked_texts(out) == []
 
 
 def test_never_in_links_urls_or_existing_html():

@@ -37,7 +37,7 @@ BODY = "## 1. O corpo\n\nUm texto que diz por que a célula abaixo importa, cita
 RECAP = "## Recapitulação\n\n- uma ideia;\n- outra ideia;\n- mais uma."
 EXERCISES = """## Exercícios
 
-Abra [`../exercises/exercise-2.ipynb`](../exercises/exercise-2.ipynb).
+Abra [`exercises/exercise-2.ipynb`](../exercises/exercise-2.ipynb).
 
 ### Nível 1 — Escreva algo
 
@@ -131,6 +131,12 @@ def test_the_old_check_import_and_a_missing_grade_command_are_caught():
     assert any("notebook_api" in p for p in found)
     no_command = EXERCISES.replace("grade exercise-2 --level 1", "rode o corretor")
     assert any("grade exercise-2 --level" in p for p in problems_with(replace={5: no_command}))
+
+
+def test_the_exercise_link_reads_as_the_path_from_the_course_folder():
+    # One way to name the notebook in every lesson: the path a student sees from the course folder.
+    other_text = EXERCISES.replace("[`exercises/exercise-2.ipynb`]", "[`../exercises/exercise-2.ipynb`]")
+    assert any("exercises/exercise-2.ipynb" in p and "texto do link" in p for p in problems_with(replace={5: other_text}))
 
 
 def test_sources_and_citations_must_match():

@@ -1,7 +1,7 @@
 """Onde uma execução grava o que precisa sobreviver: arquivos, SQLite ou PostgreSQL.
 
 Os três cumprem o mesmo contrato (``base.RunStore``): a cena, a sequência de pontos, o
-livro-razão, as aprovações e a posse com token de cerca.
+livro-razão, as aprovações e a posse com fencing token.
 
     open_store("files", pasta)                  os arquivos que as lições 2 a 6 constroem
     open_store("sqlite", pasta)                 um arquivo pasta/run.sqlite3 (WAL, synchronous=FULL)

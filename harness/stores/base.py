@@ -1,7 +1,7 @@
 """O contrato de um armazenamento (store): tudo o que uma execução grava de forma durável.
 
 O loop durável (lição 6) só fala com esta interface. Ela cobre cinco assuntos, e toda
-escrita leva o token de cerca (fencing token) de quem escreve:
+escrita leva o fencing token de quem escreve:
 
 - a posse: ``acquire_lease``, ``renew_lease``, ``release_lease``, ``read_lease``;
 - a cena: ``load`` devolve a mais recente (checkpoint v2); ``save`` grava, e com

@@ -4,12 +4,12 @@
     checkpoints/       a sequência por turno (turn-001-A.json, turn-001-B.json...)
     effects.json       o livro-razão de efeitos
     approvals.json     as decisões da válvula de aprovação
-    lease.json         a posse e o token de cerca (com a trava lease.lock)
+    lease.json         a posse e o fencing token (com a trava lease.lock)
     control.json       um pedido de pausa ou cancelamento à espera
     timeline.json      a identidade da linha do tempo (numa bifurcação)
     world/             o mundo externo do cenário
 
-Cada método só chama as funções das lições. O token de cerca é conferido pelo worker
+Cada método só chama as funções das lições. O fencing token é conferido pelo worker
 (``fenced``: a trava e a conferência antes de cada gravação), não pelo arquivo: um sistema
 de arquivos não sabe recusar uma escrita velha. É isso que os bancos mudam.
 """
