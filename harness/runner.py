@@ -83,6 +83,13 @@ EXIT_LEASE_HELD = 4    # outro worker vivo tem a posse
 EXIT_LEASE_LOST = 5    # este worker perdeu a posse no meio do caminho e parou sem gravar
 
 ENDPOINT_LOG_ENV = "HARNESS_ENDPOINT_LOG"  # arquivo onde cada pedido ao endpoint offline vira uma linha
+# Segundos que o endpoint offline espera antes de cada resposta: a API real leva segundos por
+# chamada, e um worker passa a maior parte do tempo esperando o modelo, não gravando.
+ENDPOINT_LATENCY_ENV = "HARNESS_ENDPOINT_LATENCY"
+
+
+class EndpointSettingError(ValueError):
+    """Uma variável do endpoint offline (HARNESS_ENDPOINT_LATENCY) com valor que não serve."""
 
 
 class NoCheckpoint(Exception):
@@ -310,7 +317,32 @@ def make_run_client(responses, live=False):
     log_path = os.environ.get(ENDPOINT_LOG_ENV)
     if log_path:
         endpoint.handle = logged_handler(endpoint.handle, log_path)
+    latency = endpoint_latency()
+    if latency:
+        endpoint.handle = delayed_handler(endpoint.handle, latency)
     return endpoint.client()
+
+
+def endpoint_latency():
+    """HARNESS_ENDPOINT_LATENCY em segundos (0 se ausente); um valor que não é um número
+    não negativo é erro de quem chamou, dito com o nome da variável."""
+    raw = os.environ.get(ENDPOINT_LATENCY_ENV, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not (seconds >= 0 and seconds != float("inf")):
+        raise EndpointSettingError(f"{ENDPOINT_LATENCY_ENV}={raw!r}: esperava um número de segundos >= 0")
+    return seconds
+
+
+def delayed_handler(handle, seconds):
+    def handle_after_a_while(request):
+        time.sleep(seconds)
+        return handle(request)
+    return handle_after_a_while
 
 
 def logged_handler(handle, log_path):
@@ -397,7 +429,7 @@ def execute_run(args):
         print(f"não dá para retomar: {error}", file=sys.stderr)
         return EXIT_CODES[error.status]
     except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError,
-            StoreError) as error:
+            StoreError, EndpointSettingError) as error:
         print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for message in state["messages"][1:]:

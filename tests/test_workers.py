@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness.runner import ENDPOINT_LOG_ENV
+from harness.runner import ENDPOINT_LATENCY_ENV, ENDPOINT_LOG_ENV
 from harness.scenarios import load_scenario
 from harness.stores.postgres import PostgresStore, connect
 from harness.worker import submit_run, work
@@ -26,6 +26,9 @@ TEAM_EMAIL = load_scenario("team-email")
 RUNS = 50
 WORKERS = 4
 TIME_BUDGET = 300.0   # seconds: the test fails (it does not hang) if the runs are not done by then
+# Each model call waits this long, as a real one does for seconds: a worker then spends most of
+# its run waiting, so a kill lands inside a run on a fast machine as on a slow one.
+MODEL_LATENCY = "0.1"
 DEFAULT_SEED = 20261130
 
 
@@ -39,7 +42,7 @@ def start_worker(dsn, tmp_path, number, log):
     out = tmp_path / f"worker-{number:03d}.txt"
     args = ["worker", "--store", dsn, "--workdir", str(tmp_path / f"w{number:03d}"), "--lease-seconds", "3",
             "--max-recovery-attempts", "50", "--idle-exit", "2"]
-    return fork_harness(args, {ENDPOINT_LOG_ENV: str(log)}, out)
+    return fork_harness(args, {ENDPOINT_LOG_ENV: str(log), ENDPOINT_LATENCY_ENV: MODEL_LATENCY}, out)
 
 
 @pytest.mark.slow
@@ -90,6 +93,7 @@ def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(pos
     assert duplicates == 0 and problems == {}, problems
     assert orphan_problems(log) == []
     assert kills >= 10, f"only {kills} kills: the test did not exercise recovery (seed {seed})"
+    assert reclaimed >= 3, f"only {reclaimed} runs taken over from a killed worker (seed {seed})"
     assert reclaimed >= 1, "no run was ever taken over from a killed worker"
 
 
