@@ -1,6 +1,15 @@
 """O harness do curso: um agente durável construído passo a passo nas lições.
 
-Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
+Três camadas, e as setas só descem (``docs/arquitetura.md``):
+
+- o núcleo, nesta pasta: o que uma execução durável de produção importa;
+- ``stores/``: onde a execução grava (arquivos, SQLite ou PostgreSQL), atrás do contrato
+  ``stores/base.py``; depende do núcleo;
+- ``display/``: o que as lições usam para mostrar (tabelas, linhas do tempo, widgets) e
+  para derrubar processos de verdade; depende do núcleo e dos armazenamentos, e nada do
+  núcleo o importa.
+
+Cada módulo do núcleo guarda uma ideia, na ordem em que as lições a ensinam:
 
 - ``fake_endpoint`` e ``model``: o modelo offline (o cliente real do SDK sobre uma
   fila de respostas) e o modo ao vivo;
@@ -14,11 +23,7 @@ Cada módulo guarda uma ideia, na ordem em que as lições a ensinam:
   ``timeline_commands``: os mesmos passos pela linha de comando, com posse e mundo);
 - ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
   execução, lease com fencing token, migração v1 -> v2 e o loop durável completo;
-- ``stores`` (apêndice): onde a execução grava (arquivos, SQLite ou PostgreSQL), atrás de
-  um contrato pequeno, com o fencing token conferido pelo banco; ``worker``: vários workers
-  dividindo execuções num PostgreSQL;
+- ``worker`` (apêndice): vários workers dividindo execuções num PostgreSQL;
 - ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;
-- ``show``, ``effects_view``, ``widgets``, ``demos`` e ``crash_lab``: o que as lições
-  usam para mostrar (tabelas, linhas do tempo, widgets) e para derrubar processos de
-  verdade.
+- ``cli``: ``python -m harness``, que junta tudo isso na linha de comando.
 """

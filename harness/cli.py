@@ -53,7 +53,7 @@ from harness.runner import (
 )
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stores import StoreError, is_postgres, open_store
-from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline
+from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline, timeline_frames
 from harness.timeline_commands import (
     fork_in_store,
     fork_preview,
@@ -64,7 +64,6 @@ from harness.timeline_commands import (
     rewind_in_store,
     rewind_run,
 )
-from harness.widgets import timeline_frames
 
 
 class UsageError(Exception):

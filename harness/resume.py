@@ -54,3 +54,18 @@ def resume_run(client, checkpoint_path, max_turns=MAX_TURNS):
         state = reconcile(state)
         save_checkpoint(state, checkpoint_path)
     return run_agent(client, state, checkpoint_path, max_turns)
+
+
+def orphan_ids(messages: list[dict]) -> set[str]:
+    """Ids de tool_use sem tool_result na mensagem seguinte (as chamadas órfãs)."""
+    orphans = set()
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant" or isinstance(message.get("content"), str):
+            continue
+        ids = {b["id"] for b in message["content"] if b.get("type") == "tool_use"}
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        answered = set()
+        if following and not isinstance(following.get("content"), str):
+            answered = {b.get("tool_use_id") for b in following["content"] if b.get("type") == "tool_result"}
+        orphans |= ids - answered
+    return orphans

@@ -36,6 +36,7 @@ from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpo
 from harness.effects import EFFECTS_FILE
 from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint
 from harness.loop import MAX_TURNS, call_model, has_ended, take_response
+from harness.resume import orphan_ids
 from harness.tool_runner import ToolContext, close_pending, run_tool_uses
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -350,3 +351,30 @@ def run_timeline(client, run_dir, max_turns=MAX_TURNS, approver=None):
         state["status"], state["pending_approval"] = "waiting_for_approval", waiting.pending_approval
         save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return state
+
+
+def timeline_frames(run_dir):
+    """Um quadro por ponto gravado, na ordem da sequência: o que a linha do tempo mostra.
+
+    Um ponto ilegível vira um quadro com ``error`` em vez de derrubar o visualizador.
+    """
+    frames = []
+    for path in list_points(run_dir):
+        turn, point = parse_point_name(path.name)
+        frame = {"name": path.name, "turn": turn, "point": point, "error": None,
+                 "tokens_used": None, "message_count": 0, "pending": [], "orphans": [], "messages": []}
+        try:
+            state = read_point(path)
+        except CheckpointError as error:
+            frame["error"] = str(error)
+        else:
+            messages = state["messages"]
+            frame.update(
+                tokens_used=state["tokens_used"],
+                message_count=len(messages),
+                pending=[f"{call['name']} ({call['id']})" for call in state["pending_tool_use"] or []],
+                orphans=sorted(orphan_ids(messages)),
+                messages=messages,
+            )
+        frames.append(frame)
+    return frames

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from harness.crash import CRASH_LABELS
-from harness.crash_lab import (
+from harness.display.crash_lab import (
     MatrixRow,
     Step,
     agreement_problems,
@@ -24,10 +24,8 @@ from harness.crash_lab import (
     run_outcome,
     start_frozen,
 )
-from harness.effects import EFFECTS_FILE, load_effects
-from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint, read_lease
-from harness.show import Rendered
-from harness.widgets import (
+from harness.display.show import Rendered
+from harness.display.widgets import (
     CrashCase,
     crash_explorer,
     matrix_table,
@@ -36,6 +34,8 @@ from harness.widgets import (
     show_crash_matrix,
     steps_html,
 )
+from harness.effects import EFFECTS_FILE, load_effects
+from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint, read_lease
 from tests.test_runner import TEAM_EMAIL_PASSES
 
 

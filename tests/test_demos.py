@@ -6,7 +6,7 @@ import random
 import pytest
 
 from harness.checkpoint import load_checkpoint
-from harness.demos import MEETINGS, kill_agent_midway, kill_writer, long_task_responses
+from harness.display.demos import MEETINGS, kill_agent_midway, kill_writer, long_task_responses
 
 
 def test_the_long_task_script_reads_the_notes_then_one_meeting_per_turn():

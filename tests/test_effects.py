@@ -272,7 +272,7 @@ def test_reconcile_with_nothing_pending_changes_nothing(world, ledger):
 # --- the lesson's pictures of the ledger -----------------------------------------------
 
 def test_effects_table_lists_each_record_with_its_status(world, ledger):
-    from harness.effects_view import effects_rows, show_effects
+    from harness.display.effects_view import effects_rows, show_effects
 
     execute_and_record(EMAIL, ledger)
     record_intent(ledger, TICKET)
@@ -284,7 +284,7 @@ def test_effects_table_lists_each_record_with_its_status(world, ledger):
 
 
 def test_effect_window_shows_that_without_intent_both_crashes_look_alike():
-    from harness.effects_view import effect_window_rows, show_effect_window
+    from harness.display.effects_view import effect_window_rows, show_effect_window
 
     plain = effect_window_rows(with_intent=False)
     assert plain[0]["ledger"] == plain[1]["ledger"] == "vazio"

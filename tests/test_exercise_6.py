@@ -17,7 +17,7 @@ from grader.buggy_harnesses import REFERENCE, defects, make_harness
 from grader.checks.exercise_6 import CANNOT_FAIL
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
 from grader.engine import grade
-from harness.crash_lab import run_outcome
+from harness.display.crash_lab import run_outcome
 from harness.effects import EFFECTS_FILE
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
 from tests.exercise_support import assert_fails, edited_definition, run_checks

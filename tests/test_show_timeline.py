@@ -1,7 +1,7 @@
-"""The turn timeline and side-by-side panels that lesson 3 draws (harness/show.py)."""
+"""The turn timeline and side-by-side panels that lesson 3 draws (harness/display/show.py)."""
 from __future__ import annotations
 
-from harness.show import Rendered, show_side_by_side, show_turn_timeline, turn_timeline_steps
+from harness.display.show import Rendered, show_side_by_side, show_turn_timeline, turn_timeline_steps
 
 TEAM_EMAIL = [["read_file"], ["send_email"], []]
 

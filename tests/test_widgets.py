@@ -5,20 +5,19 @@ import builtins
 
 import pytest
 
-from harness.fake_endpoint import make_stub_client
-from harness.loop import new_run_state
-from harness.scenarios import load_scenario
-from harness.show import Rendered
-from harness.timeline import rewind_to, run_timeline, start_timeline
-from harness.tools import use_workspace
-from harness.widgets import (
+from harness.display.show import Rendered
+from harness.display.widgets import (
     frame_html,
     frame_summary,
     show_timeline,
-    timeline_frames,
     timeline_strip_html,
     timeline_viewer,
 )
+from harness.fake_endpoint import make_stub_client
+from harness.loop import new_run_state
+from harness.scenarios import load_scenario
+from harness.timeline import rewind_to, run_timeline, start_timeline, timeline_frames
+from harness.tools import use_workspace
 
 
 @pytest.fixture

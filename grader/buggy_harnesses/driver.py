@@ -99,7 +99,7 @@ class HarnessUnderTest:
     def _invoke(self, args, crash_after, run_dir) -> int:
         from harness import cli
         from harness.crash import parse_crash_after, reset_crash_counts
-        from harness.crash_lab import crash_environment, requests_log
+        from harness.display.crash_lab import crash_environment, requests_log
 
         if crash_after is not None:
             parse_crash_after(crash_after)  # a malformed value is the caller's mistake: say so now

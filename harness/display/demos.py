@@ -1,7 +1,7 @@
 """Demonstrações com processos de verdade, para as lições 1 e 2.
 
 Uma lição não consegue mostrar "o processo morreu" matando o próprio kernel, então
-estas funções sobem um processo filho (``python -m harness.demos ...``), deixam-no
+estas funções sobem um processo filho (``python -m harness.display.demos ...``), deixam-no
 trabalhar, mandam um SIGKILL de verdade e devolvem o que sobrou em disco. Nenhum
 ``except`` e nenhum ``finally`` do filho roda depois de um SIGKILL: o que não estava
 em disco some.
@@ -102,7 +102,7 @@ def _files_under(folder: Path) -> dict[str, int]:
 
 def _start_child(*arguments: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness.demos", *arguments],
+        [sys.executable, "-m", "harness.display.demos", *arguments],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -259,7 +259,7 @@ def _child_writer(path: str, mode: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.demos")
+    parser = argparse.ArgumentParser(prog="python -m harness.display.demos")
     sub = parser.add_subparsers(dest="command", required=True)
     agent = sub.add_parser("agent")
     agent.add_argument("workdir")

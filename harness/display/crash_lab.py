@@ -11,7 +11,7 @@ Depois de cada passo, ``run_outcome`` lê a pasta da execução como um verifica
 status, contadores, caixa de saída, livro-razão, se o livro-razão e o checkpoint contam a
 mesma história, e se algum pedido ao modelo levou um tool_use órfão.
 
-``python -m harness.crash_lab matrix ...`` roda as quedas por SIGKILL num único processo
+``python -m harness.display.crash_lab matrix ...`` roda as quedas por SIGKILL num único processo
 auxiliar, que cria um processo filho (fork) por passo: cada queda acontece num processo
 separado, sem pagar a importação do SDK a cada vez.
 """
@@ -475,7 +475,7 @@ def crash_matrix(base_dir, cases, modes=MODES, scenario="team-email", resume_sce
         validate_mode(mode)
     killed = {}
     if "sigkill" in modes:
-        command = [sys.executable, "-m", "harness.crash_lab", "matrix", "--base", str(base_dir),
+        command = [sys.executable, "-m", "harness.display.crash_lab", "matrix", "--base", str(base_dir),
                    "--scenario", scenario, "--modes", "sigkill"]
         if resume_scenario:
             command += ["--resume-scenario", resume_scenario]
@@ -496,7 +496,7 @@ def crash_matrix(base_dir, cases, modes=MODES, scenario="team-email", resume_sce
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m harness.crash_lab")
+    parser = argparse.ArgumentParser(prog="python -m harness.display.crash_lab")
     sub = parser.add_subparsers(dest="command", required=True)
     matrix = sub.add_parser("matrix", help="queda + retomada para cada caso e modo; imprime JSON")
     matrix.add_argument("--base", required=True)

@@ -1,11 +1,11 @@
 """Lição 4 em imagens: o livro-razão como tabela e a janela entre executar e registrar.
 
-Como em ``harness.show``, cada função devolve um ``Rendered`` (HTML no Jupyter, texto
+Como em ``harness.display.show``, cada função devolve um ``Rendered`` (HTML no Jupyter, texto
 no terminal) montado a partir de funções puras que os testes conferem.
 """
 from __future__ import annotations
 
-from harness.show import Rendered, _esc, _short
+from harness.display.show import Rendered, _esc, _short
 
 STATUS_COLORS = {"intent": "#e08a00", "committed": "#1b7f3b", "rejected": "#b00020", "unknown": "#6a3d9a"}
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import html
 import json
 
+from harness.resume import orphan_ids
+
 STYLE = (
     "<style>.curso-tabela{border-collapse:collapse;font-size:13px;margin:6px 0}"
     # !important: o CSS do JupyterLab alinha células de tabela à direita com um seletor mais específico.
@@ -65,21 +67,6 @@ def messages_rows(messages: list[dict]) -> list[tuple[int, str, list[str]]]:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         rows.append((index, message.get("role", "?"), [block_summary(b) for b in blocks]))
     return rows
-
-
-def orphan_ids(messages: list[dict]) -> set[str]:
-    """Ids de tool_use sem tool_result na mensagem seguinte (as chamadas órfãs)."""
-    orphans = set()
-    for index, message in enumerate(messages):
-        if message.get("role") != "assistant" or isinstance(message.get("content"), str):
-            continue
-        ids = {b["id"] for b in message["content"] if b.get("type") == "tool_use"}
-        following = messages[index + 1] if index + 1 < len(messages) else None
-        answered = set()
-        if following and not isinstance(following.get("content"), str):
-            answered = {b.get("tool_use_id") for b in following["content"] if b.get("type") == "tool_result"}
-        orphans |= ids - answered
-    return orphans
 
 
 def messages_html(messages: list[dict], title: str = "messages") -> str:

@@ -9,40 +9,12 @@ from __future__ import annotations
 
 import html
 
-from harness.checkpoint import CheckpointError
-from harness.show import STYLE, Rendered, messages_html, orphan_ids
-from harness.timeline import list_points, parse_point_name, read_point
+from harness.display.show import STYLE, Rendered, messages_html
+from harness.timeline import timeline_frames
 
 # --- Lição 5: a linha do tempo da sequência de checkpoints ----------------------------
 
 POINT_COLORS = {"A": "#f0b429", "B": "#2f9e44"}  # A: decisão tomada; B: resultado registrado
-
-
-def timeline_frames(run_dir):
-    """Um quadro por ponto gravado, na ordem da sequência: o que a linha do tempo mostra.
-
-    Um ponto ilegível vira um quadro com ``error`` em vez de derrubar o visualizador.
-    """
-    frames = []
-    for path in list_points(run_dir):
-        turn, point = parse_point_name(path.name)
-        frame = {"name": path.name, "turn": turn, "point": point, "error": None,
-                 "tokens_used": None, "message_count": 0, "pending": [], "orphans": [], "messages": []}
-        try:
-            state = read_point(path)
-        except CheckpointError as error:
-            frame["error"] = str(error)
-        else:
-            messages = state["messages"]
-            frame.update(
-                tokens_used=state["tokens_used"],
-                message_count=len(messages),
-                pending=[f"{call['name']} ({call['id']})" for call in state["pending_tool_use"] or []],
-                orphans=sorted(orphan_ids(messages)),
-                messages=messages,
-            )
-        frames.append(frame)
-    return frames
 
 
 def timeline_strip_html(frames, selected=None):
@@ -228,7 +200,7 @@ class CrashCase:
 
     def crash(self, label, n=1, mode="simulada"):
         """Começo limpo numa pasta nova, derrubado em ``label:n``."""
-        from harness.crash_lab import crash_run
+        from harness.display.crash_lab import crash_run
 
         self.number += 1
         self.run_dir = self.base_dir / f"caso-{self.number:02d}"
@@ -237,7 +209,7 @@ class CrashCase:
 
     def resume(self, scenario=None):
         """``--resume`` na pasta atual (opcionalmente com outro roteiro do modelo)."""
-        from harness.crash_lab import resume_run
+        from harness.display.crash_lab import resume_run
 
         if self.run_dir is None:
             raise ValueError("nada para retomar: rode primeiro até uma queda")
@@ -245,7 +217,7 @@ class CrashCase:
         return self.steps[-1]
 
     def outcome(self):
-        from harness.crash_lab import run_outcome
+        from harness.display.crash_lab import run_outcome
 
         return run_outcome(self.run_dir) if self.run_dir is not None else None
 
@@ -253,10 +225,10 @@ class CrashCase:
         """Passos, retrato, caixa de saída, livro-razão e a sequência de checkpoints do caso."""
         if self.run_dir is None:
             return "<p>Escolha o ponto de queda e clique em <b>Rodar até a queda</b>.</p>"
-        from harness.crash_lab import world_of
+        from harness.display.crash_lab import world_of
+        from harness.display.effects_view import show_effects
+        from harness.display.show import show_outbox
         from harness.effects import EFFECTS_FILE, EffectsLedgerError, load_effects
-        from harness.effects_view import show_effects
-        from harness.show import show_outbox
 
         outcome = self.outcome()
         try:
