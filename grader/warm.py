@@ -33,7 +33,7 @@ DONE = "done"
 class PrelaunchedKernel:
     """A kernel started ahead of its grading, in the folder that grading will use."""
 
-    def __init__(self, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, sandbox: Sandbox | None = None, template: Any = None) -> None:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
@@ -48,6 +48,10 @@ class PrelaunchedKernel:
         else:
             settings = kernels.kernel_connection(self.workdir, 1, 1)
         manager_class = settings.pop("manager_class", AsyncKernelManager)
+        if template is not None:
+            from grader.forked_kernels import forked_manager_class
+
+            manager_class = forked_manager_class(template, manager_class)
         km = manager_class(kernel_name="python3", **settings)
         try:
             # The same launch nbclient would do (its in-memory history argument included).
@@ -117,6 +121,11 @@ def serve(argv: list[str]) -> int:
     from grader.fixture_loader import load_fixtures
     from grader.sandbox import require
 
+    template = None
+    if not args.sandbox:  # a sandboxed kernel starts in its own bwrap, never from a shared template
+        from grader.forked_kernels import KernelTemplate
+
+        template = KernelTemplate.start(args.exercise, kernel_env())  # imports while the checks load
     spec = load_exercise(args.exercise)
     fixtures = load_fixtures(args.exercise, tuple(args.fixtures), spec.validate_fixture)
     sandbox = require() if args.sandbox else None
@@ -131,13 +140,13 @@ def serve(argv: list[str]) -> int:
             prelaunched=prelaunched,
         )
 
-    spare: PrelaunchedKernel | None = PrelaunchedKernel(sandbox)
+    spare: PrelaunchedKernel | None = PrelaunchedKernel(sandbox, template)
     try:
         for line in sys.stdin:
             task = json.loads(line)
             current, spare = spare, None
             if task.get("more"):
-                spare = PrelaunchedKernel(sandbox)  # starts while this submission is graded
+                spare = PrelaunchedKernel(sandbox, template)  # starts while this submission is graded
             try:
                 write_payload(Path(task["result"]), grade_payload(grade_one, Path(task["notebook"]), current))
             finally:
@@ -147,4 +156,6 @@ def serve(argv: list[str]) -> int:
     finally:
         if spare is not None:
             spare.discard()
+        if template is not None:
+            template.close()
     return 0

@@ -1,0 +1,292 @@
+"""Kernels forked from a template process (grader/kernel_template.py), seen from the worker.
+
+Starting a kernel and importing anthropic in it is most of the CPU a grading costs.
+A batch worker therefore keeps one ``KernelTemplate`` that has imported all of that
+once, and asks it for a fork per submission: ``forked_manager_class`` gives nbclient
+and the prelaunch (grader/warm.py) a kernel manager whose provisioner forks instead
+of running ``python -m ipykernel_launcher``.
+
+It is an optimisation only. Where the template cannot be had (no fork, no pidfd,
+it refused or died, it does not answer), the provisioner launches the kernel as
+jupyter_client always does, and the grading goes on the same.
+"""
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+
+from grader.kernel import STARTUP_TIMEOUT
+from grader.kernel_template import receive, send
+
+ALWAYS_IMPORTED = ("ipykernel.ipkernel", "anthropic")  # what every exercise's kernel imports first
+_TEMPLATE_MAIN = "from grader.kernel_template import main; raise SystemExit(main())"
+
+
+def supported() -> bool:
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(os, "pidfd_open")
+            and hasattr(socket, "send_fds") and hasattr(signal, "pidfd_send_signal"))
+
+
+def notebook_imports(notebook: Path) -> list[str]:
+    """The modules the code cells of ``notebook`` import at top level (a course notebook, never a submission)."""
+    import nbformat
+
+    try:
+        cells = nbformat.read(notebook, as_version=4).cells
+    except Exception:  # noqa: BLE001 - no notebook, no list: the template imports the basics only
+        return []
+    modules: list[str] = []
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                modules += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.append(node.module)
+    return list(dict.fromkeys(modules))
+
+
+def template_modules(exercise: str) -> list[str]:
+    """What the template imports for ``exercise``: the basics and the course's exercise notebook's imports."""
+    from grader.progress import students_notebook
+
+    return list(dict.fromkeys([*ALWAYS_IMPORTED, *notebook_imports(students_notebook(exercise))]))
+
+
+class KernelTemplate:
+    """The worker's end of one template process."""
+
+    def __init__(self, modules: list[str], env: dict[str, str]):
+        self._lock = threading.Lock()
+        self._exits: dict[int, int] = {}
+        self._ready = False
+        self.broken: str | None = None  # why forks are not asked for any more
+        self.process: subprocess.Popen | None = None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._channel = ours
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _TEMPLATE_MAIN, str(theirs.fileno()), *modules],
+                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            )
+        except OSError as error:
+            self.broken = f"o modelo de kernel não iniciou ({error})"
+        finally:
+            theirs.close()
+
+    @classmethod
+    def start(cls, exercise: str, env: dict[str, str]) -> KernelTemplate | None:
+        """A template for ``exercise``'s kernels (importing in the background), or None where forks are not supported."""
+        if not supported():
+            return None
+        return cls(template_modules(exercise), env)
+
+    @property
+    def executable(self) -> str:
+        return os.path.realpath(sys.executable)
+
+    def fork(self, cmd: list[str], kwargs: dict[str, Any]) -> tuple[int, int] | None:
+        """(pid, pidfd) of a kernel forked for this launch, or None to launch it the usual way."""
+        if self.broken or not self._forkable(cmd, kwargs):
+            return None
+        outputs = [self._descriptor(kwargs.get("stdout"), 1), self._descriptor(kwargs.get("stderr"), 2)]
+        request = {"args": cmd[3:], "cwd": str(kwargs.get("cwd") or os.getcwd()),
+                   "env": dict(kwargs.get("env") or os.environ)}
+        with self._lock:
+            try:
+                if not self._ready and not self._wait_ready():
+                    return None
+                send(self._channel, request, outputs)
+                answer, fds = self._answer(STARTUP_TIMEOUT)
+            except (OSError, ValueError, TimeoutError) as error:
+                self._break(f"o modelo de kernel parou de responder ({error})")
+                return None
+        if "pid" not in answer or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            self._break(f"o modelo de kernel não criou o kernel ({answer.get('error', answer)})")
+            return None
+        return answer["pid"], fds[0]
+
+    def exit_status(self, pid: int, wait: float = 1.0) -> int:
+        """How the kernel ``pid`` (already gone) ended, as the template reaped it (-9 when it never said)."""
+        deadline = time.monotonic() + wait
+        with self._lock:
+            while pid not in self._exits:
+                try:
+                    self._keep_notice(*self._read(max(0.0, deadline - time.monotonic())))
+                except (OSError, ValueError, TimeoutError):
+                    break
+            return self._exits.get(pid, -signal.SIGKILL)
+
+    def forget(self, pid: int) -> None:
+        """Drop what is known of ``pid``'s end (its number may be given to a later kernel)."""
+        with self._lock:
+            self._exits.pop(pid, None)
+
+    def close(self) -> None:
+        """End the template (its kernels end with it: they watch their parent)."""
+        with contextlib.suppress(OSError):
+            self._channel.close()
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    # --- inside
+
+    def _forkable(self, cmd: list[str], kwargs: dict[str, Any]) -> bool:
+        """Only the launch the template can reproduce: this Python's ipykernel_launcher, nothing else asked for."""
+        known = {"env", "cwd", "stdout", "stderr", "kernel_id"}
+        return (len(cmd) >= 3 and cmd[1:3] == ["-m", "ipykernel_launcher"]
+                and os.path.realpath(cmd[0]) == self.executable
+                and all(value is None for key, value in kwargs.items() if key not in known))
+
+    @staticmethod
+    def _descriptor(stream: Any, default: int) -> int:
+        if stream is None:
+            return default
+        return stream if isinstance(stream, int) else stream.fileno()
+
+    def _wait_ready(self) -> bool:
+        answer, fds = self._answer(STARTUP_TIMEOUT)
+        for fd in fds:
+            os.close(fd)
+        if "ready" not in answer:
+            self._break(f"o modelo de kernel recusou-se a criar kernels ({answer.get('refused', answer)})")
+            return False
+        self._ready = True
+        return True
+
+    def _read(self, timeout: float) -> tuple[dict, list[int]]:
+        if timeout <= 0 or not select.select([self._channel], [], [], timeout)[0]:
+            raise TimeoutError(f"sem resposta em {timeout:g} s")
+        message, fds = receive(self._channel, max_fds=1)
+        if message is None:
+            raise OSError("o processo do modelo terminou")
+        return message, fds
+
+    def _keep_notice(self, message: dict, fds: list[int]) -> bool:
+        """Keep an exit notice; False for any other message."""
+        if "exited" not in message:
+            return False
+        self._exits[message["exited"]] = message["status"]
+        return True
+
+    def _answer(self, timeout: float) -> tuple[dict, list[int]]:
+        """The template's next message that is not an exit notice (notices are kept)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            message, fds = self._read(deadline - time.monotonic())
+            if not self._keep_notice(message, fds):
+                return message, fds
+
+    def _break(self, why: str) -> None:
+        self.broken = why
+        print(f"aviso: {why}; os próximos kernels iniciam do jeito comum.", file=sys.stderr)
+        if self.process is not None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+
+
+class ForkedProvisioner(LocalProvisioner):
+    """LocalProvisioner whose kernel is forked from a ``KernelTemplate`` when it can be."""
+
+    template: KernelTemplate | None = None
+    pidfd: int | None = None
+
+    @property
+    def has_process(self) -> bool:
+        return self.pidfd is not None or super().has_process
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+        forked = self.template.fork(cmd, kwargs) if self.template is not None else None
+        if forked is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        self.pid, self.pidfd = forked
+        self.pgid = self.pid  # the child made itself a session (and group) leader
+        self.cwd = kwargs.get("cwd")
+        return self.connection_info
+
+    def _gone(self) -> bool:
+        return bool(select.select([self.pidfd], [], [], 0)[0])
+
+    async def poll(self) -> int | None:
+        if self.pidfd is None:
+            return await super().poll()
+        return self.template.exit_status(self.pid) if self._gone() else None
+
+    async def wait(self) -> int | None:
+        if self.pidfd is None:
+            return await super().wait()
+        while not self._gone():
+            await asyncio.sleep(0.1)
+        status = self.template.exit_status(self.pid)
+        self._close_pidfd()
+        return status
+
+    async def send_signal(self, signum: int) -> None:
+        if self.pidfd is None:
+            return await super().send_signal(signum)
+        try:
+            os.killpg(self.pgid, signum)  # the kernel and whatever it started, as LocalProvisioner does
+        except OSError:
+            with contextlib.suppress(ProcessLookupError):  # gone already, as Popen.send_signal tolerates
+                signal.pidfd_send_signal(self.pidfd, signum)
+
+    async def kill(self, restart: bool = False) -> None:
+        if self.pidfd is None:
+            return await super().kill(restart)
+        await self.send_signal(signal.SIGKILL)
+
+    async def terminate(self, restart: bool = False) -> None:
+        if self.pidfd is None:
+            return await super().terminate(restart)
+        await self.send_signal(signal.SIGTERM)
+
+    async def cleanup(self, restart: bool = False) -> None:
+        self._close_pidfd()
+        await super().cleanup(restart)
+
+    def _close_pidfd(self) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = None
+            self.template.forget(self.pid)
+
+
+def forked_manager_class(template: KernelTemplate, base: Any = AsyncKernelManager) -> Any:
+    """A jupyter_client KernelManager class whose kernels come from ``template`` (or start as usual)."""
+
+    class ForkedKernelManager(base):
+        async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+            if self.provisioner is None:
+                self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+                self.provisioner = ForkedProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+                self.provisioner.template = template
+            return await super()._async_pre_start_kernel(**kw)
+
+    return ForkedKernelManager

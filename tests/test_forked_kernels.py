@@ -1,0 +1,141 @@
+"""Kernels forked from the batch worker's template (grader/kernel_template.py, grader/forked_kernels.py).
+
+Each submission must still get a kernel nothing ran code in: what one submission changes
+in its kernel (a module global, a patched harness function) is never seen by the next.
+The template is an optimisation only: when it cannot help, kernels start as before, and
+the limits (interrupt, kill, memory) act on a forked kernel as on any other.
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+
+import nbformat
+import pytest
+
+from grader import batch
+from grader.engine import grade_with_fixtures, load_exercise
+from grader.execution import kernel_env
+from grader.fixture_loader import load_fixtures
+from grader.forked_kernels import ForkedProvisioner, KernelTemplate, notebook_imports, supported, template_modules
+from grader.warm import PrelaunchedKernel
+from tests.grader_support import SOLUTION, make_notebook, solution_notebook, write
+from tests.test_grader_engine import RESUME_OK, SETUP
+from tests.test_grader_limits import SWALLOWS_THE_INTERRUPT
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not supported(), reason="kernels forked from a template need Linux (fork, pidfd)")]
+
+MARKS_THE_KERNEL = "import sys\nFROM_TEMPLATE = 'anthropic' in sys.modules  # imported before any cell ran: a forked kernel"
+PATCHES_EVERYTHING = textwrap.dedent("""\
+    import anthropic, builtins, json, harness.tools
+    for module in (anthropic, builtins, json, harness.tools):
+        module.LEAKED = True
+    harness.tools.READ_ONLY_TOOLS = frozenset()  # resume_action now reruns nothing: its checks fail
+""")
+PROBE = textwrap.dedent("""\
+    import anthropic, builtins, json, random, harness.tools
+    leaked = [name for name, module in (("anthropic", anthropic), ("builtins", builtins), ("json", json),
+                                        ("harness.tools", harness.tools)) if hasattr(module, "LEAKED")]
+    if not harness.tools.READ_ONLY_TOOLS:
+        leaked.append("READ_ONLY_TOOLS")
+    raise RuntimeError(f"sonda template={FROM_TEMPLATE} vazou={','.join(leaked) or '-'} aleatorio={random.getrandbits(64)}")
+""")
+
+
+def _solution_with(before: list[str], after: list[str]) -> nbformat.NotebookNode:
+    notebook = solution_notebook()
+    notebook.cells = [*make_notebook(*before).cells, *notebook.cells, *make_notebook(*after).cells]
+    return notebook
+
+
+def _probe(row: batch.Row) -> dict[str, str]:
+    [problem] = [p for p in row.report.cell_problems if p.ename == "RuntimeError"]
+    return dict(re.findall(r"(\w+)=(\S+)", problem.evalue))
+
+
+def test_a_submission_never_sees_what_the_previous_one_changed_in_its_forked_kernel(tmp_path):
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    # One worker (-j 1), in this order: a patches, b looks, c patches and looks (the probe's own control).
+    write(_solution_with([MARKS_THE_KERNEL, PATCHES_EVERYTHING], []), entregas / "a-altera.ipynb")
+    write(_solution_with([MARKS_THE_KERNEL], [PROBE]), entregas / "b-observa.ipynb")
+    write(_solution_with([MARKS_THE_KERNEL, PATCHES_EVERYTHING], [PROBE]), entregas / "c-altera-e-observa.ipynb")
+    submissions, _ = batch.find_submissions(entregas, "exercise-3")
+    levels, checks = batch.plan_summary("exercise-3", ())
+    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks))
+
+    patched, observer, control = batch.grade_all(submissions, options, levels, jobs=1)
+
+    assert patched.status == batch.INCOMPLETE  # the patch bites in its own kernel
+    assert observer.passed_checks == observer.total_checks == checks  # ... and not in the next one
+    assert _probe(observer)["template"] == "True" and _probe(observer)["vazou"] == "-"
+    assert _probe(control) == {**_probe(control), "template": "True", "vazou": "anthropic,builtins,json,harness.tools,READ_ONLY_TOOLS"}
+    assert control.status == batch.INCOMPLETE
+    # Two kernels forked from one template do not share the random generator's state.
+    assert _probe(observer)["aleatorio"] != _probe(control)["aleatorio"]
+
+
+@pytest.fixture(scope="module")
+def exercise_3():
+    spec = load_exercise("exercise-3")
+    return spec, load_fixtures("exercise-3", (), spec.validate_fixture)
+
+
+@pytest.fixture
+def template():
+    template = KernelTemplate.start("exercise-3", kernel_env())
+    yield template
+    template.close()
+
+
+def _grade(exercise_3, notebook, prelaunched, **limits):
+    spec, fixtures = exercise_3
+    return grade_with_fixtures(spec, fixtures, notebook, prelaunched=prelaunched, **limits)
+
+
+def test_the_template_imports_what_the_exercise_notebook_imports():
+    modules = template_modules("exercise-3")
+    assert modules[:2] == ["ipykernel.ipkernel", "anthropic"]
+    assert {"harness.checkpointed_loop", "harness.tools", "grader.notebook_api", "tempfile"} <= set(modules)
+    assert notebook_imports(SOLUTION.parent / "nao-existe.ipynb") == []
+
+
+def test_a_forked_kernel_that_ignores_the_interrupt_is_killed_and_graded_as_before(exercise_3, template, tmp_path):
+    prelaunched = PrelaunchedKernel(None, template)
+    assert isinstance(prelaunched._km.provisioner, ForkedProvisioner) and prelaunched._km.provisioner.pidfd is not None
+    notebook = write(make_notebook(SETUP, RESUME_OK, SWALLOWS_THE_INTERRUPT, 'ROOT_CAUSE = "B"'), tmp_path / "teimosa.ipynb")
+
+    report = _grade(exercise_3, notebook, prelaunched, cell_timeout=3, total_timeout=240)
+
+    [problem] = report.cell_problems
+    assert problem.cell == 3 and "não terminou em 3 s e ignorou a interrupção" in problem.message
+    by_id = {c.id: c for c in report.checks}
+    assert by_id["n2.root_cause_identified"].passed and by_id["n1.resume_action_decides[cpC]"].passed
+
+
+def test_when_the_template_dies_kernels_start_as_before_and_grading_goes_on(exercise_3, template, tmp_path, capsys):
+    forked = PrelaunchedKernel(None, template)
+    assert forked._km.provisioner.pidfd is not None
+    forked.discard()
+    template.process.kill()
+    template.process.wait()
+
+    fallback = PrelaunchedKernel(None, template)
+
+    provisioner = fallback._km.provisioner
+    assert provisioner.pidfd is None and provisioner.process is not None  # launched as jupyter_client always does
+    assert "o modelo de kernel parou de responder" in capsys.readouterr().err
+    report = _grade(exercise_3, SOLUTION, fallback)
+    assert report.notebook_error is None and all(check.passed for check in report.checks)
+
+
+def test_a_template_that_would_fork_with_threads_refuses_and_kernels_start_as_before(tmp_path, capsys):
+    (tmp_path / "starts_a_thread.py").write_text("import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+    template = KernelTemplate(["starts_a_thread"], {**kernel_env(), "PYTHONPATH": str(tmp_path)})
+    try:
+        prelaunched = PrelaunchedKernel(None, template)
+        assert prelaunched._km.provisioner.pidfd is None and prelaunched._km.provisioner.process is not None
+        assert "recusou-se" in template.broken and "thread(s) iniciada(s)" in template.broken
+        prelaunched.discard()
+    finally:
+        template.close()
