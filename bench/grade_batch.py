@@ -12,8 +12,18 @@ alike:
 - ``nbgrader autograde`` (one process for the whole class, a fresh kernel per student;
   bench/nbgrader_peer.py sets its course up; needs the optional ``bench`` extra and is
   skipped with a message without it);
-- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/warm.py);
-- ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap).
+- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/warm.py, each forking its
+  kernels from a template process, grader/forked_kernels.py);
+- ``grade batch -j 1`` with ``GRADE_KERNEL_TEMPLATE=0`` (every kernel started and
+  importing on its own, as before the template);
+- ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap; a sandboxed
+  kernel never comes from a template);
+- a batch of one submission with ``-j 1``, whose CPU against the full batch's splits
+  the CPU into a fixed part per worker (starting the worker and the template) and a
+  part per submission.
+
+Beside the ratios it prints how many cores ``-j 1`` keeps busy (CPU / wall) and the
+most ``-j 2`` could gain on 2 cores: it needs at least its own CPU / 2 of wall time.
 
 Targets: ``-j 1`` at most 0.8x nbgrader's time; ``-j 2`` at least 1.9x as fast as
 ``-j 1``; the sandbox adds at most 15% per submission. `bench/grade.py` prints these
@@ -39,6 +49,8 @@ from grader import batch  # noqa: E402
 
 NBGRADER = "nbgrader autograde"
 J1, J2, SANDBOX = "grade batch -j 1", "grade batch -j 2", "grade batch -j 1 --sandbox"
+J1_PLAIN = "-j 1 sem modelo de kernel"
+ONE = "-j 1, uma submissão"
 TARGET_VS_NBGRADER = 0.8  # -j 1 time / nbgrader time, at most
 TARGET_SPEEDUP = 1.9  # -j 1 time / -j 2 time, at least
 TARGET_SANDBOX = 1.15  # sandboxed / plain time, at most
@@ -61,7 +73,11 @@ def _copies(solution: Path, folder: Path, students: list[str], exercise: str) ->
     return submissions
 
 
-def _grade_batch(submissions, exercise: str, levels, checks: int, jobs: int, sandbox: bool) -> None:
+def _grade_batch(submissions, exercise: str, levels, checks: int, jobs: int, sandbox: bool,
+                 template: bool = True) -> None:
+    from grader.forked_kernels import SWITCH
+
+    os.environ[SWITCH] = "1" if template else "0"  # the workers inherit it
     options = batch.BatchOptions(
         exercise=exercise,
         timeout=batch.DEFAULT_TIMEOUT,
@@ -78,7 +94,7 @@ def _grade_batch(submissions, exercise: str, levels, checks: int, jobs: int, san
 def contenders(skipped: list[str]) -> list[str]:
     from bench import nbgrader_peer
 
-    names = [J1, J2]
+    names = [J1, J2, J1_PLAIN, ONE]
     problem = nbgrader_peer.available()
     if problem:
         skipped.append(problem)
@@ -124,13 +140,13 @@ def measure_batch(
                 if name == NBGRADER:
                     nbgrader_peer.autograde(courses[round_number], students)
                 else:
-                    _grade_batch(submissions, exercise, levels, checks,
-                                 jobs=2 if name == J2 else 1, sandbox=name == SANDBOX)
+                    _grade_batch(submissions[:1] if name == ONE else submissions, exercise, levels, checks,
+                                 jobs=2 if name == J2 else 1, sandbox=name == SANDBOX, template=name != J1_PLAIN)
                 seconds = time.perf_counter() - started
                 timings[name]["wall"] += seconds
                 timings[name]["rounds"].append(seconds)
                 timings[name]["cpu"] += _children_cpu() - cpu_before
-                timings[name]["graded"] += len(students)
+                timings[name]["graded"] += 1 if name == ONE else len(students)
     return timings
 
 
@@ -167,7 +183,29 @@ def format_batch(timings: dict[str, dict], copies: int) -> str:
     if J1 in timings and SANDBOX in timings:
         cost = _paired(timings, SANDBOX, J1)
         lines.append(f"    --sandbox / sem sandbox: {cost:.2f} (meta: <= {TARGET_SANDBOX}, {_verdict(cost <= TARGET_SANDBOX)})")
+        if J1_PLAIN in timings:
+            lines.append(f"    --sandbox / sem sandbox e sem modelo de kernel: {_paired(timings, SANDBOX, J1_PLAIN):.2f}")
+    if J1 in timings and J1_PLAIN in timings:
+        lines.append(f"    -j 1 / -j 1 sem modelo de kernel: {_paired(timings, J1, J1_PLAIN):.2f}")
+    lines += _bound(timings, copies)
     return "\n".join(lines)
+
+
+def _bound(timings: dict, copies: int) -> list[str]:
+    """Why -j 2 can gain only so much on 2 cores: the cores -j 1 keeps busy, and -j 2's own CPU."""
+    if J1 not in timings or J2 not in timings:
+        return []
+    wall_1, cpu_1, cpu_2 = timings[J1]["wall"], timings[J1]["cpu"], timings[J2]["cpu"]
+    lines = [f"  -j 1 ocupa em média {cpu_1 / wall_1:.2f} núcleo(s) (CPU / relógio); -j 2 gasta {cpu_2 / cpu_1:.2f}x "
+             f"a CPU de -j 1, então em 2 núcleos livres leva ao menos CPU / 2 e acelera no máximo "
+             f"{2 * wall_1 / cpu_2:.2f}x sobre o -j 1 desta medição"]
+    if ONE in timings and copies > 1:
+        rounds = len(timings[ONE]["rounds"])
+        per_submission = (cpu_1 - timings[ONE]["cpu"]) / rounds / (copies - 1)
+        fixed = timings[ONE]["cpu"] / rounds - per_submission
+        lines.append(f"  CPU de um lote: {fixed:.2f} s fixos por processo de correção (ele e o modelo de kernel "
+                     f"iniciando) + {per_submission:.2f} s por submissão")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from grader.kernel import STARTUP_TIMEOUT
 from grader.kernel_template import receive, send
 
 ALWAYS_IMPORTED = ("ipykernel.ipkernel", "anthropic")  # what every exercise's kernel imports first
+SWITCH = "GRADE_KERNEL_TEMPLATE"  # "0" starts every kernel the usual way (to compare, or to rule the template out)
 _TEMPLATE_MAIN = "from grader.kernel_template import main; raise SystemExit(main())"
 
 
@@ -96,8 +97,9 @@ class KernelTemplate:
 
     @classmethod
     def start(cls, exercise: str, env: dict[str, str]) -> KernelTemplate | None:
-        """A template for ``exercise``'s kernels (importing in the background), or None where forks are not supported."""
-        if not supported():
+        """A template for ``exercise``'s kernels (importing in the background), or None where forks are
+        not supported or ``GRADE_KERNEL_TEMPLATE=0`` turns it off."""
+        if not supported() or os.environ.get(SWITCH) == "0":
             return None
         return cls(template_modules(exercise), env)
 
