@@ -554,8 +554,8 @@ def apply_control(state, request):
     return set_status(state, status, reason)
 
 
-def control_run(run, action, reason="", owner=None):
-    """Pausa ou cancela uma execução (``run``: um armazenamento, ou a pasta de uma execução em arquivos).
+def control_run(store, action, reason="", owner=None):
+    """Pausa ou cancela a execução de um armazenamento (``store``, um ``harness.stores.base.RunStore``).
 
     Se ninguém tem a posse (execução pausada, à espera de aprovação, ou caída), este
     processo a toma e grava o novo status na hora. Se um worker vivo a tem, deixa o pedido
@@ -564,10 +564,6 @@ def control_run(run, action, reason="", owner=None):
     """
     if action not in CONTROL_ACTIONS:
         raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
-    from harness.stores.base import RunStore
-    from harness.stores.files import FileStore  # os armazenamentos usam este módulo
-
-    store = run if isinstance(run, RunStore) else FileStore(run)
     try:
         lease = store.acquire_lease(owner=owner or f"{default_owner()}:{action}")
     except LeaseHeld:

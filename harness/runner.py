@@ -27,13 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 from harness.approval import (
-    APPROVALS_FILE,
     DEFAULT_APPROVAL_TTL,
     PENDING,
     ApprovalError,
@@ -44,11 +42,9 @@ from harness.approval import (
 )
 from harness.checkpoint import CheckpointError
 from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
-from harness.effects import EFFECTS_FILE, EffectsLedgerError
+from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import ScriptedEndpoint
 from harness.lifecycle import (
-    CHECKPOINT_FILE,
-    CONTROL_FILE,
     FINAL_STATUSES,
     LEASE_SECONDS,
     MAX_RECOVERY_ATTEMPTS,
@@ -69,7 +65,6 @@ from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stores import STORE_KINDS, StoreError, open_store
 from harness.stores.files import FileStore
-from harness.timeline import CHECKPOINTS_DIR, TIMELINE_FILE
 from harness.tool_runner import run_tool_uses
 from harness.tools import workspace_in_use
 
@@ -111,20 +106,6 @@ def save_progress(store, state, lease, point=None):
     num banco, os dois entram na mesma transação.
     """
     store.save(lease, state, point)
-
-
-def remove_run_files(run_dir):
-    """Começo limpo: apaga cena, sequência, livro-razão, aprovações, pedidos e o mundo.
-
-    O checkpoint.json sai primeiro: uma pasta meio limpa nunca parece retomável. O
-    lease.json fica, para o próximo token continuar maior que todos os anteriores.
-    """
-    run_dir = Path(run_dir)
-    for name in (CHECKPOINT_FILE, CHECKPOINT_FILE + ".tmp", EFFECTS_FILE, EFFECTS_FILE + ".tmp",
-                 APPROVALS_FILE, APPROVALS_FILE + ".tmp", CONTROL_FILE, TIMELINE_FILE):
-        (run_dir / name).unlink(missing_ok=True)
-    for folder in (CHECKPOINTS_DIR, WORLD_DIR):
-        shutil.rmtree(run_dir / folder, ignore_errors=True)
 
 
 def start_clean(store, scenario, lease, requires_approval=False):

@@ -38,6 +38,7 @@ from harness.lifecycle import (
     save_run_checkpoint,
     set_status,
 )
+from harness.stores.files import FileStore
 
 TASK = "Mande um e-mail para o time."
 SEND = {"id": "toolu_S1", "name": "send_email", "input": {"to": "team@example.com", "subject": "Oi"}}
@@ -329,7 +330,7 @@ def make_run_dir(tmp_path, status="paused"):
 
 def test_cancel_with_nobody_running_is_applied_at_once(tmp_path):
     make_run_dir(tmp_path)
-    assert control_run(tmp_path, "cancel", reason="mudou o plano") == "applied"
+    assert control_run(FileStore(tmp_path), "cancel", reason="mudou o plano") == "applied"
     state = load_run_checkpoint(tmp_path / CHECKPOINT_FILE)
     assert state["status"] == "cancelled" and state["status_reason"] == "mudou o plano"
     assert read_lease(tmp_path)["released"] is True
@@ -341,7 +342,7 @@ def test_cancel_while_a_worker_holds_the_lease_leaves_a_request(tmp_path):
     make_run_dir(tmp_path, "running")
     acquire_lease(tmp_path, owner="worker-vivo")
     before = (tmp_path / CHECKPOINT_FILE).read_bytes()
-    assert control_run(tmp_path, "cancel") == "requested"
+    assert control_run(FileStore(tmp_path), "cancel") == "requested"
     assert (tmp_path / CHECKPOINT_FILE).read_bytes() == before
     assert pending_control(tmp_path)["action"] == "cancel"
 
@@ -349,7 +350,7 @@ def test_cancel_while_a_worker_holds_the_lease_leaves_a_request(tmp_path):
 def test_a_finished_run_cannot_be_cancelled(tmp_path):
     make_run_dir(tmp_path, "completed")
     with pytest.raises(RunNotResumable, match="completed"):
-        control_run(tmp_path, "cancel")
+        control_run(FileStore(tmp_path), "cancel")
 
 
 def test_an_unreadable_control_request_means_stop(tmp_path):
@@ -358,7 +359,7 @@ def test_an_unreadable_control_request_means_stop(tmp_path):
     (tmp_path / CONTROL_FILE).write_text(json.dumps({"action": "explode"}))
     assert pending_control(tmp_path)["action"] == "cancel"
     with pytest.raises(ValueError, match="explode"):
-        control_run(tmp_path, "explode")
+        control_run(FileStore(tmp_path), "explode")
 
 
 # --- crash_point --------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import runner
 from harness.effects import EFFECTS_FILE
+from harness.stores import files
 
 NAME = "clean-start-keeps-ledger"
 COMPLETES = True
@@ -17,7 +17,7 @@ SYMPTOM = (
     "precisa mandar o seu e-mail (exatamente 1 na caixa de saída do mundo novo)."
 )
 
-ORIGINAL_REMOVE = runner.remove_run_files
+ORIGINAL_REMOVE = files.remove_run_files
 
 
 def remove_run_files_keeping_ledger(run_dir):
@@ -29,4 +29,4 @@ def remove_run_files_keeping_ledger(run_dir):
 
 
 def patches() -> dict:
-    return {"harness.runner:remove_run_files": remove_run_files_keeping_ledger}
+    return {"harness.stores.files:remove_run_files": remove_run_files_keeping_ledger}

@@ -7,7 +7,7 @@ livro-razão, as aprovações e a posse com fencing token.
     open_store("sqlite", pasta)                 um arquivo pasta/run.sqlite3 (WAL, synchronous=FULL)
     open_store("postgresql://...", pasta, run)  um servidor; a execução é a linha ``run``
 
-Módulos: ``base`` (o contrato), ``files``, ``sql`` (o que os dois bancos compartilham),
+Módulos: ``base`` (o contrato e o ``StoreError``), ``files``, ``sql`` (o que os dois bancos compartilham),
 ``sqlite``, ``postgres`` (com ``claim_run`` para vários workers), ``database_world`` (a caixa
 de saída como tabela) e ``local_postgres`` (um servidor descartável para testes e aulas).
 """
@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.stores.base import StoreError  # o erro do contrato, importável também daqui
+
 STORE_KINDS = ("files", "sqlite", "postgresql://...")
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
-
-
-class StoreError(Exception):
-    """O armazenamento não pode ser usado: --store desconhecido, banco inalcançável ou ilegível."""
 
 
 def is_postgres(spec):

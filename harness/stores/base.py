@@ -23,6 +23,10 @@ import abc
 from typing import NamedTuple
 
 
+class StoreError(Exception):
+    """O armazenamento não pode ser usado: --store desconhecido, banco inalcançável ou ilegível."""
+
+
 class SavePoint(NamedTuple):
     """Um ponto da sequência: ``id`` (ordena no tempo), o turno e a letra (A ou B)."""
 

@@ -16,6 +16,7 @@ de arquivos não sabe recusar uma escrita velha. É isso que os bancos mudam.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from harness.checkpoint import CHECKPOINT_VERSION, write_json_atomic
 from harness.effects import EFFECTS_FILE, load_effects
 from harness.lifecycle import (
     CHECKPOINT_FILE,
+    CONTROL_FILE,
     LEASE_SECONDS,
     acquire_lease,
     clear_control,
@@ -41,6 +43,8 @@ from harness.lifecycle import (
 )
 from harness.stores.base import RunStore, SavePoint
 from harness.timeline import (
+    CHECKPOINTS_DIR,
+    TIMELINE_FILE,
     checkpoints_dir,
     list_points,
     load_timeline,
@@ -53,6 +57,20 @@ from harness.tool_runner import ToolContext
 from harness.tools import Workspace
 
 WORLD_DIR = "world"
+
+
+def remove_run_files(run_dir):
+    """Começo limpo (a lição 6): apaga cena, sequência, livro-razão, aprovações, pedidos e o mundo.
+
+    O checkpoint.json sai primeiro: uma pasta meio limpa nunca parece retomável. O
+    lease.json fica, para o próximo token continuar maior que todos os anteriores.
+    """
+    run_dir = Path(run_dir)
+    for name in (CHECKPOINT_FILE, CHECKPOINT_FILE + ".tmp", EFFECTS_FILE, EFFECTS_FILE + ".tmp",
+                 APPROVALS_FILE, APPROVALS_FILE + ".tmp", CONTROL_FILE, TIMELINE_FILE):
+        (run_dir / name).unlink(missing_ok=True)
+    for folder in (CHECKPOINTS_DIR, WORLD_DIR):
+        shutil.rmtree(run_dir / folder, ignore_errors=True)
 
 
 class FileStore(RunStore):
@@ -109,8 +127,6 @@ class FileStore(RunStore):
             and not (self.run_dir / EFFECTS_FILE).exists()
 
     def start(self, lease, state, scenario):
-        from harness.runner import remove_run_files  # a lição 6 escreve esta limpeza no runner
-
         with fenced(lease):
             remove_run_files(self.run_dir)
             scenario.make_workspace(self.run_dir / WORLD_DIR)

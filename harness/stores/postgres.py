@@ -21,7 +21,7 @@ import time
 import psycopg
 
 from harness.lifecycle import LEASE_SECONDS, Lease, default_owner, lease_is_free
-from harness.stores import StoreError
+from harness.stores.base import StoreError
 from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
 
 SCHEMA_VERSION = 1

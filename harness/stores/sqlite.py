@@ -17,7 +17,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from harness.stores import StoreError
+from harness.stores.base import StoreError
 from harness.stores.files import WORLD_DIR
 from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
 
