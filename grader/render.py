@@ -24,20 +24,39 @@ def _indent(label: str, text: str, depth: int = 6, width: int = WIDTH) -> list[s
     ) or [prefix.rstrip()]
 
 
-def _fixtures(failure: Failure) -> str:
-    return " ".join(f"[{name}]" for name in failure.fixtures)
+def _fixtures(names: list[str]) -> str:
+    return " ".join(f"[{name}]" for name in names)
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _other_cases(failure: Failure) -> list[str]:
+    """One line per other way ``failure`` went wrong: its fixtures, then what happened."""
+    return [f"{_fixtures(case.fixtures)}: {case.summary()}" for case in failure.cases[1:]]
 
 
 def _failure_lines(failure: Failure) -> list[str]:
-    lines = [f"  {FAIL_WORD}  {failure.title}" + (f"  {_fixtures(failure)}" if failure.fixtures else "")]
+    first = failure.first
+    several = len(failure.cases) > 1
+    where = f"  (em {len(failure.fixtures)} fixtures)" if several else (
+        f"  {_fixtures(first.fixtures)}" if first.fixtures else "")
+    lines = [f"  {FAIL_WORD}  {failure.title}{where}"]
     lines += _indent("Critério", failure.criterion)
-    if failure.expected:
-        lines += _indent("Esperado", failure.expected)
-    if failure.observed:
-        lines += _indent("Obtido", failure.observed)
-    lines += _indent("Problema", failure.message)
-    if failure.output:
-        lines += _indent("Saída do seu código", failure.output)
+    if several:
+        lines.append(f"      Em {_fixtures(first.fixtures)}:")
+    if first.expected:
+        lines += _indent("Esperado", first.expected)
+    if first.observed:
+        lines += _indent("Obtido", first.observed)
+    lines += _indent("Problema", first.message)
+    if first.output:
+        lines += _indent("Saída do seu código", first.output)
+    if several:
+        lines.append("      Também falhou em:")
+        lines += ["        " + _one_line(line, WIDTH - 8) for line in _other_cases(failure)]
     return lines
 
 
@@ -106,16 +125,20 @@ STYLE = (
 
 def _failure_row(failure: Failure) -> str:
     esc = html.escape
+    first = failure.first
     details = "".join(
         f"<br><b>{label}:</b> {esc(text)}" for label, text in (
-            ("Esperado", failure.expected), ("Obtido", failure.observed), ("Saída do seu código", failure.output),
+            ("Esperado", first.expected), ("Obtido", first.observed), ("Saída do seu código", first.output),
         ) if text
     )
+    others = _other_cases(failure)
+    if others:
+        details += "<br><b>Também falhou em:</b><ul>" + "".join(f"<li>{esc(line)}</li>" for line in others) + "</ul>"
     return (
         f'<tr><td {LEFT}><span class="no">{FAIL_WORD}</span></td>'
         f"<td {LEFT}>{esc(failure.title)}<br><small>{esc(failure.criterion)}</small></td>"
-        f"<td {LEFT}>{esc(_fixtures(failure)) or '—'}</td>"
-        f"<td {LEFT}>{esc(failure.message)}{details}</td></tr>"
+        f"<td {LEFT}>{esc(_fixtures(first.fixtures)) or '—'}</td>"
+        f"<td {LEFT}>{esc(first.message)}{details}</td></tr>"
     )
 
 

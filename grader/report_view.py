@@ -3,8 +3,9 @@
 ``report_view(report)`` picks the content; ``render`` only draws it as text or HTML, so
 `grade exercise-N`, ``check()`` in a notebook and ``check()`` outside Jupyter say the same.
 
-- Each level lists its failures first (checks with the same title that fail the same way
-  on several fixtures are one entry naming the fixtures), then folds its passes into a count.
+- Each level lists its failures first, one entry per check: its criterion once, the first
+  way it failed in full, then one line per other fixture (fixtures failing the same way
+  share that line); then the level folds its passes into a count.
 - A blank or partly written exercise gets the short form: one line per function (or
   answer) not written yet, with the levels it blocks, then only the first failing check
   in full. The hint ladder stays in `grade hint`.
@@ -19,12 +20,9 @@ from grader.results import CheckResult, GradeReport
 
 
 @dataclass
-class Failure:
-    """One check that failed, on one or more fixtures, for the same reason."""
+class Case:
+    """How one check failed on one or more fixtures, for the same reason."""
 
-    level: int
-    title: str
-    criterion: str
     fixtures: list[str]
     message: str
     expected: str
@@ -33,8 +31,54 @@ class Failure:
 
     def same_reason(self, check: CheckResult) -> bool:
         return check.fixture is not None and self.fixtures != [] and (
-            self.title, self.message, self.expected, self.observed
-        ) == (check.title, check.message, check.expected, _observed(check))
+            self.message, self.expected, self.observed
+        ) == (check.message, check.expected, _observed(check))
+
+    def summary(self) -> str:
+        """The case in a few words: what was expected and what came, else the message's start."""
+        if self.expected and self.observed:
+            return f"esperado {self.expected}; obtido {self.observed}"
+        return self.message
+
+
+@dataclass
+class Failure:
+    """One check that failed: its criterion once, then each way it failed (the first in full,
+    the others a line each in the rendering)."""
+
+    level: int
+    key: str  # the check's id without the fixture: which check this is
+    title: str
+    criterion: str
+    cases: list[Case]
+
+    @property
+    def first(self) -> Case:
+        return self.cases[0]
+
+    @property
+    def fixtures(self) -> list[str]:
+        return [name for case in self.cases for name in case.fixtures]
+
+    @property
+    def message(self) -> str:
+        return self.first.message
+
+    @property
+    def expected(self) -> str:
+        return self.first.expected
+
+    @property
+    def observed(self) -> str:
+        return self.first.observed
+
+    @property
+    def output(self) -> str:
+        return self.first.output
+
+
+def _check_key(check: CheckResult) -> str:
+    return check.id.split("[", 1)[0]
 
 
 def _observed(check: CheckResult) -> str:
@@ -96,17 +140,23 @@ class ReportView:
 
 
 def _failures(checks: list[CheckResult]) -> list[Failure]:
+    """One entry per failing check; a per-fixture check's failures on every fixture go in its
+    one entry, fixtures failing the same way sharing one case."""
     failures: list[Failure] = []
     for check in checks:
         if check.passed:
             continue
-        same = next((f for f in failures if f.same_reason(check)), None)
-        if same is not None:
-            same.fixtures.append(check.fixture)
+        entry = next((f for f in failures if check.fixture is not None and f.key == _check_key(check)
+                      and f.fixtures), None)
+        if entry is None:
+            entry = Failure(check.level, _check_key(check), check.title, check.criterion, [])
+            failures.append(entry)
+        case = next((c for c in entry.cases if c.same_reason(check)), None)
+        if case is not None:
+            case.fixtures.append(check.fixture)
             continue
-        failures.append(Failure(
-            check.level, check.title, check.criterion, [check.fixture] if check.fixture else [],
-            check.message, check.expected, _observed(check),
+        entry.cases.append(Case(
+            [check.fixture] if check.fixture else [], check.message, check.expected, _observed(check),
             check.output.strip()[-400:],
         ))
     return failures
@@ -116,7 +166,7 @@ def _entry_of(levels: list[LevelView], check: CheckResult) -> Failure:
     """The failure entry that holds ``check``."""
     return next(
         failure for level in levels for failure in level.failures
-        if (failure.title, failure.message) == (check.title, check.message)
+        if failure.key == _check_key(check)
         and (check.fixture in failure.fixtures if check.fixture else not failure.fixtures)
     )
 

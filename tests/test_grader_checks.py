@@ -311,7 +311,7 @@ def test_missing_function_points_at_the_broken_cell(tmp_path, monkeypatch):
         ("    import sys\n    sys.exit(3)", "chamou sys.exit(3)"),
         ("    import os\n    os._exit(4)", "chamou os._exit(4)"),
         ('    raise NotImplementedError("Ainda não implementado: pense no pending_tool_use.")',
-         "Ainda não implementado: `resume_action` ainda levanta NotImplementedError. Dica: pense no pending_tool_use."),
+         "Ainda não implementado: `resume_action` ainda levanta NotImplementedError (o que falta: pense no pending_tool_use)."),
     ],
     ids=["raises", "infinite-loop", "sys-exit", "os-exit", "not-implemented"],
 )
@@ -409,3 +409,26 @@ def test_an_exception_without_a_message_is_named_cleanly(tmp_path, monkeypatch):
     cell = describe_cell_problem(5, "espera()", "TimeoutError", "", False, 60)
     assert cell == "A célula 5 (`espera()`) falhou com TimeoutError."
     assert describe_cell_problem(5, "x", "ValueError", "ruim", False, 60).endswith("falhou com ValueError: ruim.")
+
+
+def test_only_a_function_that_still_ends_in_its_stub_counts_as_unwritten(tmp_path, monkeypatch):
+    import importlib
+
+    from grader.checks.framework import stub_text
+
+    (tmp_path / "student_code.py").write_text(
+        'def untouched(cp):\n    """Docstring."""\n    raise NotImplementedError("Ainda não implementado: decidir.")\n\n'
+        'def setup_then_stub(cp):\n    calls = cp["pending"]\n    raise NotImplementedError("Ainda não implementado: x")\n\n'
+        'def returns_before_stub(cp):\n    if cp:\n        return 1\n    raise NotImplementedError("Ainda não implementado: x")\n\n'
+        'def own_not_implemented(cp):\n    raise NotImplementedError("falta o caso B")\n\n'
+        'def written(cp):\n    return [c for c in cp]\n',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("student_code")
+    assert stub_text(module.untouched) == "Ainda não implementado: decidir."
+    assert stub_text(module.setup_then_stub) == "Ainda não implementado: x"
+    assert stub_text(module.returns_before_stub) is None  # written code that can return: judge it by calling
+    assert stub_text(module.own_not_implemented) is None
+    assert stub_text(module.written) is None
+    assert stub_text(len) is None and stub_text(lambda: 1) is None

@@ -2,11 +2,13 @@
 and the same content in the terminal and in Jupyter's table."""
 from __future__ import annotations
 
+import ast
 import html
 import re
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grader import render
@@ -124,3 +126,60 @@ def test_the_blank_exercise_3_report_has_one_line_per_unwritten_function(tmp_pat
     assert [line.split("`")[1] for line in listed] == ["resume_action", "ROOT_CAUSE", "reconcile"]
     assert text.count("Ainda não implementado") == 1
     assert len(lines) <= 25, text
+
+
+def stubs_and_blank_answers(notebook: Path) -> set[str]:
+    """What a generated exercise leaves to write: functions whose body raises the stub's
+    NotImplementedError, and answers assigned None (read from the file, not from the grader)."""
+    names = set()
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(statement, ast.Raise) and "NotImplementedError" in ast.unparse(statement)
+                    for statement in node.body):
+                names.add(node.name)
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
+                names.update(target.id for target in node.targets if target.id.isupper())
+    return names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", range(1, 7))
+def test_a_blank_generated_exercise_lists_every_stub_and_fails_only_as_unwritten(number, tmp_path):
+    exercise = f"exercise-{number}"
+    blank = tmp_path / f"{exercise}.ipynb"
+    shutil.copy(REPO / "exercises" / f"{exercise}.ipynb", blank)
+    report_ = grade(exercise, blank)
+    not_unwritten = [f"{c.id}: {c.message}" for c in report_.checks if not c.passed and not c.unwritten]
+    assert not_unwritten == []  # every check of every level fails only as "not written yet"
+    text = render.text_report(report_)
+    lines = text.splitlines()
+    listed = lines[lines.index("Ainda por escrever:") + 1:]
+    listed = listed[:next(i for i, line in enumerate(listed) if not line.startswith("  - "))]
+    assert {line.split("`")[1] for line in listed} == stubs_and_blank_answers(blank)
+    assert len(listed) == len(set(listed))
+    focus = lines[lines.index(next(line for line in lines if line.startswith("Primeira verificação"))) + 1:]
+    assert "Ainda não implementado" in "\n".join(focus[:8]) and ".." not in text.replace("...", "")
+
+
+def test_one_check_failing_on_many_fixtures_shows_its_criterion_once_and_a_line_per_fixture():
+    checks = [check(2, "load", fixture=f"f{i:02d}", message=f"devolveu None para o arquivo {i}, que existe",
+                    expected="CheckpointError", observed="None") for i in range(15)]
+    checks.append(check(2, "load", "pass", fixture="ok"))
+    text = render.text_report(report(checks))
+    assert text.count("critério load") == 1 and text.count("Problema:") == 1
+    assert "FALHOU  Título load  (em 15 fixtures)" in text and "Em [f00]:" in text
+    for i in range(1, 15):
+        assert f"        [f{i:02d}]: esperado CheckpointError; obtido None\n" in text
+    assert len(text.splitlines()) < 35
+    page = visible_text(render.html_report(report(checks)))
+    assert page.count("critério load") == 1 and "[f14]: esperado CheckpointError; obtido None" in page
+
+
+def test_values_are_shown_as_python_spells_them():
+    from grader.checks.framework import show
+
+    assert (show(None), show(True), show(False)) == ("None", "True", "False")

@@ -234,20 +234,6 @@ def point_file(fixture: Fixture, turn: int, point: str) -> dict:
     return copy.deepcopy(fixture.data["run_dir"][f"{CHECKPOINTS}/turn-{turn:03d}-{point}.json"])
 
 
-def call_capturing(ctx: Context, function: Any, label: str, *args: Any) -> tuple[Any, BaseException | None]:
-    """Call student code through ctx.call, but hand back an ordinary exception instead of
-    failing, for checks where raising is the right answer."""
-
-    def attempt() -> tuple[Any, BaseException | None]:
-        try:
-            return function(*args), None
-        except Exception as error:  # noqa: BLE001 - the check judges which error it was
-            return None, error
-
-    attempt.__name__ = label
-    return ctx.call(attempt)
-
-
 # ----------------------------------------------------------------- level 1
 
 
@@ -655,7 +641,7 @@ def unknown_turn_is_refused(ctx: Context, fixture: Fixture) -> None:
     with ctx.tools(fixture, "rewind-missing") as spy:
         run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
         before = snapshot(run_dir)
-        returned, error = call_capturing(ctx, rewind_to, "rewind_to", run_dir, turn)
+        returned, error = ctx.call_catching(rewind_to, run_dir, turn)
         changed = differences(before, snapshot(run_dir))
     if error is None:
         raise CheckFailed(

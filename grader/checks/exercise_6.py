@@ -139,22 +139,6 @@ def validate_fixture(data: dict) -> list[str]:
 # ----------------------------------------------------------------- calling student code
 
 
-def capturing(ctx: Context, function: Any, label: str, *args: Any) -> tuple[Any, BaseException | None]:
-    """Call student code; hand back an ordinary exception (the check judges it) instead of
-    failing. Not-implemented stubs still become the standard 'not implemented' problem."""
-
-    def attempt() -> tuple[Any, BaseException | None]:
-        try:
-            return function(*args), None
-        except NotImplementedError:
-            raise
-        except Exception as error:  # noqa: BLE001 - which error it was is the point
-            return None, error
-
-    attempt.__name__ = label
-    return ctx.call(attempt)
-
-
 @contextmanager
 def crash_env(value: str | None):
     """CRASH_AFTER set (or absent) only while the student's code runs; CRASH_MODE always absent,
@@ -208,7 +192,7 @@ def is_sequence(fixture: Fixture) -> bool:
 def parse_crash_after_reads_the_value(ctx: Context, fixture: Fixture) -> None:
     parse = ctx.student_function("parse_crash_after")
     spec, expect = fixture.data["spec"], fixture.expect
-    value, error = capturing(ctx, parse, "parse_crash_after", spec)
+    value, error = ctx.call_catching(parse, spec, label="parse_crash_after")
     if "parsed" in expect:
         wanted = tuple(expect["parsed"])
         if error is not None:
@@ -264,7 +248,7 @@ def run_sequence(ctx: Context, fixture: Fixture) -> dict:
     outcomes = []
     with crash_env(fixture.data.get("crash_after")):
         for label in fixture.data["calls"]:
-            _, error = capturing(ctx, crash_point, "crash_point", label)
+            _, error = ctx.call_catching(crash_point, label)
             outcomes.append(error)
     return {"outcomes": outcomes, "counts": ctx.call(counts)}
 
@@ -526,7 +510,7 @@ def read_lease_file(run_dir: Path) -> dict | None:
 
 def acquire(ctx: Context, run_dir: Path, owner: str, now: float, seconds: float = 30.0) -> dict:
     acquire_lease = ctx.student_function("acquire_lease")
-    value, error = capturing(ctx, acquire_lease, "acquire_lease", run_dir, owner, now, seconds)
+    value, error = ctx.call_catching(acquire_lease, run_dir, owner, now, seconds)
     if error is not None:
         raise CheckFailed(
             f"acquire_lease(..., owner={owner!r}, now={now:g}) levantou {describe_error(error)}, mas a "
@@ -594,7 +578,7 @@ def held_lease_is_refused(ctx: Context) -> None:
     before = (run_dir / LEASE_FILE).read_bytes()
     acquire_lease = ctx.student_function("acquire_lease")
     for now in (1010.0, 1029.5):
-        value, error = capturing(ctx, acquire_lease, "acquire_lease", run_dir, "worker-b", now, 30.0)
+        value, error = ctx.call_catching(acquire_lease, run_dir, "worker-b", now, 30.0)
         if error is None:
             raise CheckFailed(
                 f"worker-b pegou a posse em now={now:g}, mas a de worker-a vale até 1030: dois workers "
@@ -618,7 +602,7 @@ def expired_lease_is_taken_over(ctx: Context) -> None:
     run_dir = fresh_run_dir(ctx, "posse-vencida")
     first = acquire(ctx, run_dir, "worker-a", 1000.0, 30.0)
     acquire_lease = ctx.student_function("acquire_lease")
-    value, error = capturing(ctx, acquire_lease, "acquire_lease", run_dir, "worker-b", 1030.0, 30.0)
+    value, error = ctx.call_catching(acquire_lease, run_dir, "worker-b", 1030.0, 30.0)
     if error is not None:
         raise CheckFailed(
             "Em now == expires_at (1030) a posse de worker-a já venceu (a regra é now >= expires_at), mas "
@@ -659,7 +643,7 @@ def token_only_grows(ctx: Context) -> None:
 
 
 def expect_lost(ctx: Context, function: Any, label: str, *args: Any, why: str) -> None:
-    value, error = capturing(ctx, function, label, *args)
+    value, error = ctx.call_catching(function, *args, label=label)
     if error is None:
         raise CheckFailed(why, expected="LeaseLost", observed=f"nenhum erro ({show(value, 60)})")
     if not isinstance(error, lease_lost_error()):
@@ -680,7 +664,7 @@ def check_fence_accepts_only_the_current_token(ctx: Context) -> None:
                 why="Sem lease.json ninguém tem a posse, mas check_fence deixou o token 1 passar.")
     acquire(ctx, run_dir, "worker-a", 0.0, 30.0)
     acquire(ctx, run_dir, "worker-b", 40.0, 30.0)
-    _, error = capturing(ctx, check_fence, "check_fence", run_dir, 2)
+    _, error = ctx.call_catching(check_fence, run_dir, 2)
     if error is not None:
         raise CheckFailed(f"check_fence recusou o token da posse atual (2): {describe_error(error)}.",
                           expected="nenhum erro", observed=type(error).__name__)
@@ -704,7 +688,7 @@ def stale_holder_cannot_write(ctx: Context) -> None:
     acquire(ctx, run_dir, "worker-b", 40.0, 30.0)
     newer = {"version": 2, "task": "t", "turns": 5, "tokens_used": 50, "messages": [], "pending_tool_use": None}
     older = dict(newer, turns=3, tokens_used=30)
-    _, error = capturing(ctx, fenced_save, "fenced_save", run_dir, 2, newer)
+    _, error = ctx.call_catching(fenced_save, run_dir, 2, newer)
     if error is not None:
         raise CheckFailed(f"O dono atual (token 2) não conseguiu gravar: {describe_error(error)}.",
                           expected="checkpoint.json gravado", observed=type(error).__name__)
@@ -716,7 +700,7 @@ def stale_holder_cannot_write(ctx: Context) -> None:
         raise CheckFailed("checkpoint.json não tem o estado gravado pelo dono atual.", expected=newer,
                           observed=path.read_text(encoding="utf-8")[:300])
     before = path.read_bytes()
-    _, error = capturing(ctx, fenced_save, "fenced_save", run_dir, 1, older)
+    _, error = ctx.call_catching(fenced_save, run_dir, 1, older)
     changed = path.read_bytes() != before
     if error is None or changed:
         raise CheckFailed(
@@ -752,7 +736,7 @@ def torn_writes_keep_lease_and_checkpoint(ctx: Context) -> None:
     acquire(ctx, run_dir, "worker-a", 0.0, 30.0)
     state = {"version": 2, "task": "t", "turns": 5, "tokens_used": 50, "messages": [
         {"role": "user", "content": "Resuma as atas da semana. " * 20}], "pending_tool_use": None}
-    capturing(ctx, fenced_save, "fenced_save", run_dir, 1, state)
+    ctx.call_catching(fenced_save, run_dir, 1, state)
     for name, function, args in (
             ("checkpoint.json", fenced_save, (run_dir, 1, dict(state, turns=6))),
             ("lease.json", acquire_lease, (run_dir, "worker-b", 40.0, 30.0))):

@@ -80,6 +80,8 @@ class _StudentExit(BaseException):
 def error_text(name: Any, detail: Any = "") -> str:
     """"ValueError: quebrou", or just "TimeoutError" when the exception carries no message."""
     detail = str(detail if detail is not None else "").strip()
+    if detail.endswith(".") and not detail.endswith(".."):
+        detail = detail[:-1]  # callers end the sentence themselves
     return f"{name}: {detail}" if detail else str(name)
 
 
@@ -89,8 +91,11 @@ def describe_error(error: BaseException) -> str:
 
 
 def show(value: Any, limit: int = 600) -> str:
-    """A compact, readable rendering of a value for 'esperado' / 'obtido'."""
-    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+    """A compact, readable rendering of a value for 'esperado' / 'obtido'. None, True and False
+    are spelled as the student writes them in Python (JSON's null would puzzle them)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (dict, list, str, int, float)):
         try:
             text = json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
@@ -298,12 +303,18 @@ class Context:
     # --- the student's names
 
     def student_function(self, name: str) -> Callable[..., Any]:
-        """The student's function ``name``, as defined in the notebook."""
+        """The student's function ``name``, as defined in the notebook. A function still holding
+        the exercise's stub is reported as not written yet here, before any check calls it: a
+        check that needs several functions names its own subject first, so every stub is listed
+        once, whichever of them a check would have reached first."""
         value = self._lookup(name)
         if not callable(value):
             raise StudentProblem(
                 f"`{name}` existe no notebook, mas não é uma função (é {type(value).__name__}).",
             )
+        stub = stub_text(value)
+        if stub is not None:
+            raise StudentProblem(not_implemented_message(name, stub), unwritten=name)
         module = getattr(value, "__module__", None) or ""
         if module.startswith("harness"):
             raise StudentProblem(
@@ -384,6 +395,22 @@ class Context:
         finally:
             os._exit = real_exit
             self.output = (self.output + buffer.getvalue())[-OUTPUT_LIMIT:]
+
+    def call_catching(self, function: Callable[..., Any], *args: Any, label: str = "") -> tuple[Any, Exception | None]:
+        """``call`` for checks where raising can be the right answer: an ordinary exception comes
+        back as the second value (the check judges which one it was). A stub's
+        NotImplementedError still fails the check as not written yet."""
+
+        def attempt() -> tuple[Any, Exception | None]:
+            try:
+                return function(*args), None
+            except NotImplementedError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the check judges the error
+                return None, error
+
+        attempt.__name__ = label or getattr(function, "__name__", "função")
+        return self.call(attempt)
 
     def call_or_problem(
         self, function: Callable[..., Any], *args: Any, **kwargs: Any
@@ -495,12 +522,53 @@ def _disarm_alarm() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def not_implemented_message(label: str, error: BaseException) -> str:
+def not_implemented_message(label: str, error: BaseException | str) -> str:
+    """Says that ``label`` is not written yet, with what its stub asks for (never how: hints
+    stay in `grade hint`)."""
     detail = str(error).strip()
     if detail.startswith(NOT_IMPLEMENTED_PREFIX):
         detail = detail[len(NOT_IMPLEMENTED_PREFIX):].lstrip(" :")
-    message = f"{NOT_IMPLEMENTED_PREFIX}: `{label}` ainda levanta NotImplementedError."
-    return f"{message} Dica: {detail}" if detail else message
+    message = f"{NOT_IMPLEMENTED_PREFIX}: `{label}` ainda levanta NotImplementedError"
+    return f"{message} (o que falta: {detail.rstrip('.')})." if detail else message + "."
+
+
+def _is_stub_raise(statement: Any) -> str | None:
+    """The text of ``raise NotImplementedError("Ainda não implementado: ...")``; None otherwise."""
+    import ast
+
+    call = statement.exc if isinstance(statement, ast.Raise) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "NotImplementedError"):
+        return None
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str) \
+            and call.args[0].value.startswith(NOT_IMPLEMENTED_PREFIX):
+        return call.args[0].value
+    return None
+
+
+def stub_text(function: Any) -> str | None:
+    """The stub's text when ``function`` still holds the generated exercise's stub: its body
+    raises the "Ainda não implementado" NotImplementedError at the top level and never returns
+    before it (so every call ends in that raise). None for written code, or when the source
+    cannot be read (a call then still reports the NotImplementedError it raises)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for statement in definition.body:
+        text = _is_stub_raise(statement)
+        if text is not None:
+            return text
+        if any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in ast.walk(statement)):
+            return None
+    return None
 
 
 def missing_name_message(name: str, problems: list[CellProblemInfo]) -> str:
