@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import venv
@@ -102,6 +103,36 @@ def lab_command(
     return [*command, *extra]
 
 
+def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
+    """Roda `command` e espera por ele, como se fosse o próprio processo.
+
+    Ctrl-C no terminal chega ao filho direto (mesmo grupo de processos): aqui ele só é ignorado,
+    e o filho (o JupyterLab, o grade) encerra do seu jeito. SIGTERM e SIGHUP mandados só a este
+    processo são repassados ao filho, para nenhum JupyterLab ficar órfão segurando a porta.
+    """
+    try:
+        child = subprocess.Popen(command, env=env, cwd=cwd)
+    except FileNotFoundError:
+        say(f"comando desconhecido: {command[0]!r}. Use lab, test ou um comando do ambiente "
+            "(grade, course, python).")
+        return 2
+
+    def forward(signum: int, _frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    handlers = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: forward}
+    if hasattr(signal, "SIGHUP"):
+        handlers[signal.SIGHUP] = forward
+    previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
+    try:
+        code = child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 128 - code if code < 0 else code  # morto por um sinal: 128 + o número, como o shell
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -111,14 +142,17 @@ def main(argv: list[str]) -> int:
     if task == "lab":
         if running_as_root():
             say("rodando como root (contêiner, Codespaces, WSL?): o JupyterLab sobe com --allow-root.")
-        command = lab_command(rest)
-    elif task == "test":
-        command = [str(BIN / "python"), "-m", "pytest", *rest]
-    else:
-        command = [str(BIN / task) if (BIN / task).exists() else task, *rest]
-    os.chdir(ROOT)
-    return subprocess.call(command, env=environment())
+        return run_child(lab_command(rest), environment(), cwd=ROOT)
+    if task == "test":
+        return run_child([str(BIN / "python"), "-m", "pytest", *rest], environment(), cwd=ROOT)
+    # Os outros comandos rodam na pasta de quem chamou: um caminho relativo (--notebook, --workdir)
+    # quer dizer o que quer dizer ali. O grade acha a pasta do curso sozinho.
+    return run_child([str(BIN / task) if (BIN / task).exists() else task, *rest], environment())
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # Ctrl-C durante a instalação
+        print("\n[curso] interrompido.", file=sys.stderr)
+        sys.exit(130)

@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 def dispatch(argv: list[str] | None) -> int:
     parser = console.ArgumentParser(prog="course", description="Ferramentas de autoria do curso.")
     parser.add_argument("--root", type=Path, default=None, metavar="PASTA", help="pasta do projeto (padrão: detectada)")
-    sub = parser.add_subparsers(dest="command", metavar="COMANDO", required=True)
+    # Not required here: an unknown option is reported as such first, then a missing command.
+    sub = parser.add_subparsers(dest="command", metavar="COMANDO")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
         sp = sub.add_parser(name, help=help_text)
@@ -66,7 +67,11 @@ def dispatch(argv: list[str] | None) -> int:
         sp.set_defaults(func=module.run)
     sp = sub.add_parser("check", help="falha se exercises/ ou o glossário estiverem fora de sincronia")
     sp.set_defaults(func=run_check)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"argumentos não reconhecidos: {' '.join(unknown)}")
+    if args.command is None:
+        parser.error("faltou informar: COMANDO")
     if args.root is None:
         args.root = project_root()
     return args.func(args)

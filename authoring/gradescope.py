@@ -20,6 +20,7 @@ import stat
 import zipfile
 from pathlib import Path
 
+from grader import console
 from grader.gradescope import CONFIG_NAME, HIDDEN_FIXTURES, PUBLIC_FIXTURES, VISIBILITIES
 
 COURSE_DIR = "curso"  # the packages' folder inside the zip
@@ -64,11 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--visibility", default="after_due_date",
                         choices=[v for v in VISIBILITIES if v != "visible"],
                         help="quando o aluno vê as verificações das fixtures particulares (padrão: after_due_date)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"tempo máximo do notebook inteiro, em segundos (padrão: {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT, metavar="S",
+    parser.add_argument("--cell-timeout", type=console.seconds(), default=DEFAULT_CELL_TIMEOUT, metavar="S",
                         help=f"tempo máximo de cada célula, em segundos (padrão: {DEFAULT_CELL_TIMEOUT:g})")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M",
+    parser.add_argument("--memory-mb", type=console.memory_mb, default=DEFAULT_MEMORY_MB, metavar="M",
                         help=f"memória máxima do kernel em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
 

@@ -37,6 +37,7 @@ from authoring.glossary import lesson_paths, read_notebook
 from authoring.glossary_marker import strip_marks
 from authoring.glossary_page import COURSE_TITLE
 from authoring.markdown_regions import BLANK, FENCE, HEADING_TEXT, LIST_ITEM
+from grader import console
 from grader.plural import quantity
 
 RUN_LENGTH = 8
@@ -285,7 +286,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="textos de referência (arquivos de texto) a comparar com as lições")
     parser.add_argument("--lessons", nargs="+", type=Path, default=None, metavar="LICAO",
                         help="notebooks a examinar (padrão: as lições do curso)")
-    parser.add_argument("--words", type=int, default=RUN_LENGTH,
+    parser.add_argument("--words", type=console.whole_number(1), default=RUN_LENGTH, metavar="N",
                         help=f"tamanho da sequência de palavras (padrão: {RUN_LENGTH})")
     parser.add_argument("--quiet", action="store_true", help="só a contagem por lição, sem os trechos")
 

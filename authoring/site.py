@@ -183,7 +183,7 @@ def build_site(root: Path, out: Path, execute: bool = False) -> list[Path]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=None, help=f"pasta de saída (padrão: {DEFAULT_OUT}/ na raiz do projeto)")
+    parser.add_argument("--out", type=Path, default=None, metavar="PASTA", help=f"pasta de saída (padrão: {DEFAULT_OUT}/ na raiz do projeto)")
     parser.add_argument("--execute", action="store_true",
                         help="executa cada lição antes de exportar, para a página trazer as saídas")
 

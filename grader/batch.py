@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from grader import results
+from grader import console, results
+from grader.errors import os_reason
 from grader.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
 from grader.points import shown as shown_points
 from grader.plural import quantity
@@ -538,16 +539,7 @@ def write_gradebook(path: Path, rows: list[Row], levels: list[int], max_points: 
 
 def gradebook_problem(path: Path) -> str | None:
     """Why the gradebook could not be written at `path`, or None when it can."""
-    path = Path(path)
-    if path.is_dir():
-        return f"{path} é uma pasta; indique um arquivo para o gradebook (por exemplo {path / 'gradebook.csv'})."
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".teste"):
-            pass
-    except OSError as error:
-        return f"não consigo gravar o gradebook em {path}: {error.strerror or error}."
-    return None
+    return console.output_file_problem(path, "o gradebook", "gradebook.csv")
 
 
 def feedback_problem(folder: Path | None) -> str | None:
@@ -562,7 +554,7 @@ def feedback_problem(folder: Path | None) -> str | None:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".", suffix=".teste"):
             pass
     except OSError as error:
-        return f"não consigo gravar as páginas de retorno em {folder}: {error.strerror or error}."
+        return f"não consigo gravar as páginas de retorno em {folder}: {os_reason(error)}."
     return None
 
 
@@ -578,15 +570,15 @@ def summary(rows: list[Row]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR", help="pasta com um .ipynb por aluno, ou uma pasta por aluno")
+    parser.add_argument("submissions", type=Path, metavar="PASTA_DAS_ENTREGAS", help="pasta com um .ipynb por aluno, ou uma pasta por aluno")
     parser.add_argument("exercise", metavar="exercise-N", help="o exercício a corrigir, por exemplo exercise-3")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="quantas submissões corrigir ao mesmo tempo (padrão: 1)")
+    parser.add_argument("-j", "--jobs", type=console.whole_number(1), default=1, metavar="J", help="quantas submissões corrigir ao mesmo tempo (padrão: 1)")
     parser.add_argument("--csv", type=Path, default=Path("gradebook.csv"), metavar="ARQUIVO", help="onde gravar o gradebook (padrão: gradebook.csv)")
-    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="DIR", help="pasta extra de fixtures do instrutor (pode repetir)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA", help="pasta extra de fixtures do instrutor (pode repetir)")
+    parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--sandbox", action="store_true", help="executa cada submissão isolada no bubblewrap: sem rede, sem ver as outras entregas nem as fixtures, com limites de processos e memória")
     parser.add_argument("--feedback", type=Path, default=None, metavar="PASTA", help="grava nesta pasta uma página HTML de retorno por submissão")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
+    parser.add_argument("--memory-mb", type=console.memory_mb, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
 
 def _plan(exercise: str, fixture_dirs: tuple[Path, ...]):

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from grader import console
-from grader.errors import GraderError
+from grader.errors import GraderError, os_reason
 from grader.kernel import DEFAULT_MEMORY_MB
-from grader.progress import find_project_root as project_root
+from grader.progress import course_root
 
 # subcommand -> (module, help shown by `grade --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -37,7 +37,7 @@ def grade_parser() -> argparse.ArgumentParser:
     parser = console.ArgumentParser(prog="grade", usage=USAGE.split("\n\n")[0].removeprefix("uso: "),
                                      description="Corrige um exercício do curso.")
     parser.add_argument("exercise", metavar="exercise-N", help="o exercício a corrigir, por exemplo exercise-3")
-    parser.add_argument("--level", type=int, default=None, metavar="K", help="corrige só este nível")
+    parser.add_argument("--level", type=console.whole_number(1), default=None, metavar="K", help="corrige só este nível")
     parser.add_argument("--notebook", type=Path, default=None, metavar="CAMINHO",
                         help="o notebook a corrigir (padrão: exercises/exercise-N.ipynb na pasta do curso)")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA",
@@ -48,10 +48,10 @@ def grade_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sandbox", action="store_true",
                         help="executa o notebook isolado no bubblewrap: sem rede, sem ver outros arquivos, com limites")
     parser.add_argument("--verbose", "-v", action="store_true", help="mostra todas as falhas (não só a primeira) e também as verificações que passaram")
-    parser.add_argument("--cell-timeout", type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--total-timeout", type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--check-timeout", type=float, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--memory-mb", type=int, default=None, metavar="M",
+    parser.add_argument("--cell-timeout", type=console.seconds(), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--total-timeout", type=console.seconds(), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--check-timeout", type=console.seconds(), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-mb", type=console.memory_mb, default=None, metavar="M",
                         help=f"memória máxima do kernel em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
     return parser
 
@@ -76,14 +76,18 @@ def run_grade(argv: list[str]) -> int:
     from grader.engine import grade
 
     args = grade_parser().parse_args(argv)
-    notebook = args.notebook or project_root() / "exercises" / f"{args.exercise}.ipynb"
     options = {
         name: value for name, value in (
             ("cell_timeout", args.cell_timeout), ("total_timeout", args.total_timeout),
             ("check_timeout", args.check_timeout), ("memory_limit_mb", args.memory_mb),
         ) if value is not None
     }
+    junit_problem = args.junit and console.output_file_problem(args.junit, "o relatório JUnit", "junit.xml")
+    if junit_problem:  # before a grading that may take minutes
+        print(f"grade: {junit_problem}", file=sys.stderr)
+        return 2
     try:
+        notebook = args.notebook or course_root() / "exercises" / f"{args.exercise}.ipynb"
         if args.sandbox:
             from grader import sandbox
 
@@ -94,8 +98,10 @@ def run_grade(argv: list[str]) -> int:
         return 2
     record_progress(args.exercise, report, notebook)
     if args.junit:
-        args.junit.parent.mkdir(parents=True, exist_ok=True)
-        args.junit.write_text(render.junit_report(report), encoding="utf-8")
+        try:
+            args.junit.write_text(render.junit_report(report), encoding="utf-8")
+        except OSError as error:
+            print(f"grade: não consegui gravar {args.junit}: {os_reason(error)}.", file=sys.stderr)
     if args.json:
         sys.stdout.write(render.json_report(report))
     else:

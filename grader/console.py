@@ -5,8 +5,10 @@
   argparse looks its words up through the module-level ``_`` and ``ngettext`` (gettext) each
   time it needs one; they are swapped only while one of our parsers builds, parses or
   prints, so no other parser in the process changes.
+- ``seconds``, ``whole_number``, ``memory_mb``: argparse types that refuse nan, inf, negative
+  or too-small values with a Portuguese reason.
 - ``run``: calls a command's main and ends quietly, without a traceback, when the reader of
-  stdout goes away (``grade list | head``).
+  stdout goes away (``grade list | head``) or on Ctrl-C (exit 130).
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import argparse
 import functools
 import os
 import sys
+import tempfile
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 # argparse's messages (Python 3.10-3.13), keyed by the English text argparse asks gettext for.
@@ -30,7 +34,7 @@ PORTUGUESE = {
     "the following arguments are required: %s": "faltou informar: %s",
     "unrecognized arguments: %s": "argumentos não reconhecidos: %s",
     "argument %(argument_name)s: %(message)s": "argumento %(argument_name)s: %(message)s",
-    "invalid %(type)s value: %(value)r": "valor inválido (%(type)s): %(value)r",
+    "invalid %(type)s value: %(value)r": "valor inválido: %(value)r",
     "invalid choice: %(value)r (choose from %(choices)s)": "opção inválida: %(value)r (escolha entre %(choices)s)",
     "expected one argument": "esperava um valor",
     "expected at most one argument": "esperava no máximo um valor",
@@ -85,6 +89,69 @@ class ArgumentParser(argparse.ArgumentParser):
     error = _in_portuguese(argparse.ArgumentParser.error)
 
 
+def seconds(low: float = 0.0, high: float = 24 * 3600.0) -> Callable[[str], float]:
+    """An argparse ``type``: a number of seconds above ``low`` and at most ``high`` (no nan, no inf)."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"esperava um número de segundos, veio {text!r}") from None
+        if not low < value <= high:  # also false for nan
+            raise argparse.ArgumentTypeError(f"{text!r} segundos: use um número maior que {low:g} e até {high:g}")
+        return value
+
+    convert.__name__ = "segundos"
+    return convert
+
+
+def whole_number(low: int = 0) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number at least ``low``."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"esperava um número inteiro, veio {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} é pouco: o mínimo é {low}")
+        return value
+
+    convert.__name__ = "inteiro"
+    return convert
+
+
+# Below this a kernel cannot even import what the exercises use (measured: ~200 MB), and the
+# grading would blame the student's first cell for the limit's fault.
+MIN_MEMORY_MB = 512
+
+
+def memory_mb(text: str) -> int:
+    """An argparse ``type`` for --memory-mb: 0 (no limit) or enough for a kernel to start."""
+    value = whole_number(0)(text)
+    if 0 < value < MIN_MEMORY_MB:
+        raise argparse.ArgumentTypeError(
+            f"{value} MB não dá nem para o kernel começar: use pelo menos {MIN_MEMORY_MB} (ou 0 para sem limite)")
+    return value
+
+
+def output_file_problem(path: Path, what: str, example: str) -> str | None:
+    """Why ``what`` (a file a command will write) could not be written at ``path``, checked before
+    the long work that produces it; None when it can."""
+    from grader.errors import os_reason
+
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} é uma pasta; indique um arquivo para {what} (por exemplo {path / example})."
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".teste"):
+            pass
+    except OSError as error:
+        return f"não consigo gravar {what} em {path}: {os_reason(error)}."
+    return None
+
+
 def run(main: Callable[[], int | None]) -> int:
     """``main()``'s exit code; when stdout's reader has gone (a pipe into `head`), exit 1 quietly.
 
@@ -101,3 +168,9 @@ def run(main: Callable[[], int | None]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the grading's own cleanup (kernel, temporary folder) has run
+        print("\ninterrompido (Ctrl-C).", file=sys.stderr)
+        return INTERRUPTED
+
+
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)

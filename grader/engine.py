@@ -148,6 +148,14 @@ def grade_with_fixtures(
     """``grade`` with fixtures already loaded (``grade fixtures`` passes only the valid ones)."""
     exercise = spec_exercise.name
     plan = spec_exercise.plan(list(fixtures), level)
+    if not plan:  # 0/0 would read as a grade; it is a course folder missing its fixtures
+        from grader.fixture_loader import FIXTURES_ROOT, display_path
+
+        raise GraderError(
+            f"O {exercise} não tem nenhuma verificação para rodar: não há fixtures em "
+            f"{display_path(FIXTURES_ROOT / exercise)} (a pasta sumiu ou está vazia?). "
+            "Recupere-a do repositório do curso (git checkout -- grader/fixtures)."
+        )
     points = points_for(exercise, plan)  # a bad points entry stops here, before any kernel
     report = GradeReport(
         exercise=exercise,

@@ -34,6 +34,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from grader import kernel as kernels
 from grader.checks.framework import error_text
 from grader.environment import GRADER_ENV
+from grader.errors import os_reason
 from grader.sandbox import Sandbox, sandboxed_connection
 from grader.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
 from grader.results import (
@@ -570,11 +571,17 @@ def execute_and_grade(
         else:
             outcome.stop(KERNEL_START_FAILED, notebook_error=str(failure))
     except Exception as error:  # the connection to a running kernel broke
-        tail = kernels.stderr_tail(grading.stderr_path)
-        outcome.stop(GRADER_ERROR, notebook_error=(
-            f"Não consegui executar o notebook num kernel novo ({error_text(type(error).__name__, str(error))})."
-            + (f"\n{tail}" if tail else "")
-        ))
+        if not workdir.is_dir():  # the student's code deleted the folder it runs in (its cwd)
+            outcome.stop(GRADER_ERROR, notebook_error=(
+                "O seu notebook apagou a pasta em que ele roda durante a correção (a pasta atual do kernel, "
+                "os.getcwd()), e a correção não pôde continuar. Apague só o que o seu código criou."))
+        else:
+            tail = kernels.stderr_tail(grading.stderr_path)
+            reason = os_reason(error) if isinstance(error, OSError) else str(error)
+            outcome.stop(GRADER_ERROR, notebook_error=(
+                f"Não consegui executar o notebook num kernel novo ({error_text(type(error).__name__, reason)})."
+                + (f"\n{tail}" if tail else "")
+            ))
     finally:
         grading.close()
     outcome.records = _read_records(Path(spec["results_path"]))

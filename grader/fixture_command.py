@@ -66,10 +66,12 @@ def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.cli import project_root
+    from grader.progress import course_root
 
     names = args.exercises or registry.known_exercises()
-    solutions_dir = args.solutions or project_root() / "solutions"
+    for name in names:
+        registry.load_exercise(name)  # an unknown name is the caller's mistake (exit 2), before any work
+    solutions_dir = args.solutions or course_root() / "solutions"
     total = 0
     for name in names:
         try:

@@ -8,10 +8,13 @@ every tier of the level at once.
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
+from grader import console
+from grader.errors import GraderError, os_reason
 from grader.manifest import Exercise, Level, UnknownExerciseError, load_manifest
 from grader.progress import first_unpassed_level, load_state, save_state, warn
 
@@ -88,7 +91,7 @@ def choose_level(exercise: Exercise, state: dict[str, Any], requested: int | Non
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exercise", metavar="exercise-N", help="o exercício, por exemplo exercise-3")
-    parser.add_argument("--level", type=int, default=None, metavar="K", help="nível (padrão: o primeiro que ainda não passou)")
+    parser.add_argument("--level", type=console.whole_number(1), default=None, metavar="K", help="nível (padrão: o primeiro que ainda não passou)")
     parser.add_argument("--all", dest="show_all", action="store_true", help="mostra todas as dicas do nível de uma vez")
 
 
@@ -111,11 +114,16 @@ def show_hint(name: str, level: int | None = None, *, show_all: bool = False, st
         try:
             save_state(state, state_path)
         except OSError as error:
-            warn(f"não consegui guardar qual dica você já viu ({error.strerror}).")
+            warn(f"não consegui guardar qual dica você já viu ({os_reason(error)}).")
+        except GraderError as error:
+            warn(f"não guardei qual dica você já viu: {error}.")
     return 0, text
 
 
 def run(args: argparse.Namespace) -> int:
     code, text = show_hint(args.exercise, args.level, show_all=args.show_all)
-    print(text)
+    if code:
+        print(f"grade hint: {text}", file=sys.stderr)
+    else:
+        print(text)
     return code

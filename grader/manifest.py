@@ -5,6 +5,7 @@ shape strictly and reports the first problem with the exact place in the file,
 in Portuguese, because instructors edit it by hand.
 """
 from __future__ import annotations
+from grader.errors import os_reason
 
 import re
 from dataclasses import dataclass
@@ -194,7 +195,7 @@ def _read(path: Path) -> Manifest:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise ManifestError(f"Não consegui ler o manifesto {path.name}: {error.strerror}") from None
+        raise ManifestError(f"Não consegui ler o manifesto {path.name}: {os_reason(error)}") from None
     return parse_manifest(text, path)
 
 

@@ -1,6 +1,7 @@
 """What exercise notebooks import: ``check("exercise-N")`` and the fixtures' checkpoints.
 
-``check`` grades the SAVED notebook file with the same engine as ``grade`` (in a
+``check`` grades the SAVED notebook file (the notebook it runs in, when that is a copy of
+the exercise, see ``notebook_to_grade``) with the same engine as ``grade`` (in a
 separate process, so the grader's own kernel never nests inside the student's) and
 shows the result as an HTML table in Jupyter, plain text elsewhere. While the grader
 itself executes the notebook, ``check`` only prints a short note.
@@ -10,12 +11,14 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from grader.environment import GRADER_ENV
+from grader.errors import GraderError
 
 __all__ = ["check", "fixture_checkpoint", "fixture_workspace"]
 
@@ -29,14 +32,41 @@ def _in_jupyter() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def _default_notebook(exercise: str) -> Path:
-    """The notebook this kernel belongs to when Jupyter says so, else exercises/exercise-N.ipynb."""
-    from grader.cli import project_root
+EXERCISE_NAME = re.compile(r"^exercise-\d+$")
 
+
+def running_notebook() -> Path | None:
+    """The notebook this kernel belongs to, as the Jupyter server told it when it started the
+    kernel (JPY_SESSION_NAME, the notebook's full path; ipykernel copies it to ``__session__``)."""
     session = os.environ.get("JPY_SESSION_NAME", "")
-    if session and Path(session).name == f"{exercise}.ipynb" and Path(session).exists():
-        return Path(session)
-    return project_root() / "exercises" / f"{exercise}.ipynb"
+    if not session.endswith(".ipynb"):
+        return None
+    path = Path(session)
+    return path if path.is_file() else None
+
+
+def belongs_to(exercise: str, notebook: Path) -> bool:
+    """A copy of the exercise's notebook, as Jupyter names one: exercise-3.ipynb,
+    exercise-3-Copy1.ipynb, "exercise-3 (1).ipynb" (but not exercise-30.ipynb)."""
+    return re.match(rf"{re.escape(exercise)}(?!\d)", notebook.name) is not None
+
+
+def notebook_to_grade(exercise: str) -> tuple[Path, str]:
+    """(the notebook ``check(exercise)`` grades, a warning when that is not the one running).
+
+    The notebook that calls ``check`` is graded when it is a copy of that exercise (Duplicate in
+    JupyterLab makes exercise-3-Copy1.ipynb); otherwise the course's exercises/exercise-N.ipynb.
+    """
+    running = running_notebook()
+    if running is not None and belongs_to(exercise, running):
+        return running, ""
+    from grader.progress import course_root
+
+    own = course_root() / "exercises" / f"{exercise}.ipynb"
+    if running is not None and running.resolve() != own.resolve():
+        return own, (f"Atenção: este notebook é {running.name}, mas check({exercise!r}) corrige "
+                     f"exercises/{own.name}.")
+    return own, ""
 
 
 def _show(report: Any) -> None:
@@ -58,11 +88,21 @@ def check(
     fixtures: Sequence[str | os.PathLike] = (),
 ) -> None:
     """Grade the saved notebook of ``exercise`` (optionally one level) and show the result."""
+    if not isinstance(exercise, str) or not EXERCISE_NAME.match(exercise):
+        print(f"check espera o nome do exercício entre aspas, por exemplo check(\"exercise-3\"); veio {exercise!r}.")
+        return None
     if os.environ.get(GRADER_ENV):
         print(f"(check({exercise!r}) não roda enquanto o corretor executa este notebook.)")
         return None
-    path = Path(notebook) if notebook is not None else _default_notebook(exercise)
-    print(f"Corrigindo o arquivo salvo {path.name} (salve o notebook antes: Ctrl+S)...", flush=True)
+    warning = ""
+    try:
+        path, warning = (Path(notebook), "") if notebook is not None else notebook_to_grade(exercise)
+    except GraderError as error:
+        print(f"Não consegui corrigir: {error}")
+        return None
+    if warning:
+        print(warning)
+    print(f"Corrigindo o arquivo salvo {path} (salve o notebook antes: Ctrl+S)...", flush=True)
     command = [sys.executable, "-m", "grader.cli", exercise, "--json", "--notebook", str(path)]
     if level is not None:
         command += ["--level", str(level)]

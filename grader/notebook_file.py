@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
 import nbformat
+from nbformat.warnings import MissingIDFieldWarning
 
+from grader.errors import os_reason
 from grader.results import INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE
 
 
@@ -30,7 +33,7 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, NotebookPro
     try:
         raw = path.read_bytes()
     except OSError as error:
-        return None, NotebookProblem(f"Não consegui ler {shown}: {error.strerror}.", NOTEBOOK_UNREADABLE)
+        return None, NotebookProblem(f"Não consegui ler {shown}: {os_reason(error)}.", NOTEBOOK_UNREADABLE)
     notebook, message = _parse(raw, shown)
     return notebook, None if message is None else NotebookProblem(message, INVALID_NOTEBOOK)
 
@@ -56,7 +59,11 @@ def _parse(raw: bytes, shown: str) -> tuple[nbformat.NotebookNode | None, str | 
             "'nbformat'). Confira se escolheu o arquivo certo."
         )
     try:
-        notebook = nbformat.reads(text, as_version=4)
+        with warnings.catch_warnings():
+            # A cell without an id (an older or hand-made notebook) is fine: nbformat adds one in
+            # memory, and its English warning would only puzzle the student.
+            warnings.simplefilter("ignore", MissingIDFieldWarning)
+            notebook = nbformat.reads(text, as_version=4)
         nbformat.validate(notebook)
     except Exception as error:  # nbformat raises several kinds for a damaged file
         summary = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from grader.errors import GraderError, os_reason
 from grader.manifest import Exercise, Manifest, load_manifest
 
 STATE_FILE_NAME = ".grade-state.json"
@@ -32,33 +33,62 @@ PASSED_STATUSES = {"passed", "pass", "ok"}
 # ------------------------------------------------------------------ location
 
 
-def find_project_root(start: Path | None = None) -> Path:
-    """The nearest folder, upward from `start` (cwd), holding exercises/ or pyproject.toml."""
+def is_course_root(folder: Path) -> bool:
+    """A copy of the course: the students' exercises/ beside the course's pyproject.toml."""
+    return (folder / "exercises").is_dir() and (folder / "pyproject.toml").is_file()
+
+
+def installed_course_root() -> Path | None:
+    """The course this grader was installed from: ``pip install -e`` (what bootstrap.py does)
+    leaves the package inside the course folder, so the course is the package's parent."""
+    folder = Path(__file__).resolve().parent.parent
+    return folder if is_course_root(folder) else None
+
+
+def find_project_root(start: Path | None = None) -> Path | None:
+    """The course folder: the nearest one upward from ``start`` (cwd), else the one the grader
+    was installed from; None when neither is a course (a bare install run from elsewhere)."""
     here = Path(start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "exercises").is_dir() or (folder / "pyproject.toml").is_file():
+        if is_course_root(folder):
             return folder
-    return here
+    return installed_course_root()
 
 
-def students_notebook(exercise: str, root: Path | None = None) -> Path:
+def course_root() -> Path:
+    """``find_project_root()``, or a Portuguese error saying where the course was looked for."""
+    root = find_project_root()
+    if root is None:
+        raise GraderError(
+            f"não encontrei a pasta do curso (a que tem exercises/ e pyproject.toml) a partir de {Path.cwd()}: "
+            "rode o comando dentro dela, ou diga o arquivo com --notebook."
+        )
+    return root
+
+
+def students_notebook(exercise: str, root: Path | None = None) -> Path | None:
     """exercises/exercise-N.ipynb of the course: the only file whose grades `grade list` shows."""
-    return (root or find_project_root()) / "exercises" / f"{exercise}.ipynb"
+    root = root or find_project_root()
+    return None if root is None else root / "exercises" / f"{exercise}.ipynb"
 
 
 def is_students_notebook(exercise: str, notebook: Path) -> bool:
-    """Whether ``notebook`` is the student's own exercise file (the same file, however it is named)."""
+    """Whether ``notebook`` is the student's own exercise file: the same file, however it is
+    named (a relative path, ``./`` or a symlink to it all count; a copy does not)."""
+    own = students_notebook(exercise)
     try:
-        return Path(notebook).resolve() == students_notebook(exercise).resolve()
+        return own is not None and Path(notebook).resolve() == own.resolve()
     except OSError:
         return False
 
 
-def default_state_path() -> Path:
+def default_state_path() -> Path | None:
+    """Where progress lives: the course folder (None outside any course: nothing is written)."""
     override = os.environ.get(STATE_PATH_ENV)
     if override:
         return Path(override)
-    return find_project_root() / STATE_FILE_NAME
+    root = find_project_root()
+    return None if root is None else root / STATE_FILE_NAME
 
 
 # ---------------------------------------------------------------- the file
@@ -72,23 +102,32 @@ def warn(message: str) -> None:
     print(f"aviso: {message}", file=sys.stderr)
 
 
+def _valid_counts(counts: Any) -> bool:
+    numbers = [counts.get("passed"), counts.get("total")] if isinstance(counts, dict) else []
+    return (len(numbers) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers)
+            and numbers[0] <= numbers[1])
+
+
 def load_state(path: Path | None = None) -> dict[str, Any]:
-    """The saved state, or an empty one. A damaged file is set aside, never lost."""
+    """The saved state, or an empty one. A damaged file (not UTF-8, not JSON, nested past what
+    the parser takes, the wrong shape) is set aside, never lost."""
     path = Path(path) if path is not None else default_state_path()
+    if path is None:
+        return empty_state()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return empty_state()
     except OSError as error:
-        warn(f"não consegui ler {path.name} ({error.strerror}); seguindo sem o progresso salvo.")
+        warn(f"não consegui ler {path.name} ({os_reason(error)}); seguindo sem o progresso salvo.")
         return empty_state()
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise ValueError("formato inesperado")
         if not isinstance(data.get("exercises"), dict) or not isinstance(data.get("hints"), dict):
             raise ValueError("formato inesperado")
-    except ValueError:
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         backup = path.with_name(path.name + ".danificado")
         try:
             os.replace(path, backup)
@@ -102,6 +141,8 @@ def load_state(path: Path | None = None) -> dict[str, Any]:
 def save_state(state: dict[str, Any], path: Path | None = None) -> None:
     """Write the state atomically: a temporary file in the same folder, then os.replace."""
     path = Path(path) if path is not None else default_state_path()
+    if path is None:
+        raise GraderError("fora da pasta do curso não há onde guardar o progresso")
     text = json.dumps(state, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -195,11 +236,7 @@ def _level_entries(entry: dict[str, Any]) -> dict[str, dict[str, int]]:
     levels = entry.get("levels")
     if not isinstance(levels, dict):
         return {}
-    return {
-        key: counts for key, counts in levels.items()
-        if isinstance(counts, dict)
-        and isinstance(counts.get("passed"), int) and isinstance(counts.get("total"), int)
-    }
+    return {key: counts for key, counts in levels.items() if _valid_counts(counts)}
 
 
 def exercise_status(state: dict[str, Any], exercise: Exercise) -> ExerciseStatus:

@@ -163,6 +163,8 @@ def html_report(report: GradeReport) -> str:
     esc = html.escape
     view = report_view(report)
     parts = [STYLE, f"<h4>{esc(view.heading)}</h4>"]
+    if view.notebook:
+        parts.append(f"<p>Notebook: <code>{esc(view.notebook)}</code></p>")
     if view.notebook_error:
         parts.append(f"<p><b>O notebook não pôde ser corrigido:</b> {esc(view.notebook_error)}</p>")
     if view.warnings:

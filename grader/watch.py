@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from grader import console
+
 DEFAULT_INTERVAL = 1.0
 # How many extra polls to wait for a file that keeps changing before grading anyway.
 MAX_SETTLE_POLLS = 10
@@ -79,27 +81,27 @@ def watch(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exercise", metavar="exercise-N", help="o exercício, por exemplo exercise-3")
-    parser.add_argument("--notebook", type=Path, default=None, help="notebook a observar (padrão: exercises/exercise-N.ipynb)")
-    parser.add_argument("--level", type=int, default=None, metavar="K", help="corrige só este nível")
-    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="DIR", help="pasta extra de fixtures (pode repetir)")
-    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, metavar="S", help=f"segundos entre verificações do arquivo (padrão: {DEFAULT_INTERVAL:g})")
+    parser.add_argument("--notebook", type=Path, default=None, metavar="CAMINHO", help="notebook a observar (padrão: exercises/exercise-N.ipynb)")
+    parser.add_argument("--level", type=console.whole_number(1), default=None, metavar="K", help="corrige só este nível")
+    parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA", help="pasta extra de fixtures (pode repetir)")
+    parser.add_argument("--interval", type=console.seconds(0.0, 3600.0), default=DEFAULT_INTERVAL, metavar="S", help=f"segundos entre verificações do arquivo (padrão: {DEFAULT_INTERVAL:g})")
 
 
 def run(args: argparse.Namespace) -> int:
     from grader import render
-    from grader.cli import project_root, record_progress
+    from grader.cli import record_progress
+    from grader.fixture_loader import load_fixtures
+    from grader.progress import course_root
     from grader.engine import grade, load_exercise
     from grader.errors import GraderError
 
-    if args.interval <= 0:
-        print("grade watch: --interval precisa ser maior que zero.", file=sys.stderr)
-        return 2
-    try:
-        load_exercise(args.exercise, args.level)  # a wrong name fails now, not on every save
+    try:  # a wrong name, fixture folder or course fails now, not on every save
+        spec = load_exercise(args.exercise, args.level)
+        load_fixtures(args.exercise, args.fixtures, spec.validate_fixture)
+        notebook = args.notebook or course_root() / "exercises" / f"{args.exercise}.ipynb"
     except GraderError as error:
         print(f"grade watch: {error}", file=sys.stderr)
         return 2
-    notebook = args.notebook or project_root() / "exercises" / f"{args.exercise}.ipynb"
 
     def grade_once() -> None:
         try:

@@ -66,6 +66,7 @@ def test_cli_without_arguments_shows_help(capsys):
 
 def test_cli_default_notebook_is_found_from_the_project_root(tmp_path, monkeypatch, capsys):
     (tmp_path / "exercises").mkdir()
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")  # a course folder: both
     (tmp_path / "exercises" / "exercise-3.ipynb").write_text("não é json", encoding="utf-8")
     (tmp_path / "lessons").mkdir()
     monkeypatch.chdir(tmp_path / "lessons")
@@ -180,3 +181,39 @@ def test_check_shows_an_html_table_inside_jupyter(monkeypatch):
     notebook_api._show(sample_report())
     assert len(shown) == 1 and isinstance(shown[0], IPython.display.HTML)
     assert '<table class="grade-report"' in shown[0].data and "reexecutou `send_email`" in shown[0].data
+
+
+def test_check_grades_the_duplicated_notebook_it_runs_in(monkeypatch, tmp_path):
+    from grader import notebook_api
+    from grader.progress import course_root
+
+    copy = tmp_path / "exercise-3-Copy1.ipynb"
+    copy.write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(copy))  # what the Jupyter server gives the kernel
+    assert notebook_api.notebook_to_grade("exercise-3") == (copy, "")
+    own = course_root() / "exercises" / "exercise-3.ipynb"
+    path, warning = notebook_api.notebook_to_grade("exercise-30")  # not a copy of exercise-3's sibling
+    assert path == course_root() / "exercises" / "exercise-30.ipynb"
+    assert "este notebook é exercise-3-Copy1.ipynb" in warning
+    other = tmp_path / "rascunho.ipynb"
+    other.write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(other))
+    assert notebook_api.notebook_to_grade("exercise-3") == (
+        own, "Atenção: este notebook é rascunho.ipynb, mas check('exercise-3') corrige exercises/exercise-3.ipynb.")
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert notebook_api.notebook_to_grade("exercise-3") == (own, "")
+
+
+@pytest.mark.parametrize("wrong", [3, "3", "exercicio-3", None])
+def test_check_with_a_wrong_exercise_name_says_how_to_write_it(wrong, monkeypatch, capsys):
+    from grader import notebook_api
+
+    monkeypatch.delenv(GRADER_ENV, raising=False)
+    monkeypatch.setattr(notebook_api.subprocess, "run", lambda *a, **k: pytest.fail("must not grade"))
+    assert notebook_api.check(wrong) is None
+    assert 'check espera o nome do exercício entre aspas, por exemplo check("exercise-3")' in capsys.readouterr().out
+
+
+def test_the_table_says_which_notebook_it_graded():
+    page = render.html_report(sample_report())
+    assert "Notebook: <code>" in page

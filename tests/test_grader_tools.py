@@ -135,6 +135,32 @@ def test_damaged_state_file_is_kept_aside_not_lost(state_file, capsys):
     assert "exercise-1" in progress.load_state()["exercises"]
 
 
+@pytest.mark.parametrize("damage", [
+    '{"version": 1, "exercises": {"exercise-1": "aç'.encode("utf-8")[:-1],  # cut inside a character
+    '{"version": 1, "exercises": {}, "hints": {"ação": 1}}'.encode("latin-1"),  # saved in another encoding
+    b"[" * 100_000,  # nested deeper than the parser goes
+])
+def test_a_state_file_damaged_in_any_way_is_set_aside_and_progress_goes_on(damage, state_file, capsys):
+    from grader import hints
+
+    state_file.write_bytes(damage)
+    assert "Progresso: 0 de 6" in progress.render_list(progress.load_state(), load_manifest())
+    backup = state_file.with_name(state_file.name + ".danificado")
+    assert backup.read_bytes() == damage and "danificado" in capsys.readouterr().err
+    assert hints.show_hint("exercise-1")[0] == 0  # hint works and saves again
+    progress.record("exercise-1", report("exercise-1", check(1, PASS)))
+    assert "exercise-1" in progress.load_state()["exercises"]
+
+
+def test_hand_edited_counts_that_cannot_be_true_are_ignored(state_file):
+    entry = {"levels": {"1": {"passed": 4, "total": 2}, "2": {"passed": -1, "total": 3},
+                        "3": {"passed": True, "total": 1}}, "notebook_error": None}
+    state_file.write_text(json.dumps({"version": 1, "exercises": {"exercise-1": entry}, "hints": {}}),
+                          encoding="utf-8")
+    text = progress.render_list(progress.load_state(), load_manifest())
+    assert "4 de 2" not in text and "passou" not in text.split("exercise-1")[1].splitlines()[0]
+
+
 def test_record_never_raises_when_the_state_cannot_be_written(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(progress.STATE_PATH_ENV, str(tmp_path / "missing-folder" / ".grade-state.json"))
     progress.record("exercise-1", report("exercise-1", check(1, PASS)))
@@ -150,6 +176,7 @@ def test_all_passed_congratulates(state_file):
 
 def test_project_root_is_found_upward(tmp_path):
     (tmp_path / "exercises").mkdir()
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     deep = tmp_path / "lessons" / "sub"
     deep.mkdir(parents=True)
     assert progress.find_project_root(deep) == tmp_path.resolve()
@@ -513,7 +540,6 @@ def test_watch_command_ends_cleanly_on_ctrl_c(monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(watch_module, "watch", interrupted)
-    monkeypatch.setattr("grader.engine.load_exercise", lambda name, level=None: None)
     args = argparse.Namespace(exercise="exercise-3", notebook=Path("x.ipynb"), level=None, fixtures=[], interval=1.0)
     assert watch_module.run(args) == 0
     assert "grade watch encerrado" in capsys.readouterr().out

@@ -46,7 +46,7 @@ def test_grade_help_is_portuguese(argv, capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["exercise-3", "--level", "x"], "grade: erro: argumento --level: valor inválido (int): 'x'"),
+    (["exercise-3", "--level", "x"], "grade: erro: argumento --level: esperava um número inteiro, veio 'x'"),
     (["exercise-3", "--nivel", "2"], "grade: erro: argumentos não reconhecidos: --nivel 2"),
     (["hint"], "grade hint: erro: faltou informar: exercise-N"),
     (["hint", "exercise-3", "--level"], "grade hint: erro: argumento --level: esperava um valor"),
@@ -103,6 +103,7 @@ def course_copy(tmp_path, monkeypatch) -> Path:
     """A student's folder: the solution saved as exercises/exercise-1.ipynb, a blank copy beside it."""
     root = tmp_path / "curso"
     (root / "exercises").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("", encoding="utf-8")
     shutil.copy(REPO / "solutions" / "exercise-1.ipynb", root / "exercises" / "exercise-1.ipynb")
     shutil.copy(REPO / "exercises" / "exercise-1.ipynb", tmp_path / "copia.ipynb")
     monkeypatch.chdir(root / "exercises")
@@ -171,3 +172,210 @@ def test_grade_list_piped_into_head_in_a_shell(course_copy):
         shell=True, executable="/bin/bash", cwd=course_copy, capture_output=True, text=True, timeout=60,
     )
     assert shell.stdout.startswith("Progresso:") and shell.stderr == ""
+
+
+# ------------------------------------------------------------------ bad option values
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["exercise-1", "--junit", "/tmp"], "é uma pasta; indique um arquivo para o relatório JUnit"),
+    (["exercise-1", "--junit", "/proc/nada/x.xml"], "não consigo gravar o relatório JUnit em /proc/nada/x.xml"),
+    (["exercise-1", "--memory-mb", "-1"], "argumento --memory-mb: -1 é pouco"),
+    (["exercise-1", "--memory-mb", "1"], "1 MB não dá nem para o kernel começar"),
+    (["exercise-1", "--level", "0"], "argumento --level: 0 é pouco: o mínimo é 1"),
+    (["watch", "exercise-1", "--interval", "nan"], "argumento --interval: 'nan' segundos"),
+    (["watch", "exercise-1", "--interval", "inf"], "argumento --interval: 'inf' segundos"),
+    (["watch", "exercise-1", "--interval", "1e300"], "argumento --interval: '1e300' segundos"),
+    (["watch", "exercise-1", "--fixtures", "/nada/aqui"], "grade watch: Fixture com problema"),
+    (["batch", "/tmp", "exercise-1", "--timeout", "-5"], "argumento --timeout: '-5' segundos"),
+    (["hint", "exercise-99"], "grade hint: Exercício desconhecido: 'exercise-99'"),
+    (["fixtures", "exercise-99"], "grade fixtures: Exercício desconhecido: 'exercise-99'"),
+])
+def test_bad_option_values_get_a_portuguese_reason_and_exit_2_before_any_grading(argv, words, capsys, monkeypatch):
+    from grader import engine
+
+    monkeypatch.setattr(engine, "grade_with_fixtures", lambda *a, **k: pytest.fail("must not grade"))
+    code, text = run_main(cli.main, argv, capsys)
+    assert code == 2, text
+    assert words in text and "Traceback" not in text and not ENGLISH.search(text), text
+
+
+def test_help_placeholders_are_portuguese(capsys):
+    for argv in (["watch", "--help"], ["batch", "--help"], ["exercise-1", "--help"]):
+        _, text = run_main(cli.main, argv, capsys)
+        for english in ("NOTEBOOK", " DIR", "SUBMISSIONS_DIR"):
+            assert english not in text, (argv, text)
+    _, text = run_main(course_cli.main, ["site", "--help"], capsys)
+    assert "OUT" not in text
+    _, text = run_main(course_cli.main, ["originality", "--help"], capsys)
+    assert "WORDS" not in text
+
+
+def test_course_names_an_unknown_option_as_such(capsys):
+    code, text = run_main(course_cli.main, ["--bogus"], capsys)
+    assert code == 2 and "course: erro: argumentos não reconhecidos: --bogus" in text, text
+
+
+def test_os_errors_are_explained_in_portuguese(tmp_path):
+    from grader.errors import os_reason
+
+    with pytest.raises(OSError) as caught:
+        tmp_path.read_text()
+    assert os_reason(caught.value) == "é uma pasta, não um arquivo"
+
+
+def test_a_notebook_without_cell_ids_reads_without_an_english_warning(tmp_path):
+    import json
+    import warnings
+
+    from grader.notebook_file import read_notebook
+
+    data = json.loads((REPO / "exercises" / "exercise-1.ipynb").read_text(encoding="utf-8"))
+    for cell in data["cells"]:
+        cell.pop("id", None)
+    path = tmp_path / "sem-ids.ipynb"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        notebook, problem = read_notebook(path)
+    assert problem is None and notebook.cells
+
+
+def test_an_exercise_without_any_fixture_is_an_error_naming_the_folder(tmp_path, monkeypatch, capsys):
+    from grader import fixture_loader
+
+    monkeypatch.setattr(fixture_loader, "FIXTURES_ROOT", tmp_path / "fixtures")
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
+    code, text = run_main(cli.main, ["exercise-1", "--notebook", str(REPO / "solutions" / "exercise-1.ipynb")], capsys)
+    assert code == 2 and "não tem nenhuma verificação para rodar" in text and "exercise-1" in text, text
+    assert not (tmp_path / "state.json").exists()
+
+
+# ------------------------------------------------------------------ the course folder
+
+
+def test_the_course_is_found_from_the_installed_package_anywhere(tmp_path, monkeypatch):
+    from grader import progress
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GRADE_STATE_FILE", raising=False)
+    assert progress.find_project_root() == REPO.resolve()
+    assert progress.default_state_path() == REPO.resolve() / ".grade-state.json"
+    assert progress.is_students_notebook("exercise-1", REPO / "exercises" / "exercise-1.ipynb")
+
+
+def test_outside_any_course_nothing_is_written(tmp_path, monkeypatch, capsys):
+    from grader import progress
+    from tests.test_grader_tools import check, report
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GRADE_STATE_FILE", raising=False)
+    monkeypatch.setattr(progress, "installed_course_root", lambda: None)
+    (tmp_path / ".grade-state.json").write_text("de outra pessoa", encoding="utf-8")
+    progress.record("exercise-1", report("exercise-1", check(1, "pass")))
+    assert (tmp_path / ".grade-state.json").read_text(encoding="utf-8") == "de outra pessoa"
+    assert list(tmp_path.iterdir()) == [tmp_path / ".grade-state.json"]
+    code, text = run_main(cli.main, ["exercise-1"], capsys)
+    assert code == 2 and "não encontrei a pasta do curso" in text, text
+    code, text = run_main(cli.main, ["list"], capsys)
+    assert code == 0 and "Progresso: 0 de 6" in text
+
+
+def test_bootstrap_runs_commands_in_the_callers_folder(tmp_path):
+    finished = subprocess.run(
+        [sys.executable, str(REPO / "bootstrap.py"), "python", "-c", "import os; print(os.getcwd())"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert Path(finished.stdout.strip()).resolve() == tmp_path.resolve()
+
+
+def test_bootstrap_with_an_unknown_command_says_so(tmp_path):
+    finished = subprocess.run([sys.executable, str(REPO / "bootstrap.py"), "nada-disso"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 2 and "Traceback" not in finished.stderr
+    assert "comando desconhecido: 'nada-disso'" in finished.stdout + finished.stderr
+
+
+# ------------------------------------------------------------------ signals
+
+
+def wait_for(path: Path, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+def test_bootstrap_passes_sigterm_to_its_child_and_waits(tmp_path):
+    import signal
+
+    child = ("import pathlib, signal, sys, time\n"
+             "def bye(*_):\n    pathlib.Path('terminado').write_text('sim'); sys.exit(0)\n"
+             "signal.signal(signal.SIGTERM, bye)\npathlib.Path('pronto').write_text('sim')\ntime.sleep(120)\n")
+    process = subprocess.Popen([sys.executable, str(REPO / "bootstrap.py"), "python", "-c", child],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(tmp_path / "pronto")
+    process.send_signal(signal.SIGTERM)  # to bootstrap.py only, as `kill <pid>` does
+    _, stderr = process.communicate(timeout=60)
+    assert (tmp_path / "terminado").read_text() == "sim"  # the child got it and ended its own way
+    assert process.returncode == 0 and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_grading_ends_in_one_line_with_exit_130(tmp_path):
+    import json
+    import os
+    import signal
+
+    import nbformat
+
+    notebook = nbformat.read(REPO / "solutions" / "exercise-1.ipynb", as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(
+        f"import os, pathlib, time\npathlib.Path({str(tmp_path / 'rodando')!r}).write_text(str(os.getpid()))\n"
+        "while True:\n    time.sleep(0.1)"))
+    path = tmp_path / "laco.ipynb"
+    nbformat.write(notebook, path)
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"version": 1, "exercises": {}, "hints": {}}), encoding="utf-8")
+    process = subprocess.Popen([str(BIN / "grade"), "exercise-1", "--notebook", str(path)], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               env={**os.environ, "GRADE_STATE_FILE": str(state)})
+    wait_for(tmp_path / "rodando")
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in the terminal does: the whole group
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip() == "interrompido (Ctrl-C).", stderr
+    assert json.loads(state.read_text(encoding="utf-8"))["exercises"] == {}
+    kernel = int((tmp_path / "rodando").read_text())
+    assert not kernel_alive(kernel), "the kernel outlived the grading"
+
+
+def kernel_alive(pid: int, grace: float = 5.0) -> bool:
+    """Whether ``pid`` still runs after ``grace`` seconds (a dying process may need a moment)."""
+    import os
+    import time
+
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_symlink_to_the_students_notebook_is_the_same_file_and_a_copy_is_not(course_copy):
+    from grader import progress
+
+    own = course_copy / "exercises" / "exercise-1.ipynb"
+    link = course_copy / "atalho.ipynb"
+    link.symlink_to(own)
+    copy = course_copy / "copia-1.ipynb"
+    shutil.copy(own, copy)
+    assert progress.is_students_notebook("exercise-1", link)  # grading it updates `grade list`
+    assert not progress.is_students_notebook("exercise-1", copy)
+    assert not progress.is_students_notebook("exercise-2", link)
