@@ -29,28 +29,6 @@ DEFAULT_CHECK_TIMEOUT = 10.0
 __all__ = ["grade", "GradeReport", "CheckResult"]
 
 
-def level_titles(exercise: Exercise) -> dict[int, str]:
-    """Level titles from the course manifest when it lists the exercise, else the module's."""
-    titles = dict(exercise.levels)
-    try:
-        from grader import manifest
-
-        entry = manifest.get_exercise(exercise.name)
-        titles.update({level.number: level.title for level in entry.levels})
-    except Exception:  # noqa: BLE001 - the manifest is optional for grading
-        pass
-    return titles
-
-
-def exercise_title(exercise: Exercise) -> str:
-    try:
-        from grader import manifest
-
-        return manifest.exercise_title(exercise.name)
-    except Exception:  # noqa: BLE001
-        return exercise.title
-
-
 def load_exercise(exercise_name: str, level: int | None = None) -> Exercise:
     """The exercise's check declarations; raises GraderError subclasses (Portuguese)."""
     exercise: Exercise = registry.load_exercise(exercise_name).EXERCISE
@@ -161,9 +139,9 @@ def grade_with_fixtures(
         exercise=exercise,
         checks=[],
         notebook=shown_path(notebook),
-        title=exercise_title(spec_exercise),
+        title=spec_exercise.title,
         level=level,
-        level_titles={n: t for n, t in level_titles(spec_exercise).items() if level in (None, n)},
+        level_titles={n: t for n, t in spec_exercise.levels.items() if level in (None, n)},
     )
     nb, problem = read_notebook(Path(notebook))
     if problem is not None:

@@ -44,11 +44,7 @@ from grader.checks.framework import (
 )
 from grader.plural import quantity
 
-EXERCISE = Exercise(
-    name="exercise-1",
-    title="Memória e estado de execução: o que morre com o processo",
-    levels={1: "Memória ou estado de execução?", 2: "Escreva o run_agent"},
-)
+EXERCISE = Exercise("exercise-1")
 
 MEMORY, RUN_STATE = "memória", "estado de execução"
 LABELS = (MEMORY, RUN_STATE)

@@ -46,15 +46,7 @@ from grader.checks.framework import (
 )
 from grader.plural import quantity
 
-EXERCISE = Exercise(
-    name="exercise-2",
-    title="Checkpoint: gravando a cena de execução",
-    levels={
-        1: "Um save_checkpoint atômico",
-        2: "Um load_checkpoint que falha alto",
-        3: "Pontos de gravação A e B no run_agent",
-    },
-)
+EXERCISE = Exercise("exercise-2")
 
 CHECKPOINT_NAME = "checkpoint.json"
 LOAD_OUTCOMES = ("None", "checkpoint", "CheckpointError")

@@ -45,14 +45,7 @@ from grader.checks.framework import (
 )
 from grader.plural import quantity
 
-EXERCISE = Exercise(
-    name="exercise-3",
-    title="Retomando de um checkpoint: reiniciando o loop",
-    levels={
-        1: "Uma ação de retomada para cada checkpoint",
-        2: "O incidente do e-mail duplicado: conserte o reconcile",
-    },
-)
+EXERCISE = Exercise("exercise-3")
 
 ACTIONS = ("rerun", "is_error")
 

@@ -59,16 +59,7 @@ from grader.checks.framework import (
 )
 from grader.plural import quantity
 
-EXERCISE = Exercise(
-    name="exercise-4",
-    title="Efeitos colaterais e idempotência",
-    levels={
-        1: "Idempotente ou não?",
-        2: "As funções do livro-razão de efeitos",
-        3: "O reconcile em três vias",
-        4: "run_tool_uses com a válvula de aprovação",
-    },
-)
+EXERCISE = Exercise("exercise-4")
 
 IDEMPOTENT = "idempotente"
 NOT_IDEMPOTENT = "não idempotente"

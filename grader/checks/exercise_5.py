@@ -46,11 +46,7 @@ from grader.checks.framework import (
 )
 from grader.plural import quantity
 
-EXERCISE = Exercise(
-    name="exercise-5",
-    title="Rebobinar e bifurcar",
-    levels={1: "pick_latest_point", 2: "rewind_to", 3: "fork_from com dry-run"},
-)
+EXERCISE = Exercise("exercise-5")
 
 POINT_NAME = re.compile(r"turn-(\d{3,})-([AB])\.json")
 CHECKPOINTS = "checkpoints"

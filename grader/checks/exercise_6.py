@@ -43,15 +43,7 @@ from grader.checks.framework import (
     show,
 )
 
-EXERCISE = Exercise(
-    name="exercise-6",
-    title="O aparato de verificação",
-    levels={
-        1: "A contagem do crash_point",
-        2: "Uma verificação que consegue falhar",
-        3: "O lease: um só worker por execução",
-    },
-)
+EXERCISE = Exercise("exercise-6")
 
 VERDICTS = ("aprovar", "reprovar")
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+
 NOT_IMPLEMENTED_PREFIX = "Ainda não implementado"
 OUTPUT_LIMIT = 4000
 
@@ -176,14 +177,30 @@ class PlannedCheck:
 
 
 class Exercise:
-    """An exercise's checks. Create one per module as ``EXERCISE``."""
+    """An exercise's checks. Create one per module as ``EXERCISE = Exercise("exercise-N")``.
 
-    def __init__(self, name: str, title: str, levels: dict[int, str]):
+    Its title and level titles are read from grader/manifest.yaml, the one place they are
+    written, when first asked for: the grading kernel imports this module and never needs them.
+    """
+
+    def __init__(self, name: str):
         self.name = name
-        self.title = title
-        self.levels = dict(levels)
         self.checks: list[CheckSpec] = []
         self._fixture_validator: Callable[[dict], list[str]] | None = None
+
+    @property
+    def title(self) -> str:
+        return self._manifest_entry().title
+
+    @property
+    def levels(self) -> dict[int, str]:
+        """Level number -> title, in the manifest's order."""
+        return {level.number: level.title for level in self._manifest_entry().levels}
+
+    def _manifest_entry(self):
+        from grader import manifest  # parsed once per process (cached there)
+
+        return manifest.get_exercise(self.name)
 
     # --- declaring
 
@@ -197,8 +214,6 @@ class Exercise:
         applies: Callable[[Fixture], bool] | None = None,
     ) -> Callable[[Callable[..., None]], Callable[..., None]]:
         """Register a check. Per-fixture checks run once for every fixture they apply to."""
-        if level not in self.levels:
-            raise ValueError(f"{self.name}: level {level} is not declared in Exercise(levels=...)")
 
         def register(function: Callable[..., None]) -> Callable[..., None]:
             if any(spec.name == function.__name__ for spec in self.checks):
@@ -228,6 +243,9 @@ class Exercise:
 
     def plan(self, fixtures: list[Fixture], level: int | None = None) -> list[PlannedCheck]:
         """Every check to run, in level order then declaration order then fixture order."""
+        undeclared = sorted({spec.level for spec in self.checks} - set(self.levels))
+        if undeclared:
+            raise ValueError(f"{self.name}: checks of level {undeclared} but grader/manifest.yaml has no such level")
         planned: list[PlannedCheck] = []
         for spec in sorted(self.checks, key=lambda s: s.level):  # stable: keeps declaration order
             if level is not None and spec.level != level:
