@@ -33,6 +33,8 @@ import sys
 import threading
 import traceback
 
+from grader.plural import quantity
+
 MESSAGE_LIMIT = 1 << 20  # one request (the kernel's environment) fits easily
 
 
@@ -161,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
     if threading.active_count() != 1:
         # Forking copies only this thread; a lock another one holds would stay locked in every kernel.
-        send(channel, {"refused": f"{threading.active_count() - 1} thread(s) iniciada(s) pelos imports"})
+        started = quantity(threading.active_count() - 1, "thread iniciada", "threads iniciadas")
+        send(channel, {"refused": f"{started} pelos imports"})
         return 1
     send(channel, {"ready": os.getpid()})
     serve(channel)
