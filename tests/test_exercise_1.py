@@ -294,6 +294,11 @@ def test_treating_pause_turn_as_the_end_stops_early(tmp_path, monkeypatch):
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     assert "pause_turn não encerra" in failed["n2.stops_at_the_right_time[pause-turn]"]
     assert all("pause-turn" in check for check in failed)
+    # the conversation is short because the run stopped, not because answers were refused
+    conversation = failed["n2.returned_state_is_complete[pause-turn]"]
+    assert conversation.startswith("run_agent parou depois de 2 respostas do modelo, mas um loop correto lê 4 "
+                                   "(a 2ª, com stop_reason \"pause_turn\", não encerra a tarefa)"), conversation
+    assert "recusada" not in conversation and "-2" not in conversation
 
 
 def test_not_stopping_on_a_stop_sequence_keeps_calling_the_model(tmp_path, monkeypatch, solution_results):

@@ -4,6 +4,7 @@ names, with a message that names the mistake, in a check the solution passes."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ EXERCISES = [f"exercise-{n}" for n in range(1, 7)]
 MINIMUM_PER_EXERCISE = 8
 KEYS = {"mistake", "cell", "function", "edit", "source", "levels", "check", "message"}
 CHECK_TIMEOUT = 60.0  # generous: the machine is shared, and no mistake here loops forever
+NEGATIVE_COUNT = re.compile(r"(?:^|\s)-\d+\s+[^\W\d]")  # "-2 delas": arithmetic gone wrong in a sentence
 
 
 def mistake_files() -> list[Path]:
@@ -80,6 +82,8 @@ def test_each_mistake_loses_points_with_a_message_that_names_it(path, tmp_path, 
               if r["status"] != "pass" and check_id.startswith(prefixes) and mistake["message"] in r["message"]]
     failures = {check_id: r["message"] for check_id, r in results.items() if r["status"] != "pass"}
     assert naming, f"{mistake['mistake']}: no failed check says {mistake['message']!r}; failures: {failures}"
+    counted_below_zero = {check_id: text for check_id, text in failures.items() if NEGATIVE_COUNT.search(text)}
+    assert not counted_below_zero, f"{mistake['mistake']}: a message counts below zero: {counted_below_zero}"
     for check_id in naming:  # the control: the same check passes on the solution
         level = int(check_id[1:check_id.index(".")])
         assert solution_results(exercise, level, tmp_path_factory)[check_id]["status"] == "pass", check_id

@@ -501,14 +501,8 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
     assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
     expected = expected_run(fixture.data)
     if len(assistant) != expected.entered:
-        left_out = len(run.served) - expected.entered
-        rule = (f"; {left_out} delas foi recusada ou cortada e fica de fora" if left_out else "")
-        raise CheckFailed(
-            f"O modelo respondeu {quantity(len(run.served), 'vez', 'vezes')}{rule}, então a conversa deveria ter "
-            f"{quantity(expected.entered, 'mensagem', 'mensagens')} do assistente, e tem {len(assistant)}: cada resposta aproveitável "
-            "entra em messages, uma resposta recusada ou cortada não.",
-            expected=expected.entered, observed=len(assistant),
-        )
+        raise CheckFailed(assistant_count_problem(run, expected, len(assistant)),
+                          expected=expected.entered, observed=len(assistant))
     tokens, count = expected.tokens, expected.messages
     if len(messages) != count:
         raise CheckFailed(
@@ -528,6 +522,31 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
         else:
             detail = "some input_tokens + output_tokens de cada resposta."
         raise CheckFailed(f"tokens_used vale {used!r}, mas deveria ser {tokens}: {detail}", expected=tokens, observed=used)
+
+
+def assistant_count_problem(run: AgentRun, expected: ExpectedRun, found: int) -> str:
+    """Why the conversation holds `found` assistant messages where a correct loop keeps `expected.entered`.
+
+    A loop that stopped early (or went on past the end) read a different number of answers
+    than a correct one, so the count is compared with what a correct loop reads, never
+    with what this loop happened to read.
+    """
+    answered = len(run.served)
+    should = f"a conversa deveria ter {quantity(expected.entered, 'mensagem', 'mensagens')} do assistente, e tem {found}"
+    if answered < expected.calls:
+        stopped = (f" (a {answered}ª, com stop_reason \"{run.served[-1].get('stop_reason')}\", não encerra a tarefa)"
+                   if run.served else "")
+        return (f"run_agent parou depois de {quantity(answered, 'resposta', 'respostas')} do modelo, mas um loop correto "
+                f"lê {expected.calls}{stopped}; por isso {should}.")
+    if answered > expected.calls:
+        return (f"run_agent seguiu depois do fim: leu {answered} respostas do modelo, mas a tarefa termina na "
+                f"{expected.calls}ª; {should}.")
+    kept_out = answered - expected.entered
+    rule = ("" if not kept_out else
+            "; uma delas foi recusada ou cortada e fica de fora" if kept_out == 1 else
+            f"; {kept_out} delas foram recusadas ou cortadas e ficam de fora")
+    return (f"O modelo respondeu {quantity(answered, 'vez', 'vezes')}{rule}; então {should}: cada resposta "
+            "aproveitável entra em messages, uma resposta recusada ou cortada não.")
 
 
 STATUS_RULES = {
