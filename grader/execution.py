@@ -234,6 +234,7 @@ class _Grading:
                  sandbox: Sandbox | None = None, prelaunched: Any = None):
         self.notebook = notebook
         self.workdir = workdir
+        self.workdir_identity = _identity(workdir)
         self.outcome = outcome
         self.cell_timeout = cell_timeout
         self.total_timeout = total_timeout
@@ -385,6 +386,9 @@ class _Grading:
             verdict, problem, allowed = self.run_cell(index)
             cell = self.notebook.cells[index]
             where = f"A célula {index + 1} (`{first_line(cell.source)}`)"
+            if self.workdir_deleted():  # the cell deleted the folder the kernel runs in (its cwd)
+                self.outcome.stop(GRADER_ERROR, notebook_error=_deleted_workdir_message(where))
+                return False
             if verdict == _DONE:
                 if problem and index not in self.reported:
                     self.reported.add(index)
@@ -423,6 +427,10 @@ class _Grading:
                 return False
             position = 0  # the cells before it run again in the fresh kernel
         return True
+
+    def workdir_deleted(self) -> bool:
+        """Is the kernel's folder gone, or a new one in its place (a check may mkdir it again)?"""
+        return _identity(self.workdir) != self.workdir_identity
 
     def holds_too_much(self) -> bool:
         """Does the kernel hold more than HELD_MEMORY_SHARE of its limit (or cannot it tell)?"""
@@ -474,6 +482,10 @@ class _Grading:
             except DeadKernelError:
                 died = True
             self.dog.watch_checks(None)
+            if self.workdir_deleted():  # a student function deleted the kernel's cwd, results and all
+                self.outcome.stop(GRADER_ERROR, grading_error=_deleted_workdir_message(
+                    "Durante as verificações, o seu código", "As verificações não puderam terminar."))
+                return
             if died:
                 culprit = _running_check(results_path)
                 if self.dog.fired == "grading" or culprit is None:
@@ -571,10 +583,8 @@ def execute_and_grade(
         else:
             outcome.stop(KERNEL_START_FAILED, notebook_error=str(failure))
     except Exception as error:  # the connection to a running kernel broke
-        if not workdir.is_dir():  # the student's code deleted the folder it runs in (its cwd)
-            outcome.stop(GRADER_ERROR, notebook_error=(
-                "O seu notebook apagou a pasta em que ele roda durante a correção (a pasta atual do kernel, "
-                "os.getcwd()), e a correção não pôde continuar. Apague só o que o seu código criou."))
+        if grading.workdir_deleted():  # the student's code deleted the folder it runs in (its cwd)
+            outcome.stop(GRADER_ERROR, notebook_error=_deleted_workdir_message("O seu código"))
         else:
             tail = kernels.stderr_tail(grading.stderr_path)
             reason = os_reason(error) if isinstance(error, OSError) else str(error)
@@ -586,6 +596,19 @@ def execute_and_grade(
         grading.close()
     outcome.records = _read_records(Path(spec["results_path"]))
     return outcome
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        found = folder.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _deleted_workdir_message(who: str, consequence: str = "Nenhuma verificação pôde rodar.") -> str:
+    return (f"{who} apagou a pasta em que o notebook roda durante a correção (a pasta atual do kernel, "
+            f"os.getcwd()), e a correção não pôde continuar. {consequence} Apague só o que o seu código criou.")
 
 
 def _total_timeout_message(total: float, cell_number: int) -> str:

@@ -146,6 +146,24 @@ def test_kernel_death_in_a_cell_fails_every_check_with_a_clear_message(tmp_path)
     assert report.checks and all(c.message == report.notebook_error for c in report.checks)
 
 
+def test_a_cell_that_deletes_the_folder_it_runs_in_is_named_in_portuguese(tmp_path):
+    notebook = make_notebook(SETUP, RESUME_OK, "import os, shutil\nshutil.rmtree(os.getcwd())", 'ROOT_CAUSE = "B"')
+    report = grade("exercise-3", write(notebook, tmp_path / "deletes.ipynb"))
+    error = report.notebook_error
+    assert error and "A célula 3 (`import os, shutil`) apagou a pasta em que o notebook roda" in error, error
+    assert "FileNotFoundError" not in error and "grading-spec" not in error and "No such file" not in error
+    assert report.checks and all(not c.passed and c.message == error for c in report.checks)
+
+
+def test_a_function_that_deletes_the_folder_during_the_checks_is_told_so(tmp_path):
+    deletes = "import os, shutil\ndef resume_action(cp):\n    shutil.rmtree(os.getcwd())\n    return {}"
+    report = grade("exercise-3", write(make_notebook(SETUP, deletes, 'ROOT_CAUSE = "B"'), tmp_path / "deletes.ipynb"))
+    assert report.notebook_error is None
+    messages = {c.message for c in report.checks}
+    assert len(messages) == 1 and not any(c.passed for c in report.checks), messages
+    assert "Durante as verificações, o seu código apagou a pasta em que o notebook roda" in messages.pop()
+
+
 def test_kernel_death_during_a_check_names_that_check_and_the_rest_run_in_a_fresh_kernel(tmp_path):
     killer = '''import os, signal
 def resume_action(cp):
