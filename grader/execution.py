@@ -219,9 +219,15 @@ def _running_check(path: Path) -> str | None:
     return next((id_ for id_ in reversed(started) if id_ not in finished), None)
 
 
+# Grading is always offline, so a kernel never needs a credential; leaving them out keeps an
+# instructor's key out of a batch's submissions (and of the feedback pages they can print into).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^ANTHROPIC_|^DATABASE_URL$", re.I)
+
+
 def kernel_env() -> dict[str, str]:
-    """The environment a grading kernel starts with."""
-    env = {key: value for key, value in os.environ.items() if key != "JPY_SESSION_NAME"}
+    """The environment a grading kernel starts with: the grader's, without credentials."""
+    env = {key: value for key, value in os.environ.items()
+           if key != "JPY_SESSION_NAME" and not _SECRET_NAME.search(key)}
     env[GRADER_ENV] = "1"
     return env
 

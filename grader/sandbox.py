@@ -11,6 +11,8 @@ The kernel that executes a student's notebook starts as
 - the only writable folder is this grading's own temporary folder;
 - its own PID namespace: it sees and signals only its own processes, and all of them
   die with it;
+- an environment of its own: locale and search paths, none of the grader's other
+  variables (an instructor's API key never reaches a submission);
 - limits on processes (``RLIMIT_NPROC``) and file size, beside the memory limit
   (``RLIMIT_DATA``) every grading sets.
   ``RLIMIT_NPROC`` never applies to root, so when the grader runs as root the kernel
@@ -31,12 +33,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.environment import GRADER_ENV
 from grader.errors import GraderError
 
 SANDBOX_UID_BASE = 61000  # unprivileged ids with no passwd entry; one per grading process
 SANDBOX_UID_SPAN = 4000
 DEFAULT_MAX_PROCESSES = 128  # threads count too: the kernel itself uses about ten
 DEFAULT_MAX_FILE_MB = 256
+# The only variables of the grader's environment a sandboxed kernel gets: locale, search paths and
+# Python's own switches. Everything else (an instructor's API key, a database URL...) stays out,
+# since anything the kernel can read a student's code can print into its own feedback.
+KERNEL_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM",
+                      "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUTF8", "PYTHONIOENCODING",
+                      "PYTHONDONTWRITEBYTECODE")
 _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 INSTALL_HELP = (
@@ -148,13 +157,19 @@ def bwrap_arguments(workdir: Path) -> list[str]:
         args += ["--ro-bind", str(path), str(path)]
     make_parents(Path("/tmp/x"))  # an empty /tmp the kernel cannot write to
     make_parents(workdir)
-    args += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir),
+    args += ["--clearenv"]
+    for name in KERNEL_ENV_ALLOWED:
+        if name in os.environ:
+            args += ["--setenv", name, os.environ[name]]
+    args += ["--setenv", GRADER_ENV, "1",
+             "--bind", str(workdir), str(workdir), "--chdir", str(workdir),
              "--setenv", "HOME", str(workdir / "home"), "--setenv", "TMPDIR", str(workdir / "tmp"),
              "--setenv", "IPYTHONDIR", str(workdir / "home" / ".ipython"),
              "--setenv", "JUPYTER_RUNTIME_DIR", str(workdir),
-             # Inside its PID namespace the kernel's parent is the sandbox's init, which
-             # ipykernel would take for a dead grader; --die-with-parent ties it to the grader.
-             "--unsetenv", "JPY_PARENT_PID", "--"]
+             # JPY_PARENT_PID is not passed: inside its PID namespace the kernel's parent is the
+             # sandbox's init, which ipykernel would take for a dead grader; --die-with-parent
+             # ties it to the grader instead.
+             "--"]
     return args
 
 

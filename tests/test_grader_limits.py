@@ -116,3 +116,16 @@ def test_a_check_that_swallows_its_time_limit_or_exhausts_memory_is_named_and_th
     assert by_id["n2.root_cause_identified"].passed  # graded in the fresh kernel, after the stuck check
     assert not any("Avise o instrutor" in c.message for c in report.checks)
     assert report.notebook_error_kind in ("timeout", "memory_exhausted")
+
+
+def test_a_grading_kernel_never_inherits_a_credential(monkeypatch):
+    """Grading is offline: an instructor's key or password must not reach a submission (nor its feedback)."""
+    from grader.execution import kernel_env
+
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "GITHUB_TOKEN", "MY_SECRET",
+                 "PGPASSWORD", "DATABASE_URL", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "sk-segredo")
+    monkeypatch.setenv("LANG", "pt_BR.UTF-8")
+    env = kernel_env()
+    assert "sk-segredo" not in env.values()
+    assert env["LANG"] == "pt_BR.UTF-8" and env["PATH"] == __import__("os").environ["PATH"]

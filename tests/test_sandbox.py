@@ -17,6 +17,7 @@ from tests.grader_support import ROOT, solution_notebook, write, write_new_fixtu
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) não instalado; .ci/run o instala")
 
 SECRET = "SEGREDO-DA-BRUNA-42"
+ENV_SECRET = "sk-ant-chave-do-instrutor"
 
 
 class Listener:
@@ -69,6 +70,9 @@ def attack_cells(other_submission: Path, private_fixture: Path, port: int) -> li
         "finally:\n"
         "    for pid in filhos:\n"
         "        os.waitpid(pid, 0)",
+        # The instructor's environment (an API key, anything secret) must not reach student code.
+        f"import os\nvazados = [k for k, v in os.environ.items() if {ENV_SECRET!r} in v]\n"
+        "if vazados:\n    raise RuntimeError(f'variaveis vazadas: {vazados}')",
     ]
 
 
@@ -85,7 +89,9 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_still_count(tmp_path):
+def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_still_count(tmp_path, monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "MEU_SEGREDO", "DATABASE_URL"):
+        monkeypatch.setenv(name, ENV_SECRET)
     other = tmp_path / "entregas" / "bruna.ipynb"
     other.parent.mkdir()
     other.write_text(json.dumps({"segredo": SECRET}))
@@ -103,7 +109,7 @@ def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_st
         listener.close()
 
     problems = {problem.cell: problem for problem in report.cell_problems}
-    assert sorted(problems) == [1, 2, 3, 4, 5], [p.message for p in report.cell_problems]
+    assert sorted(problems) == [1, 2, 3, 4, 5], [p.message for p in report.cell_problems]  # cell 6 saw no secret
     assert problems[1].ename == "FileNotFoundError"  # other submissions are not in the sandbox
     assert problems[2].ename == "FileNotFoundError"  # nor the private fixtures
     assert problems[3].ename == "OSError" and "Read-only file system" in problems[3].evalue
@@ -114,6 +120,7 @@ def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_st
     assert listener.accepted == 0
     assert not (ROOT / "grader" / "invadido.txt").exists()
     text = json.dumps(report.to_dict(), ensure_ascii=False)
+    assert ENV_SECRET not in text
     assert SECRET not in text and "Revisar contrato do fornecedor" not in text.split('"checks"')[0]
     # The student's own answers ran after the attacks and are graded, hidden fixtures included.
     assert report.passed, [c.message for c in report.failed()]
