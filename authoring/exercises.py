@@ -13,6 +13,11 @@ The solution notebook is the single source. Its answers sit between markers:
 
 Outputs and execution counts are cleared and the bytes are deterministic, so
 `course check` can compare a fresh build with what is committed.
+
+Each generated notebook records a digest of every cell's source in its metadata
+(``course_build``). A later build compares the file on disk with that record: a cell
+someone edited (a student's answer) makes the build refuse, unless ``--force``, which
+first copies the file to ``exercise-N-copia-<when>.ipynb`` beside it.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,10 +55,17 @@ _DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)")
 # Notebook metadata that belongs to the author's session, not to the exercise.
 _SESSION_NOTEBOOK_METADATA = ("widgets",)
 _SESSION_CELL_METADATA = ("execution",)
+BUILD_RECORD = "course_build"  # notebook metadata: the digest of each cell as the build wrote it
+BACKUP_INFIX = "-copia-"
+INSTRUCTOR_COMMAND = "comando de instrutor: quem resolve os exercícios nunca precisa dele"
 
 
 class SolutionMarkerError(ValueError):
     """A solution notebook whose markers cannot be turned into an exercise."""
+
+
+class EditedExercise(Exception):
+    """The exercise on disk holds edits a build would throw away."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,7 @@ class BuildOutcome:
     target: Path
     changed: bool
     blocks: int
+    backup: Path | None = None
 
 
 # ---------------------------------------------------------------- code cells
@@ -285,7 +299,55 @@ def build_exercise_notebook(solution: nbformat.NotebookNode, name: str) -> tuple
             f"{SOLUTIONS_DIR}/{name}: nenhum marcador de solução ({CODE_BEGIN} ou {MARKDOWN_BEGIN}); "
             "o exercício gerado seria a própria solução."
         )
+    exercise.metadata[BUILD_RECORD] = {"cells": cell_digests(exercise)}
     return exercise, total
+
+
+# ------------------------------------------------------- edits since the build
+
+
+def cell_digests(notebook: nbformat.NotebookNode) -> list[str]:
+    """What identifies each cell's content (its type and source; outputs do not count)."""
+    return [hashlib.sha256(f"{cell.cell_type}\0{cell.source}".encode()).hexdigest()[:16] for cell in notebook.cells]
+
+
+def edits_since_build(target: Path, fresh: nbformat.NotebookNode) -> str | None:
+    """How the exercise on disk departs from what the last build wrote, or None when it does not.
+
+    A notebook from before the record is compared with a fresh build instead: any
+    difference may be someone's work, so it counts as an edit.
+    """
+    try:
+        on_disk = nbformat.reads(target.read_text(encoding="utf-8"), as_version=4)
+    except (OSError, ValueError) as error:  # NotJSONError and UnicodeDecodeError are ValueErrors
+        return f"não é um notebook legível ({type(error).__name__}), e pode guardar trabalho de alguém"
+    record = on_disk.metadata.get(BUILD_RECORD)
+    built = record.get("cells") if isinstance(record, dict) else None
+    if not isinstance(built, list):
+        built = cell_digests(fresh)
+    found = cell_digests(on_disk)
+    changed = [number for number, (was, now) in enumerate(zip(built, found), 1) if was != now]
+    if len(found) != len(built):
+        changed.append(min(len(found), len(built)) + 1)
+    if not changed:
+        return None
+    if len(changed) == 1:
+        which = f"a célula {changed[0]} foi editada"
+    else:
+        listed = ", ".join(str(n) for n in changed[:5]) + (", …" if len(changed) > 5 else "")
+        which = f"{quantity(len(changed), 'célula', 'células')} foram editadas ({listed})"
+    return f"{which} depois do último `course build` (respostas de um aluno?)"
+
+
+def backup_path(target: Path) -> Path:
+    """exercise-N-copia-<when>.ipynb beside the target, never an existing file."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = target.with_name(f"{target.stem}{BACKUP_INFIX}{stamp}{target.suffix}")
+    counter = 2
+    while candidate.exists():
+        candidate = target.with_name(f"{target.stem}{BACKUP_INFIX}{stamp}-{counter}{target.suffix}")
+        counter += 1
+    return candidate
 
 
 def notebook_bytes(notebook: nbformat.NotebookNode) -> bytes:
@@ -303,9 +365,12 @@ def read_solution(path: Path) -> nbformat.NotebookNode:
         raise SolutionMarkerError(f"{SOLUTIONS_DIR}/{path.name}: não é um notebook válido ({error}).") from None
 
 
+def exercise_for(solution_path: Path) -> tuple[nbformat.NotebookNode, int]:
+    return build_exercise_notebook(read_solution(solution_path), solution_path.name)
+
+
 def exercise_bytes_for(solution_path: Path) -> tuple[bytes, int]:
-    solution = read_solution(solution_path)
-    exercise, blocks = build_exercise_notebook(solution, solution_path.name)
+    exercise, blocks = exercise_for(solution_path)
     return notebook_bytes(exercise), blocks
 
 
@@ -331,13 +396,24 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def build_one(root: Path, solution_path: Path) -> BuildOutcome:
-    data, blocks = exercise_bytes_for(solution_path)
+def build_one(root: Path, solution_path: Path, force: bool = False) -> BuildOutcome:
+    """Write exercises/exercise-N.ipynb; an edited one raises EditedExercise unless ``force``,
+    which copies it aside first."""
+    exercise, blocks = exercise_for(solution_path)
+    data = notebook_bytes(exercise)
     target = Path(root) / EXERCISES_DIR / solution_path.name
     changed = not target.exists() or target.read_bytes() != data
+    backup = None
+    if changed and target.exists():
+        edits = edits_since_build(target, exercise)
+        if edits and not force:
+            raise EditedExercise(edits)
+        if edits:
+            backup = backup_path(target)
+            _write_atomic(backup, target.read_bytes())
     if changed:
         _write_atomic(target, data)
-    return BuildOutcome(solution_path.stem, target, changed, blocks)
+    return BuildOutcome(solution_path.stem, target, changed, blocks, backup)
 
 
 # ------------------------------------------------------------------ commands
@@ -349,6 +425,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="exercise-N",
         help="exercícios a gerar (padrão: todos os que têm solução)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="gera mesmo um exercício editado depois do último build, guardando antes uma cópia dele ao lado",
     )
 
 
@@ -366,13 +447,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"course build: {SOLUTIONS_DIR}/{name}.ipynb não existe.")
             failures += 1
             continue
+        relative = f"{EXERCISES_DIR}/{path.name}"
         try:
-            outcome = build_one(root, path)
+            outcome = build_one(root, path, force=getattr(args, "force", False))
         except SolutionMarkerError as error:
             print(f"course build: erro em {error}")
             failures += 1
             continue
-        relative = f"{EXERCISES_DIR}/{outcome.target.name}"
+        except EditedExercise as edits:
+            print(f"course build: {relative}: {edits}. Nada foi trocado. Para gerar o exercício mesmo assim "
+                  f"(uma cópia do arquivo atual fica ao lado), rode `course build --force {name}`.")
+            failures += 1
+            continue
+        if outcome.backup is not None:
+            print(f"{relative}: cópia das edições em {EXERCISES_DIR}/{outcome.backup.name}.")
         if outcome.changed:
             print(f"{relative}: gerado a partir de {SOLUTIONS_DIR}/{path.name} ({quantity(outcome.blocks, 'resposta trocada', 'respostas trocadas')} por esboço).")
         else:
@@ -387,18 +475,27 @@ def check_problems(root: Path) -> list[str]:
     solutions = solution_paths(root)
     for path in solutions:
         try:
-            data, _ = exercise_bytes_for(path)
+            exercise, _ = exercise_for(path)
         except SolutionMarkerError as error:
             problems.append(str(error))
             continue
         target = root / EXERCISES_DIR / path.name
+        relative = f"{EXERCISES_DIR}/{path.name}"
         if not target.exists():
-            problems.append(f"{EXERCISES_DIR}/{path.name} não existe; rode `course build`.")
-        elif target.read_bytes() != data:
-            problems.append(
-                f"{EXERCISES_DIR}/{path.name} está desatualizado em relação a "
-                f"{SOLUTIONS_DIR}/{path.name}; rode `course build`."
-            )
+            problems.append(f"{relative} não existe; rode `course build` ({INSTRUCTOR_COMMAND}).")
+        elif target.read_bytes() != notebook_bytes(exercise):
+            edits = edits_since_build(target, exercise)
+            if edits:
+                problems.append(
+                    f"{relative}: {edits}. `course build` ({INSTRUCTOR_COMMAND}) não o sobrescreve; "
+                    f"para gerá-lo de novo a partir de {SOLUTIONS_DIR}/{path.name}, o instrutor usa "
+                    "`course build --force`, que guarda uma cópia do arquivo ao lado."
+                )
+            else:
+                problems.append(
+                    f"{relative} está desatualizado em relação a {SOLUTIONS_DIR}/{path.name}; "
+                    f"rode `course build` ({INSTRUCTOR_COMMAND})."
+                )
     sources = {path.name for path in solutions}
     exercises_dir = root / EXERCISES_DIR
     if exercises_dir.is_dir():

@@ -267,7 +267,8 @@ def test_build_writes_deterministic_bytes_and_is_idempotent(tmp_path, capsys):
 
 def test_check_reports_drift_missing_and_orphan_exercises(tmp_path):
     write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
-    assert check_problems(tmp_path) == ["exercises/exercise-9.ipynb não existe; rode `course build`."]
+    assert check_problems(tmp_path) == ["exercises/exercise-9.ipynb não existe; rode `course build` (comando de instrutor: "
+                                      "quem resolve os exercícios nunca precisa dele)."]
     assert run_build(tmp_path) == 0
     assert check_problems(tmp_path) == []
 
@@ -333,3 +334,122 @@ def test_hint_with_quotes_stays_a_valid_literal(hint):
     with pytest.raises(NotImplementedError) as caught:
         namespace["f"]()
     assert str(caught.value) == f"Ainda não implementado: {hint}"
+
+
+# ------------------------------------------------------- a student's answers
+
+
+def students_answer(root: Path, name: str = "exercise-9") -> bytes:
+    """The generated exercise with the stub replaced by an answer, saved as JupyterLab would."""
+    target = root / "exercises" / f"{name}.ipynb"
+    notebook = nbformat.read(str(target), as_version=4)
+    cell = next(c for c in notebook.cells if c.cell_type == "code")
+    cell.source = cell.source.replace('raise NotImplementedError(', 'return {}  # minha resposta\n    (')
+    nbformat.write(notebook, str(target))
+    return target.read_bytes()
+
+
+def edit_solution(root: Path, name: str = "exercise-9") -> None:
+    path = root / "solutions" / f"{name}.ipynb"
+    solution = nbformat.read(str(path), as_version=4)
+    solution.cells[0].source = solution.cells[0].source.replace("cp):", "cp, extra=None):")
+    nbformat.write(solution, str(path))
+
+
+def build(root: Path, *names: str, force: bool = False) -> int:
+    return exercises.run(argparse.Namespace(root=root, exercises=list(names), force=force))
+
+
+@pytest.mark.parametrize("solution_changed", [False, True], ids=["same-solution", "solution-changed"])
+def test_build_refuses_to_overwrite_an_exercise_someone_edited(tmp_path, capsys, solution_changed):
+    write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
+    assert build(tmp_path) == 0
+    answered = students_answer(tmp_path)
+    if solution_changed:
+        edit_solution(tmp_path)
+    capsys.readouterr()
+    assert build(tmp_path) == 1
+    out = capsys.readouterr().out
+    assert (tmp_path / "exercises" / "exercise-9.ipynb").read_bytes() == answered  # nothing lost
+    assert "exercises/exercise-9.ipynb: a célula 1 foi editada depois do último `course build`" in out, out
+    assert "--force" in out and "Nada foi trocado" in out
+    assert list((tmp_path / "exercises").iterdir()) == [tmp_path / "exercises" / "exercise-9.ipynb"]
+
+
+def test_forced_build_keeps_a_backup_of_the_edited_exercise(tmp_path, capsys):
+    write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
+    assert build(tmp_path) == 0
+    answered = students_answer(tmp_path)
+    edit_solution(tmp_path)
+    capsys.readouterr()
+    assert build(tmp_path, "exercise-9", force=True) == 0
+    backups = sorted((tmp_path / "exercises").glob("exercise-9-copia-*.ipynb"))
+    assert len(backups) == 1 and backups[0].read_bytes() == answered
+    assert f"cópia das edições em exercises/{backups[0].name}" in capsys.readouterr().out
+    assert check_problems(tmp_path) == []  # the copy is not an exercise without a source
+    # a second forced build never overwrites the first copy
+    students_answer(tmp_path)
+    assert build(tmp_path, "exercise-9", force=True) == 0
+    assert len(list((tmp_path / "exercises").glob("exercise-9-copia-*.ipynb"))) == 2
+    assert backups[0].read_bytes() == answered
+
+
+def test_outputs_of_a_run_are_not_edits_and_the_build_goes_on(tmp_path):
+    write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
+    assert build(tmp_path) == 0
+    target = tmp_path / "exercises" / "exercise-9.ipynb"
+    notebook = nbformat.read(str(target), as_version=4)
+    notebook.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="rodei\n")]
+    notebook.cells[0].execution_count = 1
+    nbformat.write(notebook, str(target))
+    edit_solution(tmp_path)
+    assert build(tmp_path) == 0
+    assert "extra=None" in target.read_text(encoding="utf-8")
+    assert not list((tmp_path / "exercises").glob("*-copia-*"))
+
+
+def test_an_exercise_built_before_the_record_or_unreadable_is_protected_too(tmp_path, capsys):
+    write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
+    assert build(tmp_path) == 0
+    target = tmp_path / "exercises" / "exercise-9.ipynb"
+    unrecorded = nbformat.read(str(target), as_version=4)
+    del unrecorded.metadata["course_build"]
+    nbformat.write(unrecorded, str(target))
+    assert build(tmp_path) == 0  # same cells as a fresh build: nothing of anyone's is lost
+    assert "course_build" in target.read_text(encoding="utf-8")
+    students_answer(tmp_path)
+    unrecorded = nbformat.read(str(target), as_version=4)
+    del unrecorded.metadata["course_build"]
+    nbformat.write(unrecorded, str(target))
+    assert build(tmp_path) == 1
+    target.write_text("{ meio notebook", encoding="utf-8")
+    assert build(tmp_path) == 1
+    assert "não é um notebook legível" in capsys.readouterr().out
+    assert target.read_text(encoding="utf-8") == "{ meio notebook"
+    assert build(tmp_path, force=True) == 0
+    assert [p.read_text(encoding="utf-8") for p in (tmp_path / "exercises").glob("exercise-9-copia-*")] == ["{ meio notebook"]
+
+
+def test_check_says_build_is_an_instructor_command_and_names_edited_exercises(tmp_path):
+    write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
+    assert build(tmp_path) == 0
+    edit_solution(tmp_path)
+    [stale] = check_problems(tmp_path)
+    assert "está desatualizado" in stale and "comando de instrutor" in stale, stale
+    students_answer(tmp_path)
+    [edited] = check_problems(tmp_path)
+    assert "a célula 1 foi editada depois do último `course build`" in edited, edited
+    assert "comando de instrutor" in edited and "--force" in edited
+    assert "rode `course build`" not in edited
+
+
+def test_course_cli_build_takes_force(tmp_path, capsys):
+    pytest.importorskip("authoring.site")
+    from authoring import cli
+
+    write_project(tmp_path, {"exercise-9": make_solution([("code", FUNCTION_CELL)])})
+    assert cli.main(["--root", str(tmp_path), "build"]) == 0
+    students_answer(tmp_path)
+    assert cli.main(["--root", str(tmp_path), "build", "exercise-9"]) == 1
+    assert cli.main(["--root", str(tmp_path), "build", "--force", "exercise-9"]) == 0
+    assert len(list((tmp_path / "exercises").glob("exercise-9-copia-*.ipynb"))) == 1
