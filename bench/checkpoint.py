@@ -3,7 +3,7 @@ spends on checkpoints.
 
 Run from the project root:
 
-    python bench/checkpoint.py [--sizes 10 100 1000] [--repeats 15] [--turns 200]
+    python3 bootstrap.py python bench/checkpoint.py [--sizes 10 100 1000] [--repeats 15] [--turns 200]
 
 For each conversation size it measures, side by side in the same run and on the same
 disk, the atomic write of lesson 2 (tmp + fsync + os.replace + fsync of the folder) and

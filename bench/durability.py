@@ -2,7 +2,7 @@
 
 Run from the project root:
 
-    python bench/durability.py [--turns 100] [--repeats 3]
+    python3 bootstrap.py python bench/durability.py [--turns 100] [--repeats 3]
 
 The same 100-turn scenario (`harness.scenarios.reading_loop_responses`: one list_dir per
 turn, then the end) runs through, in alternation:

@@ -2,7 +2,7 @@
 
 Run from the project root:
 
-    python bench/grade.py [--rounds 3] [--copies 10] [--skip-batch]
+    python3 bootstrap.py python bench/grade.py [--rounds 3] [--copies 10] [--skip-batch]
 
 Section 1 times, side by side and interleaved, plain nbclient execution of
 ``solutions/exercise-3.ipynb`` and ``grade exercise-3`` on the same file (the CLI's

@@ -2,7 +2,7 @@
 
 Run from the project root:
 
-    python bench/grade_batch.py [--copies 10] [--rounds 3] [--exercise exercise-3]
+    python3 bootstrap.py python bench/grade_batch.py [--copies 10] [--rounds 3] [--exercise exercise-3]
 
 Every round grades the same N submissions (copies of the solution: a class where
 everyone got it right, so every figure times a full, successful grading) with each

@@ -2,7 +2,7 @@
 
 Run from the project root (needs Debian's chromium and playwright, like the browser tests):
 
-    python bench/lab_startup.py [--rounds 3]
+    python3 bootstrap.py python bench/lab_startup.py [--rounds 3]
 
 Each round, interleaved, times two ways to the same page, from the command's start until
 lesson 1's rendered markdown is visible in headless Chromium:

@@ -9,7 +9,7 @@ generate_assignment`` releases it; each student's submission (the solution, as a
 student who got everything right would hand in) goes to ``submitted/STUDENT/ps1/``;
 ``nbgrader autograde ps1`` grades them all in one process, a fresh kernel each.
 
-Needs the optional ``bench`` extra (``pip install -e .[bench]``).
+Needs the optional ``bench`` extra (``python3 bootstrap.py python -m pip install -e ".[bench]"``).
 """
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def available() -> str | None:
     try:
         import nbgrader  # noqa: F401
     except ImportError:
-        return "nbgrader não está instalado (pip install -e .[bench]); a comparação com ele foi pulada."
+        return ('nbgrader não está instalado (python3 bootstrap.py python -m pip install -e ".[bench]"); '
+                "a comparação com ele foi pulada.")
     if shutil.which("nbgrader", path=str(Path(sys.executable).parent)) is None:
         return "o comando nbgrader não está no ambiente; a comparação com ele foi pulada."
     return None

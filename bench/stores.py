@@ -1,8 +1,9 @@
 """Benchmark: the same agent loop through each run store, beside LangGraph and DBOS, in one run.
 
-Run from the project root (the peers come from the optional extra: pip install -e ".[bench]"):
+Run from the project root (the peers come from the optional extra: python3 bootstrap.py python -m pip
+install -e ".[bench]"):
 
-    python bench/stores.py [--turns 100] [--long-turns 1000] [--repeats 3]
+    python3 bootstrap.py python bench/stores.py [--turns 100] [--long-turns 1000] [--repeats 3]
 
 Every configuration runs the same loop: each turn the "model" (a stub that returns a prebuilt
 SDK Message instantly) asks for read_file on a ~600-byte note, the tool answers, and the loop
@@ -57,7 +58,7 @@ NOTE = ("# Ata\n\n- Migrar o job noturno para a fila nova até sexta.\n- Congela
 FILES = {"atas/ata.md": NOTE}
 BASELINE_OF = {"files": "memory", "sqlite": "memory", "postgresql": "memory",
                "langgraph-sqlite": "langgraph-memory", "dbos-sqlite": "dbos-off"}
-PEER_INSTALL = 'pip install -e ".[bench]"  (langgraph, langgraph-checkpoint-sqlite, dbos)'
+PEER_INSTALL = 'python3 bootstrap.py python -m pip install -e ".[bench]"  (langgraph, langgraph-checkpoint-sqlite, dbos)'
 SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range", "msync")
 
 

@@ -1,92 +1,22 @@
 """What the course's command lines (`grade`, `course`) share with the terminal.
 
-- ``ArgumentParser``: argparse with its own words ("usage:", "options:", "show this help
-  message and exit", "error:", "the following arguments are required"...) in Portuguese.
-  argparse looks its words up through the module-level ``_`` and ``ngettext`` (gettext) each
-  time it needs one; they are swapped only while one of our parsers builds, parses or
-  prints, so no other parser in the process changes.
+- ``ArgumentParser`` (argparse in Portuguese) and ``run`` (a quiet end when stdout's reader
+  goes away, ``grade list | head``, or on Ctrl-C, exit 130) come from ``harness.cli_text``:
+  ``python -m harness`` uses them too, and the harness never imports the grader.
 - ``seconds``, ``whole_number``, ``memory_mb``: argparse types that refuse nan, inf, negative
   or too-small values with a Portuguese reason.
-- ``run``: calls a command's main and ends quietly, without a traceback, when the reader of
-  stdout goes away (``grade list | head``) or on Ctrl-C (exit 130).
+- ``output_file_problem``: why a file a command will write cannot be written, asked first.
 """
 from __future__ import annotations
 
 import argparse
-import functools
-import os
-import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
-# argparse's messages (Python 3.10-3.13), keyed by the English text argparse asks gettext for.
-PORTUGUESE = {
-    "usage: ": "uso: ",
-    "options": "opções",
-    "optional arguments": "opções",
-    "positional arguments": "argumentos",
-    "subcommands": "subcomandos",
-    "show this help message and exit": "mostra esta ajuda e sai",
-    "show program's version number and exit": "mostra a versão do programa e sai",
-    "%(prog)s: error: %(message)s\n": "%(prog)s: erro: %(message)s\n",
-    "the following arguments are required: %s": "faltou informar: %s",
-    "unrecognized arguments: %s": "argumentos não reconhecidos: %s",
-    "argument %(argument_name)s: %(message)s": "argumento %(argument_name)s: %(message)s",
-    "invalid %(type)s value: %(value)r": "valor inválido: %(value)r",
-    "invalid choice: %(value)r (choose from %(choices)s)": "opção inválida: %(value)r (escolha entre %(choices)s)",
-    "expected one argument": "esperava um valor",
-    "expected at most one argument": "esperava no máximo um valor",
-    "expected at least one argument": "esperava pelo menos um valor",
-    "ambiguous option: %(option)s could match %(matches)s": "opção ambígua: %(option)s pode ser %(matches)s",
-    "not allowed with argument %s": "não pode ser usado junto com %s",
-    "one of the arguments %s is required": "é preciso informar um destes: %s",
-    "ignored explicit argument %r": "valor ignorado: %r",
-    "unexpected option string: %s": "opção inesperada: %s",
-}
-PORTUGUESE_PLURALS = {"expected %s argument": ("esperava %s valor", "esperava %s valores")}
+from harness.cli_text import INTERRUPTED, ArgumentParser, run
 
-
-def _gettext(message: str) -> str:
-    return PORTUGUESE.get(message, message)
-
-
-def _ngettext(singular: str, plural: str, count: int) -> str:
-    one, many = PORTUGUESE_PLURALS.get(singular, (singular, plural))
-    return one if count == 1 else many
-
-
-@contextmanager
-def _portuguese() -> Iterator[None]:
-    saved = argparse._, argparse.ngettext
-    argparse._, argparse.ngettext = _gettext, _ngettext
-    try:
-        yield
-    finally:
-        argparse._, argparse.ngettext = saved
-
-
-def _in_portuguese(method: Callable) -> Callable:
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        with _portuguese():
-            return method(*args, **kwargs)
-
-    return wrapper
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse.ArgumentParser that speaks Portuguese (subparsers too: they share the class)."""
-
-    __init__ = _in_portuguese(argparse.ArgumentParser.__init__)
-    add_subparsers = _in_portuguese(argparse.ArgumentParser.add_subparsers)
-    add_argument_group = _in_portuguese(argparse.ArgumentParser.add_argument_group)
-    parse_args = _in_portuguese(argparse.ArgumentParser.parse_args)
-    parse_known_args = _in_portuguese(argparse.ArgumentParser.parse_known_args)
-    format_usage = _in_portuguese(argparse.ArgumentParser.format_usage)
-    format_help = _in_portuguese(argparse.ArgumentParser.format_help)
-    error = _in_portuguese(argparse.ArgumentParser.error)
+__all__ = ["INTERRUPTED", "ArgumentParser", "run", "seconds", "whole_number", "memory_mb", "output_file_problem"]
 
 
 def seconds(low: float = 0.0, high: float = 24 * 3600.0) -> Callable[[str], float]:
@@ -150,27 +80,3 @@ def output_file_problem(path: Path, what: str, example: str) -> str | None:
     except OSError as error:
         return f"não consigo gravar {what} em {path}: {os_reason(error)}."
     return None
-
-
-def run(main: Callable[[], int | None]) -> int:
-    """``main()``'s exit code; when stdout's reader has gone (a pipe into `head`), exit 1 quietly.
-
-    The recipe of the Python docs (signal module, "Note on SIGPIPE"): point stdout at devnull so
-    the interpreter's last flush does not complain again.
-    """
-    try:
-        try:
-            code = main()
-        finally:  # also when main() ends by SystemExit (argparse's --help, say)
-            sys.stdout.flush()
-        return int(code or 0)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
-    except KeyboardInterrupt:  # Ctrl-C: the grading's own cleanup (kernel, temporary folder) has run
-        print("\ninterrompido (Ctrl-C).", file=sys.stderr)
-        return INTERRUPTED
-
-
-INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C (128 + SIGINT)

@@ -1,5 +1,6 @@
 import sys
 
 from harness.cli import main
+from harness.cli_text import run
 
-sys.exit(main())
+sys.exit(run(main))

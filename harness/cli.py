@@ -1,19 +1,19 @@
 """python -m harness: rodar, retomar e controlar uma execução durável pela linha de comando.
 
-    python -m harness run --scenario team-email [--workdir DIR] [--resume] [--approval]
-    python -m harness status  --workdir DIR
-    python -m harness approve --workdir DIR [--by NOME]
-    python -m harness reject  --workdir DIR --reason MOTIVO
-    python -m harness pause   --workdir DIR
-    python -m harness cancel  --workdir DIR
-    python -m harness timeline --workdir DIR
-    python -m harness rewind  --workdir DIR --to TURNO[-A|-B]
-    python -m harness fork    --workdir DIR --to TURNO[-A|-B] --into NOVA [--dry-run]
+    python -m harness run --scenario team-email [--workdir PASTA] [--resume] [--approval]
+    python -m harness status  --workdir PASTA
+    python -m harness approve --workdir PASTA [--by NOME]
+    python -m harness reject  --workdir PASTA --reason MOTIVO
+    python -m harness pause   --workdir PASTA
+    python -m harness cancel  --workdir PASTA
+    python -m harness timeline --workdir PASTA
+    python -m harness rewind  --workdir PASTA --to TURNO[-A|-B]
+    python -m harness fork    --workdir PASTA --to TURNO[-A|-B] --into NOVA [--dry-run]
     python -m harness submit  --store postgresql://... --scenario team-email [--run NOME]
     python -m harness worker  --store postgresql://... [--max-runs N] [--idle-exit SEGUNDOS]
 
-``--store`` diz onde a execução mora: ``files`` (padrão: os arquivos das lições, em DIR),
-``sqlite`` (DIR/run.sqlite3) ou ``postgresql://...`` (um servidor; a execução é ``--run NOME``).
+``--store`` diz onde a execução mora: ``files`` (padrão: os arquivos das lições, em PASTA),
+``sqlite`` (PASTA/run.sqlite3) ou ``postgresql://...`` (um servidor; a execução é ``--run NOME``).
 Todos os comandos aceitam os três; ``submit`` e ``worker`` são só do PostgreSQL.
 
 O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pausada,
@@ -24,11 +24,13 @@ O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pau
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
 
 from harness.approval import ApprovalError
+from harness.cli_text import ArgumentParser
 from harness.checkpoint import CheckpointError, load_checkpoint
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import (
@@ -52,7 +54,7 @@ from harness.runner import (
     execute_run,
 )
 from harness.scenarios import list_scenarios, load_scenario
-from harness.stores import StoreError, is_postgres, open_store
+from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
 from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline, timeline_frames
 from harness.timeline_commands import (
     fork_in_store,
@@ -77,7 +79,7 @@ def store_from(args: argparse.Namespace):
             raise UsageError("com --store postgresql://..., diga qual execução: --run NOME")
         return open_store(args.store, args.workdir or ".", run=args.run)
     if not args.workdir:
-        raise UsageError(f"com --store {args.store}, diga a pasta da execução: --workdir DIR")
+        raise UsageError(f"com --store {args.store}, diga a pasta da execução: --workdir PASTA")
     return open_store(args.store, args.workdir)
 
 
@@ -91,6 +93,8 @@ def show_status(args: argparse.Namespace) -> int:
             raise NoCheckpoint(f"não há checkpoint em {store.describe()}")
         print(f"run_id={state['run_id']} status={state['status']} turns={state['turns']} "
               f"tokens_used={state['tokens_used']} recovery_attempts={state['recovery_attempts']}")
+        scenario = store.scenario_name()
+        print(f"cenário: {scenario}" if scenario else "cenário: não gravado (diga --scenario NOME ao retomar)")
         if state.get("status_reason"):
             print(f"motivo: {state['status_reason']}")
         if state["pending_approval"]:
@@ -122,9 +126,9 @@ def decide(args: argparse.Namespace) -> int:
     with store_from(args) as store:
         record = decide_pending_approval(None, approved, reason=getattr(args, "reason", ""), decided_by=args.by,
                                          store=store)
+        command = resume_command(args, store)
     verdict = "aprovada" if approved else f"recusada ({record['reason']})"
-    where = f"--run {args.run}" if args.run else f"--workdir {args.workdir}"
-    print(f"{record['name']} {verdict}; continue com: python -m harness run --resume {where} ...")
+    print(f"{record['name']} {verdict}; continue com: {command}")
     return 0
 
 
@@ -143,7 +147,7 @@ def submit(args: argparse.Namespace) -> int:
 
     require_postgres(args)
     run = submit_run(args.store, load_scenario(args.scenario), run=args.run, requires_approval=args.approval)
-    print(f"execução {run} na fila; um worker a pega com: python -m harness worker --store ...")
+    print(f"execução {run} na fila; um worker a pega com: python -m harness worker --store {shlex.quote(args.store)}")
     return 0
 
 
@@ -189,7 +193,8 @@ def show_store_timeline(args: argparse.Namespace) -> int:
 def lesson_files_workdir(args: argparse.Namespace) -> Path:
     """A pasta de uma execução em arquivos (timeline, rewind e fork da lição 5 precisam dela)."""
     if not args.workdir:
-        raise UsageError("diga a pasta da execução: --workdir DIR")
+        raise UsageError("diga a pasta da execução: --workdir PASTA")
+    refuse_another_stores_run("files", args.workdir)
     return Path(args.workdir)
 
 
@@ -243,18 +248,30 @@ def rewind(args: argparse.Namespace) -> int:
             scene = rewind_in_store(store, turn, point)
     status = f", status {scene['status']}" if "status" in scene else ""
     print(f"rebobinada para o turno {turn}{status}; {pending_note(scene)}")
-    print(f"continue com: python -m harness run --resume {where_options(args)} --scenario CENÁRIO")
+    with run_store(args) as store:
+        print(f"continue com: {resume_command(args, store)}")
     return 0
 
 
-def where_options(args: argparse.Namespace, workdir=None) -> str:
-    """As opções que apontam para a mesma execução num próximo comando."""
-    parts = [f"--workdir {workdir or args.workdir}"] if (workdir or args.workdir) else []
+def run_store(args: argparse.Namespace, workdir=None):
+    """O armazenamento da execução (a de --workdir, ou a pasta ``workdir`` de uma bifurcação)."""
+    if workdir is None:
+        return store_from(args)
+    return open_store(args.store, workdir, run=Path(workdir).name if is_postgres(args.store) else None)
+
+
+def resume_command(args: argparse.Namespace, store, workdir=None) -> str:
+    """O comando que retoma a execução, pronto para copiar: sem reticências nem nomes a preencher
+    (o cenário vem da execução; só uma execução que não o gravou pede --scenario NOME)."""
+    words = ["python", "-m", "harness", "run", "--resume"]
+    if workdir or args.workdir:
+        words += ["--workdir", str(workdir or args.workdir)]
     if args.store != "files":
-        parts.append(f"--store {args.store}")
-    if args.run and workdir is None:
-        parts.append(f"--run {args.run}")
-    return " ".join(parts)
+        words += ["--store", args.store]
+    if is_postgres(args.store):
+        words += ["--run", Path(workdir).name if workdir else (args.run or Path(args.workdir).name)]
+    command = shlex.join(words)
+    return command if store.scenario_name() else f"{command} --scenario NOME"
 
 
 def fork(args: argparse.Namespace) -> int:
@@ -272,7 +289,8 @@ def fork(args: argparse.Namespace) -> int:
     origin = info["parent"]
     print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
           f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")
-    print(f"continue com: python -m harness run --resume --workdir {args.into} --scenario CENÁRIO")
+    with run_store(args, args.into) as store:
+        print(f"continue com: {resume_command(args, store, args.into)}")
     return 0
 
 
@@ -290,51 +308,52 @@ def fork_in_database(args: argparse.Namespace, turn: int, point) -> int:
     origin = info["parent"]
     print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
           f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")
-    print(f"continue com: python -m harness run --resume {where_options(args, args.into)} --scenario CENÁRIO")
+    with run_store(args, args.into) as store:
+        print(f"continue com: {resume_command(args, store, args.into)}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness", description="Aparato do curso.",
+    parser = ArgumentParser(prog="python -m harness", description="Aparato do curso.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMANDO")
     run_parser = add_run_arguments(sub.add_parser("run", help="roda (ou retoma) um cenário"))
     run_parser.set_defaults(func=execute_run)
 
     status_parser = sub.add_parser("status", help="mostra status, turnos, aprovação pendente e posse")
-    status_parser.add_argument("--workdir", help="pasta da execução")
+    status_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
     add_store_arguments(status_parser).set_defaults(func=show_status)
 
     for name, text in (("approve", "aprova a chamada que espera aprovação"),
                        ("reject", "recusa a chamada que espera aprovação")):
         decide_parser = sub.add_parser(name, help=text)
-        decide_parser.add_argument("--workdir", help="pasta da execução")
-        decide_parser.add_argument("--by", default="", help="quem decidiu (fica registrado)")
+        decide_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
+        decide_parser.add_argument("--by", default="", metavar="NOME", help="quem decidiu (fica registrado)")
         if name == "reject":
-            decide_parser.add_argument("--reason", required=True, help="o motivo, que o modelo vai ler")
+            decide_parser.add_argument("--reason", required=True, metavar="MOTIVO", help="o motivo, que o modelo vai ler")
         add_store_arguments(decide_parser).set_defaults(func=decide)
 
     for name, text in (("pause", "pausa a execução na próxima fronteira de turno"),
                        ("cancel", "cancela a execução: ela nunca mais roda")):
         control_parser = sub.add_parser(name, help=text)
-        control_parser.add_argument("--workdir", help="pasta da execução")
-        control_parser.add_argument("--reason", default="", help="o motivo, registrado no checkpoint")
+        control_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
+        control_parser.add_argument("--reason", default="", metavar="MOTIVO", help="o motivo, registrado no checkpoint")
         add_store_arguments(control_parser).set_defaults(func=control)
 
     timeline_parser = sub.add_parser("timeline", help="lista a sequência de pontos de gravação da execução")
-    timeline_parser.add_argument("--workdir", help="pasta da execução")
+    timeline_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
     add_store_arguments(timeline_parser).set_defaults(func=show_timeline)
 
     point_help = "TURNO (o último ponto do turno), TURNO-A ou TURNO-B"
     rewind_parser = sub.add_parser("rewind", help="volta a execução a um ponto gravado (não executa nada)")
-    rewind_parser.add_argument("--workdir", help="pasta da execução")
-    rewind_parser.add_argument("--to", required=True, help=point_help)
+    rewind_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
+    rewind_parser.add_argument("--to", required=True, metavar="TURNO[-A|-B]", help=point_help)
     add_store_arguments(rewind_parser).set_defaults(func=rewind)
 
     fork_parser = sub.add_parser("fork", help="abre uma nova linha do tempo, em dry-run, a partir de um ponto")
-    fork_parser.add_argument("--workdir", help="pasta da execução")
-    fork_parser.add_argument("--to", required=True, help=point_help)
-    fork_parser.add_argument("--into", required=True, help="a pasta da nova linha (nova ou vazia)")
+    fork_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
+    fork_parser.add_argument("--to", required=True, metavar="TURNO[-A|-B]", help=point_help)
+    fork_parser.add_argument("--into", required=True, metavar="PASTA", help="a pasta da nova linha (nova ou vazia)")
     fork_parser.add_argument("--dry-run", action="store_true", help="só mostra o que seria criado; não grava nada")
     add_store_arguments(fork_parser).set_defaults(func=fork)
 
@@ -345,12 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_arguments(submit_parser).set_defaults(func=submit)
 
     worker_parser = sub.add_parser("worker", help="pega execuções da fila e as roda, uma por vez (PostgreSQL)")
-    worker_parser.add_argument("--workdir", help="pasta local para as sandboxes (padrão: uma pasta temporária)")
-    worker_parser.add_argument("--max-runs", type=int, help="encerra depois de tantas execuções")
-    worker_parser.add_argument("--idle-exit", type=float, help="encerra depois de tantos segundos com a fila vazia")
-    worker_parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS,
+    worker_parser.add_argument("--workdir", metavar="PASTA", help="pasta local para as sandboxes (padrão: uma pasta temporária)")
+    worker_parser.add_argument("--max-runs", type=int, metavar="N", help="encerra depois de tantas execuções")
+    worker_parser.add_argument("--idle-exit", type=float, metavar="SEGUNDOS", help="encerra depois de tantos segundos com a fila vazia")
+    worker_parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, metavar="SEGUNDOS",
                                help="prazo da posse de cada execução (uma posse vencida volta à fila)")
-    worker_parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS,
+    worker_parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS, metavar="N",
                                help="retomadas seguidas sem avanço antes de marcar failed")
     worker_parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
     add_store_arguments(worker_parser).set_defaults(func=start_worker)

@@ -210,6 +210,8 @@ def load_run_checkpoint(path):
         raise CheckpointError(f"{path}: status desconhecido {data['status']!r}; use um de {', '.join(RUN_STATUSES)}")
     if not isinstance(data.get("status_reason"), (str, type(None))):
         raise CheckpointError(f"{path}: campo 'status_reason' com tipo errado: {type(data['status_reason']).__name__}")
+    if not isinstance(data.get("scenario"), (str, type(None))):
+        raise CheckpointError(f"{path}: campo 'scenario' precisa ser o nome de um cenário (texto)")
     if not isinstance(data.get("requires_approval", False), bool):
         raise CheckpointError(f"{path}: campo 'requires_approval' precisa ser true ou false")
     if data["recovery_attempts"] < 0:

@@ -11,6 +11,10 @@ MODEL = DEFAULT_MODEL
 MAX_TOKENS = 1024
 
 
+class LiveModeUnavailable(RuntimeError):
+    """Modo ao vivo pedido sem ANTHROPIC_API_KEY: nada foi chamado nem gravado."""
+
+
 def make_client(responses: list[dict] | None = None, live: bool = False) -> anthropic.Anthropic:
     """Cliente offline sobre uma fila de respostas, ou o da API real quando pedido.
 
@@ -19,7 +23,8 @@ def make_client(responses: list[dict] | None = None, live: bool = False) -> anth
     """
     if live:
         if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise RuntimeError("modo ao vivo pedido, mas ANTHROPIC_API_KEY não está definida")
+            raise LiveModeUnavailable("modo ao vivo pedido, mas ANTHROPIC_API_KEY não está definida: defina a "
+                                      "chave no ambiente ou rode sem --live (o modo offline é o padrão)")
         return anthropic.Anthropic()
     if responses is None:
         raise ValueError("no modo offline é preciso uma fila de respostas (responses)")

@@ -24,7 +24,6 @@ Com ``--store sqlite`` a mesma execução mora em RUN_DIR/run.sqlite3; com
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -41,6 +40,7 @@ from harness.approval import (
     reject,
 )
 from harness.checkpoint import CheckpointError
+from harness.cli_text import ArgumentParser
 from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
 from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import ScriptedEndpoint
@@ -60,7 +60,7 @@ from harness.lifecycle import (
     set_status,
 )
 from harness.loop import CUT_OFF_STOP_REASONS, MAX_TURNS, call_model, take_response
-from harness.model import MAX_TOKENS, make_client
+from harness.model import MAX_TOKENS, LiveModeUnavailable, make_client
 from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stores import STORE_KINDS, StoreError, open_store
@@ -91,6 +91,14 @@ class NoCheckpoint(Exception):
     """--resume numa pasta sem checkpoint.json: não há execução para continuar."""
 
 
+def no_checkpoint(store):
+    return NoCheckpoint(f"não há checkpoint em {store.describe()}; rode sem --resume primeiro")
+
+
+class ScenarioUnknown(Exception):
+    """Não dá para saber que cenário rodar: nem --scenario, nem um cenário gravado na execução."""
+
+
 def ask_a_person(call):
     """Política de aprovação "pergunte a uma pessoa": fica pendente até alguém decidir
     (``python -m harness approve`` ou ``reject``), com a execução em waiting_for_approval."""
@@ -109,8 +117,12 @@ def save_progress(store, state, lease, point=None):
 
 
 def start_clean(store, scenario, lease, requires_approval=False):
-    """Uma execução nova: o armazenamento apaga a anterior, recria o mundo e grava a cena inicial."""
+    """Uma execução nova: o armazenamento apaga a anterior, recria o mundo e grava a cena inicial.
+
+    O nome do cenário fica na execução: a retomada não precisa que alguém o lembre.
+    """
     state = new_run_checkpoint(scenario.task, requires_approval=requires_approval)
+    state["scenario"] = scenario.name
     store.start(lease, state, scenario)
     return state
 
@@ -122,7 +134,7 @@ def reopen(store, lease, max_recovery_attempts):
     """
     state = store.load()
     if state is None:
-        raise NoCheckpoint(f"não há checkpoint em {store.describe()}; rode sem --resume primeiro")
+        raise no_checkpoint(store)
     if not check_resumable(state):  # já concluída: nada a fazer, nada a gravar
         return state
     if store.scene_predates_ledger():
@@ -239,7 +251,7 @@ def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_T
     if not resume and scenario is None:
         raise ValueError("um começo limpo precisa do cenário (scenario)")
     if resume and lease is None and not store.exists():  # antes da posse: não cria pasta à toa
-        raise NoCheckpoint(f"não há checkpoint em {store.describe()}; rode sem --resume primeiro")
+        raise no_checkpoint(store)
     lease = lease or store.acquire_lease(owner=owner, seconds=lease_seconds)
     try:
         if resume:
@@ -359,34 +371,57 @@ def add_store_arguments(parser):
     """``--store`` e ``--run``: onde a execução mora (os mesmos em todos os comandos)."""
     parser.add_argument("--store", default="files", metavar="|".join(STORE_KINDS),
                         help="onde a execução grava: files (padrão, os arquivos das lições), sqlite "
-                             "(RUN_DIR/run.sqlite3) ou postgresql://... (um servidor, para vários workers)")
-    parser.add_argument("--run", help="no PostgreSQL, o nome da execução no banco (padrão: o nome da pasta)")
+                             "(PASTA/run.sqlite3) ou postgresql://... (um servidor, para vários workers)")
+    parser.add_argument("--run", metavar="NOME", help="no PostgreSQL, o nome da execução no banco (padrão: o nome da pasta)")
     return parser
 
 
 def add_run_arguments(parser):
-    parser.add_argument("--scenario", required=True, choices=list_scenarios())
-    parser.add_argument("--workdir", help="pasta da execução (padrão: runs/CENÁRIO)")
+    parser.add_argument("--scenario", choices=list_scenarios(),
+                        help="o cenário; numa retomada, o padrão é o que a execução gravou ao começar")
+    parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução (padrão: runs/CENÁRIO)")
     parser.add_argument("--resume", action="store_true", help="continua do checkpoint")
-    parser.add_argument("--max-turns", type=int, default=MAX_TURNS)
-    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+    parser.add_argument("--max-turns", type=int, default=MAX_TURNS, metavar="N",
+                        help="teto de turnos da execução")
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS, metavar="N",
                         help="limite de tokens de saída por resposta do modelo (max_tokens)")
     parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
     parser.add_argument("--approval", action="store_true",
                         help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
-    parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS,
+    parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, metavar="SEGUNDOS",
                         help="prazo da posse da execução, renovada a cada turno")
-    parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS,
+    parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS, metavar="N",
                         help="retomadas seguidas depois de queda, sem avanço, antes de marcar failed")
     return add_store_arguments(parser)
 
 
+def run_scenario(args, store):
+    """O cenário do ``run``: o de --scenario ou, numa retomada, o que a execução gravou."""
+    if args.scenario:
+        name = args.scenario
+    elif not args.resume:
+        raise ScenarioUnknown("diga o cenário: --scenario NOME")
+    elif not store.exists():
+        raise no_checkpoint(store)
+    else:
+        name = store.scenario_name()
+        if name is None:
+            raise ScenarioUnknown(f"{store.describe()} não gravou o cenário (veio da lição 5 ou de uma versão "
+                                  f"anterior): diga qual é com --scenario NOME")
+    try:
+        return load_scenario(name)
+    except KeyError as error:
+        raise ScenarioUnknown(error.args[0]) from None
+
+
 def execute_run(args):
     """O comando ``run``: roda ou retoma e devolve o código de saída (137 numa queda simulada)."""
-    scenario = load_scenario(args.scenario)
-    workdir = Path(args.workdir or Path("runs") / scenario.name)
     try:
+        if not (args.workdir or args.scenario or args.run):
+            raise ScenarioUnknown("diga o cenário (--scenario NOME) ou a pasta da execução (--workdir PASTA)")
+        workdir = Path(args.workdir or Path("runs") / (args.scenario or args.run))
         store = open_store(args.store, workdir, run=args.run)
+        scenario = run_scenario(args, store)
         client = make_run_client(scenario.responses, live=args.live)
         if args.resume:
             print(f"retomando '{scenario.name}' ({store.describe()})")
@@ -410,7 +445,7 @@ def execute_run(args):
         print(f"não dá para retomar: {error}", file=sys.stderr)
         return EXIT_CODES[error.status]
     except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError,
-            StoreError, EndpointSettingError) as error:
+            StoreError, EndpointSettingError, ScenarioUnknown, LiveModeUnavailable) as error:
         print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for message in state["messages"][1:]:
@@ -423,7 +458,7 @@ def execute_run(args):
 
 def main(argv=None):
     """``python -m harness.runner --scenario ...``: o mesmo que ``python -m harness run ...``."""
-    parser = add_run_arguments(argparse.ArgumentParser(prog="python -m harness run"))
+    parser = add_run_arguments(ArgumentParser(prog="python -m harness run"))
     return execute_run(parser.parse_args(argv))
 
 

@@ -4,7 +4,8 @@
 execução da lição 6 pede a mais. A rebobinagem confere tudo antes e depois toma a posse, para
 nenhum worker gravar a mesma pasta enquanto a cena troca. A bifurcação leva uma cópia do
 mundo do cenário (``world/``), que as ferramentas de leitura da nova linha vão consultar; em
-dry-run, nada é escrito nem na caixa de saída da original nem na da cópia.
+dry-run, nada é escrito nem na caixa de saída da original nem na da cópia. E a nova linha é
+outra execução: run_id próprio, o cenário da original e o status que o ponto copiado tinha.
 
 Num banco (``--store sqlite`` ou ``postgresql://...``), ``rewind_in_store`` e ``fork_in_store``
 fazem o mesmo com o armazenamento: rebobinar é mover a cabeça da execução para um ponto, e
@@ -17,7 +18,16 @@ import re
 import shutil
 from pathlib import Path
 
-from harness.lifecycle import acquire_lease, fenced, new_run_checkpoint, release_lease, set_status
+from harness.lifecycle import (
+    CHECKPOINT_FILE,
+    acquire_lease,
+    fenced,
+    load_run_checkpoint,
+    new_run_checkpoint,
+    release_lease,
+    save_run_checkpoint,
+    set_status,
+)
 from harness.runner import WORLD_DIR
 from harness.scenarios import load_scenario
 from harness.timeline import (
@@ -26,6 +36,7 @@ from harness.timeline import (
     fork_from,
     fork_source,
     new_timeline_id,
+    point_filename,
     read_point,
     rewind_scene,
     rewind_to,
@@ -73,13 +84,42 @@ def fork_preview(run_dir, turn, new_run_dir, point=None):
 
 
 def fork_run(run_dir, turn, new_run_dir, point=None):
-    """``fork_from`` e, se a original tem um mundo de cenário, uma cópia dele na pasta nova."""
+    """``fork_from`` e o que uma execução da lição 6 pede a mais: uma cópia do mundo do cenário e
+    um checkpoint.json v2 com identidade própria (veja ``forked_run``)."""
     require_run_dir(run_dir)
+    source = load_run_checkpoint(Path(run_dir) / CHECKPOINT_FILE)  # lido antes de criar qualquer coisa
     info = fork_from(run_dir, turn, new_run_dir, point)
     world = Path(run_dir) / WORLD_DIR
     if world.is_dir():
         shutil.copytree(world, Path(new_run_dir) / WORLD_DIR)
+    scene = scene_only(read_point(Path(new_run_dir) / CHECKPOINT_FILE))  # a cena que fork_from copiou
+    copied = point_filename(info["parent"]["turn"], info["parent"]["point"])
+    state = forked_run(source, scene, copied, {"timeline_id": info["timeline_id"], "parent": info["parent"]})
+    save_run_checkpoint(state, Path(new_run_dir) / CHECKPOINT_FILE, crash_points=False)
     return info
+
+
+def forked_run(source, scene, point_id, timeline):
+    """A cena v2 de uma bifurcação: outra execução, com run_id próprio e a origem registrada.
+
+    Leva da original o cenário e a exigência de aprovação, e a cena do ponto copiado. O status
+    é o que a execução tinha naquele ponto: se ele é o último da original e o modelo já tinha
+    encerrado ali (completed, refused), a nova linha também terminou; em qualquer outro caso
+    a execução seguiu depois do ponto (um pause_turn, uma queda, uma aprovação à espera...),
+    e a nova linha fica pausada, pronta para --resume.
+    """
+    source = source or {}
+    state = new_run_checkpoint(scene["task"], timeline=timeline,
+                               requires_approval=source.get("requires_approval", False))
+    state.update({field: scene[field] for field in SCENE_FIELDS})
+    if source.get("scenario"):
+        state["scenario"] = source["scenario"]
+    at_the_end = all(source.get(field) == scene[field] for field in SCENE_FIELDS)
+    if at_the_end and source.get("status") in ("completed", "refused"):
+        set_status(state, source["status"], source.get("status_reason"))
+    else:
+        set_status(state, "paused", f"bifurcada de {point_id}")
+    return state
 
 
 # --- O mesmo num banco (--store sqlite ou postgresql://...) -------------------------------------
@@ -130,9 +170,7 @@ def fork_in_store(store, turn, new_store, point=None):
     parent = store.timeline()
     timeline = {"timeline_id": new_timeline_id(),
                 "parent": {"timeline_id": parent["timeline_id"], "turn": target.turn, "point": target.point}}
-    state = new_run_checkpoint(scene["task"], timeline=timeline)
-    state.update({field: scene[field] for field in SCENE_FIELDS})
-    set_status(state, "paused", f"bifurcada de {target.id}")
+    state = forked_run(store.load(), scene, target.id, timeline)
     lease = new_store.acquire_lease(owner=f"{os.getpid()}:bifurcar")
     try:
         new_store.start(lease, state, load_scenario(store.scenario_name()), timeline={**timeline, "dry_run": True},

@@ -2,8 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
 def run_cli(*args, cwd):
@@ -60,3 +65,123 @@ def test_endpoint_latency_slows_each_model_call_and_a_bad_value_is_bad_input(tmp
                              "--workdir", str(tmp_path / "x")], cwd=tmp_path, capture_output=True, text=True,
                             timeout=120, env={**__import__("os").environ, ENDPOINT_LATENCY_ENV: "depois"})
     assert result.returncode == 2 and ENDPOINT_LATENCY_ENV in result.stderr and "Traceback" not in result.stderr
+
+
+# --- the command line speaks Portuguese and ends quietly --------------------------------------
+
+from harness import cli as harness_cli  # noqa: E402
+from tests.test_student_cli import ENGLISH, closed_pipe_run  # noqa: E402
+
+# Every placeholder a student may meet in `python -m harness ... --help`.
+PORTUGUESE_PLACEHOLDERS = {"PASTA", "NOME", "MOTIVO", "PONTO", "TURNO", "N", "SEGUNDOS", "CENÁRIO", "COMANDO",
+                           "A", "B", "DESTINO"}
+
+
+def help_texts():
+    parser = harness_cli.build_parser()
+    yield "", parser.format_help()
+    for name, sub in parser._subparsers._group_actions[0].choices.items():
+        yield name, sub.format_help()
+
+
+@pytest.mark.parametrize("command, text", list(help_texts()))
+def test_every_help_page_is_portuguese_down_to_its_placeholders(command, text):
+    assert "uso: python -m harness" in text and not ENGLISH.search(text), text
+    usage = text.split("\n\n")[0]
+    placeholders = set(re.findall(r"\b[A-ZÁÉÍÓÚÂÊÔÃÕÇ_]{1,}\b", usage)) - {"DRY"}
+    assert placeholders <= PORTUGUESE_PLACEHOLDERS, (command, placeholders - PORTUGUESE_PLACEHOLDERS)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "--scenario", "team-email", "--max-turns", "x"], "argumento --max-turns: valor inválido"),
+    (["run", "--scenario", "team-email", "--bogus"], "argumentos não reconhecidos: --bogus"),
+    (["rewind", "--workdir", "x"], "faltou informar: --to"),
+    (["nada"], "opção inválida: 'nada'"),
+])
+def test_argument_errors_are_portuguese(argv, words, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        harness_cli.main(argv)
+    text = capsys.readouterr().err
+    assert exit_.value.code == 2 and words in text and "python -m harness" in text and not ENGLISH.search(text), text
+
+
+def test_a_run_into_a_closed_pipe_finishes_and_keeps_its_exit_code(tmp_path):
+    command = [sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir", "r"]
+    finished = closed_pipe_run(command, cwd=tmp_path)
+    assert finished.returncode == 0 and finished.stderr == "", finished.stderr
+    assert len((tmp_path / "r" / "world" / "outbox.jsonl").read_text().splitlines()) == 1
+    listed = closed_pipe_run([sys.executable, "-m", "harness", "timeline", "--workdir", "r"], cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stderr == ""
+    shell = subprocess.run(f"'{sys.executable}' -m harness status --workdir r | head -n 1; exit ${{PIPESTATUS[0]}}",
+                           shell=True, executable="/bin/bash", cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60)
+    assert shell.returncode == 0 and shell.stdout.startswith("run_id=") and shell.stderr == ""
+
+
+def test_live_mode_without_a_key_is_a_clean_refusal_that_touches_nothing(tmp_path):
+    assert run_cli("--scenario", "team-email", "--workdir", "r", cwd=tmp_path).returncode == 0
+    before = (tmp_path / "r" / "checkpoint.json").read_bytes()
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "meeting-notes", "--workdir", "r",
+                             "--live"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "ANTHROPIC_API_KEY" in result.stderr
+    assert (tmp_path / "r" / "checkpoint.json").read_bytes() == before
+
+
+# --- the README's command lines work as written -------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def readme_harness_commands() -> list[str]:
+    """The shell lines of the README's harness section, in order (PostgreSQL ones need a server)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### O harness na linha de comando", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+        lines += [line.split("  #", 1)[0].strip() for line in block.splitlines()]
+    return [line for line in lines if line and "postgresql://" not in line]
+
+
+def test_the_readme_harness_commands_run_as_written_in_an_activated_venv(tmp_path):
+    """`python` is the course's interpreter, as in the Lab terminal or an activated .venv."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (shims / "python").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("CRASH_AFTER", None)
+    commands = readme_harness_commands()
+    assert len(commands) >= 10
+    last_code = None
+    for command in commands:
+        if command == "echo $?":
+            assert last_code == 137
+            continue
+        done = subprocess.run(command, shell=True, executable="/bin/bash", cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        last_code = done.returncode
+        expected = 137 if command.startswith("CRASH_AFTER=") else 0
+        assert done.returncode == expected and "Traceback" not in done.stderr, (command, done.stdout, done.stderr)
+    assert len((tmp_path / "runs" / "email" / "world" / "outbox.jsonl").read_text().splitlines()) == 1
+
+
+def test_bootstrap_runs_the_harness_from_any_terminal(tmp_path):
+    folder = tmp_path / "fora"
+    done = subprocess.run(["python3", str(REPO / "bootstrap.py"), "python", "-m", "harness", "run", "--scenario",
+                           "meeting-notes", "--workdir", str(folder)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and "status=completed" in done.stdout, done.stderr
+
+
+def test_bench_and_extra_commands_in_the_docs_say_how_to_run_them():
+    """A bare `python bench/...` or `pip install` fails in an ordinary shell (no course packages)."""
+    texts = [(path.name, path.read_text(encoding="utf-8")) for path in
+             [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "lessons").glob("*.ipynb"))]]
+    for name, text in texts:
+        for match in re.finditer(r"(?<![\w/.-])(?<!RUN )(python bench/|pip install)", text):
+            written = text[max(0, match.start() - 40):match.end()]
+            paragraph = text[max(0, match.start() - 600):match.end() + 600]
+            assert re.search(r"bootstrap\.py python (-m pip install|bench/)", written) or ("bootstrap.py" in paragraph and ".venv" in paragraph), \
+                (name, text[match.start() - 80:match.end() + 40])

@@ -105,4 +105,4 @@ def test_the_lesson_commands_without_a_folder_say_what_is_missing(args, capsys):
 
     with pytest.raises(SystemExit) as stopped:
         cli.main(args)
-    assert stopped.value.code == 2 and "--workdir DIR" in capsys.readouterr().err
+    assert stopped.value.code == 2 and "--workdir PASTA" in capsys.readouterr().err

@@ -19,6 +19,8 @@ from harness.stores.base import StoreError  # o erro do contrato, importável ta
 
 STORE_KINDS = ("files", "sqlite", "postgresql://...")
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
+# O arquivo que mostra, numa pasta, a execução de cada armazenamento local.
+RUN_MARKERS = {"files": ("checkpoint.json", "em arquivos"), "sqlite": ("run.sqlite3", "em SQLite")}
 
 
 def is_postgres(spec):
@@ -34,13 +36,27 @@ def open_store(spec, workdir, run=None):
     if spec in (None, "", "files"):
         from harness.stores.files import FileStore
 
+        refuse_another_stores_run("files", workdir)
         return FileStore(workdir)
     if spec == "sqlite":
         from harness.stores.sqlite import SqliteStore
 
+        refuse_another_stores_run("sqlite", workdir)
         return SqliteStore(workdir)
     if is_postgres(spec):
         from harness.stores.postgres import PostgresStore
 
+        refuse_another_stores_run("postgresql://...", workdir)
         return PostgresStore(spec, run or Path(workdir).name, Path(workdir) / "world")
     raise StoreError(f"armazenamento desconhecido: {spec!r}; use files, sqlite ou postgresql://...")
+
+
+def refuse_another_stores_run(kind, workdir):
+    """Uma pasta guarda a execução de UM armazenamento. Começar outro ali apagaria o mundo
+    (a caixa de saída, os chamados) da execução que já está lá; ler com o armazenamento errado
+    diria "não há execução" de uma que existe. StoreError antes de tocar em qualquer arquivo."""
+    for other, (marker, where) in RUN_MARKERS.items():
+        if other != kind and (Path(workdir) / marker).exists():
+            option = "--store files (o padrão)" if other == "files" else f"--store {other}"
+            raise StoreError(f"{workdir} já guarda uma execução {where} ({marker}): para ela, use {option}; "
+                             f"para uma execução com --store {kind}, escolha outra pasta (--workdir)")

@@ -134,6 +134,11 @@ class RunStore(abc.ABC):
     def timeline(self):
         """``{"timeline_id", "parent", "dry_run"}`` desta execução."""
 
+    def scenario_name(self):
+        """O nome do cenário que a execução gravou ao começar; None se ela não gravou (v1, lição 5)."""
+        state = self.load()
+        return None if state is None else state.get("scenario")
+
     def scene_predates_ledger(self):
         """A cena veio de um código sem livro-razão (checkpoint v1 sem effects.json)? Só nos arquivos."""
         return False
