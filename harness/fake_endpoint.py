@@ -16,11 +16,21 @@ import anthropic
 import httpx2
 from anthropic.types import Message
 
+from harness.tools import EMPTY_FOLDER, NO_MATCHES
+
 DEFAULT_MODEL = "claude-haiku-4-5"
-# Chave opcional de uma resposta roteirizada: a resposta a servir no lugar dela quando a
-# ferramenta do turno anterior voltou com is_error. Assim o modelo roteirizado conta a
-# história que o resultado contou ("não sei se o e-mail saiu"), não a do caminho feliz.
-ON_TOOL_ERROR = "on_tool_error"
+# Chaves opcionais de uma resposta roteirizada: a resposta a servir no lugar dela conforme o
+# que as ferramentas do turno anterior devolveram. Assim o modelo roteirizado conta a história
+# que o resultado contou (recusado, desconhecido, erro, simulado, vazio), não a do caminho feliz.
+ON_TOOL_REFUSED = "on_tool_refused"   # a válvula de aprovação recusou: a ação nunca rodou
+ON_TOOL_UNKNOWN = "on_tool_unknown"   # desfecho desconhecido: o efeito pode ou não ter acontecido
+ON_TOOL_ERROR = "on_tool_error"       # outro is_error (e a resposta das duas acima, se faltarem)
+ON_TOOL_DRY_RUN = "on_tool_dry_run"   # dry-run: a ferramenta de alto impacto não rodou
+ON_TOOL_EMPTY = "on_tool_empty"       # a leitura rodou e não achou nada
+OUTCOME_KEYS = {"refused": ON_TOOL_REFUSED, "unknown": ON_TOOL_UNKNOWN, "error": ON_TOOL_ERROR,
+                "dry_run": ON_TOOL_DRY_RUN, "empty": ON_TOOL_EMPTY}  # na ordem: o primeiro achado vale
+FAILED_OUTCOMES = ("refused", "unknown", "error")
+DRY_RUN_MARK = "[dry-run]"
 
 
 class ResponseQueueExhausted(RuntimeError):
@@ -115,12 +125,14 @@ def expand_response(compact: dict, index: int, model: str = DEFAULT_MODEL) -> di
 
     O SDK não valida respostas por padrão (``{}`` viraria uma Message cheia de None),
     então o roteiro é conferido aqui, ao ser carregado, e não no meio de uma execução.
-    A alternativa ``on_tool_error`` é conferida também, mas não faz parte da resposta.
+    As alternativas (``on_tool_error``, ``on_tool_refused``...) são conferidas também, mas não
+    fazem parte da resposta.
     """
     compact = dict(compact)
-    on_error = compact.pop(ON_TOOL_ERROR, None)
-    if on_error is not None:
-        expand_response(on_error, index, model)
+    for key in OUTCOME_KEYS.values():
+        alternative = compact.pop(key, None)
+        if alternative is not None:
+            expand_response(alternative, index, model)
     full = {
         "id": f"msg_roteiro_{index:03d}",
         "type": "message",
@@ -197,9 +209,10 @@ class ScriptedEndpoint:
     def __init__(self, responses: Iterable[dict], model: str = DEFAULT_MODEL):
         script = list(responses)
         self.responses = [expand_response(r, i, model) for i, r in enumerate(script)]
-        self.error_responses = {
-            i: expand_response(r[ON_TOOL_ERROR], i, model) for i, r in enumerate(script) if ON_TOOL_ERROR in r
-        }
+        self.alternatives = [
+            {key: expand_response(r[key], i, model) for key in OUTCOME_KEYS.values() if key in r}
+            for i, r in enumerate(script)
+        ]
         self.requests: list[dict] = []
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
@@ -221,10 +234,22 @@ class ScriptedEndpoint:
                 f"fila de respostas esgotada: o roteiro tem {len(self.responses)} resposta(s) e a "
                 f"conversa pediu a de número {index + 1}",
             )
-        response = self.responses[index]
-        if index in self.error_responses and _tool_failed(body["messages"]):
-            response = self.error_responses[index]
+        response = self.reply_for(index, tool_outcome(body["messages"]))
         return httpx2.Response(200, json=cut_at_limit(response, limit))
+
+    def reply_for(self, index: int, outcome: str | None) -> dict:
+        """A resposta ``index`` do roteiro, ou a alternativa dela para o que as ferramentas contaram.
+
+        Uma falha sem alternativa própria (recusa, desconhecido) usa a de erro; dry-run e
+        vazio sem alternativa seguem o caminho normal.
+        """
+        alternatives = self.alternatives[index]
+        if outcome is None:
+            return self.responses[index]
+        chosen = alternatives.get(OUTCOME_KEYS[outcome])
+        if chosen is None and outcome in FAILED_OUTCOMES:
+            chosen = alternatives.get(ON_TOOL_ERROR)
+        return chosen or self.responses[index]
 
     def client(self) -> anthropic.Anthropic:
         """O cliente de verdade do SDK, ligado a este endpoint."""
@@ -234,12 +259,31 @@ class ScriptedEndpoint:
         return client
 
 
-def _tool_failed(messages: list[dict]) -> bool:
-    """A última mensagem traz um tool_result com is_error: o modelo deve saber que algo falhou."""
+def tool_outcome(messages: list[dict]) -> str | None:
+    """O que as ferramentas do turno anterior contaram, lido no texto dos resultados como um
+    modelo leria: "refused", "unknown", "error", "dry_run", "empty", ou None (deu certo).
+
+    Um turno com vários resultados vale pelo mais grave (a ordem de ``OUTCOME_KEYS``).
+    """
     last = messages[-1] if messages else {}
-    return last.get("role") == "user" and any(
-        b.get("type") == "tool_result" and b.get("is_error") for b in _blocks(last)
-    )
+    if last.get("role") != "user":
+        return None
+    found = {_result_outcome(b) for b in _blocks(last) if b.get("type") == "tool_result"}
+    return next((outcome for outcome in OUTCOME_KEYS if outcome in found), None)
+
+
+def _result_outcome(block: dict) -> str | None:
+    content = block.get("content") or ""
+    text = content if isinstance(content, str) else " ".join(
+        part.get("text", "") for part in content if isinstance(part, dict))
+    text, lowered = text.strip(), text.lower()
+    if block.get("is_error"):
+        if "recusad" in lowered:
+            return "refused"
+        return "unknown" if "desconhecid" in lowered else "error"
+    if text.startswith(DRY_RUN_MARK):
+        return "dry_run"
+    return "empty" if text in ("", NO_MATCHES, EMPTY_FOLDER) else None
 
 
 def _error(status: int, kind: str, message: str) -> httpx2.Response:

@@ -17,6 +17,9 @@ from typing import Any, Iterator
 
 READ_ONLY_TOOLS = frozenset({"read_file", "grep", "list_dir"})
 HIGH_IMPACT_TOOLS = frozenset({"send_email", "create_ticket", "ensure_ticket"})
+# O que as ferramentas de leitura respondem quando rodam e não acham nada (não é erro).
+NO_MATCHES = "(nenhuma ocorrência)"
+EMPTY_FOLDER = "(pasta vazia)"
 
 TOOL_SCHEMAS = [
     {
@@ -183,6 +186,8 @@ def grep(pattern: str, path: str = ".") -> str:
     except (re.error, TypeError) as error:
         raise ToolError(f"expressão regular inválida: {error}")
     root = _inside_sandbox(path)
+    if not root.exists():  # como read_file e list_dir: procurar onde não há nada é erro, não "nada achado"
+        raise ToolError(f"pasta não encontrada: {path}")
     sandbox = current_workspace().sandbox.resolve()
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     hits = []
@@ -190,7 +195,7 @@ def grep(pattern: str, path: str = ".") -> str:
         for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
             if regex.search(line):
                 hits.append(f"{file.relative_to(sandbox)}:{number}: {line}")
-    return "\n".join(hits) if hits else "(nenhuma ocorrência)"
+    return "\n".join(hits) if hits else NO_MATCHES
 
 
 def list_dir(path: str = ".") -> str:
@@ -198,7 +203,7 @@ def list_dir(path: str = ".") -> str:
     if not target.is_dir():
         raise ToolError(f"pasta não encontrada: {path}")
     names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
-    return "\n".join(names) if names else "(pasta vazia)"
+    return "\n".join(names) if names else EMPTY_FOLDER
 
 
 # --- Ferramentas de alto impacto -----------------------------------------------------

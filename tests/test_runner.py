@@ -402,7 +402,9 @@ def test_a_dry_run_fork_of_a_durable_run_leaves_the_original_untouched(tmp_path)
     assert state["timeline"]["parent"]["turn"] == 1
     dry = [block for message in state["messages"][3:] if isinstance(message["content"], list)
            for block in message["content"] if block.get("type") == "tool_result"]
-    assert len(dry) == 2 and all(block["content"].startswith("[dry-run]") for block in dry)
+    # The send is simulated, so the model does not go on to register a send that never happened.
+    assert len(dry) == 1 and all(block["content"].startswith("[dry-run]") for block in dry)
+    assert "dry-run" in state["messages"][-1]["content"][0]["text"]
     assert Workspace(fork / WORLD_DIR).emails() == [] and Workspace(fork / WORLD_DIR).tickets() == []
     assert {path: path.read_bytes() for path in original.rglob("*") if path.is_file()} == snapshot
     assert [parse_point_name(p.name) for p in list_points(fork)][0] == (1, "B")

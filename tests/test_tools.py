@@ -34,6 +34,8 @@ def test_paths_outside_the_sandbox_are_refused(workspace, path):
         ("read_file", {}, "'path' é obrigatório"),
         ("read_file", {"path": "nao-existe.md"}, "arquivo não encontrado"),
         ("grep", {"pattern": "("}, "expressão regular inválida"),
+        ("grep", {"pattern": "prazo", "path": "logs"}, "pasta não encontrada: logs"),
+        ("list_dir", {"path": "logs"}, "pasta não encontrada: logs"),
         ("send_email", {"to": "x@example.com"}, "'subject' é obrigatório"),
         ("read_file", "não é dict", "precisa ser um objeto JSON"),
     ],
@@ -42,6 +44,12 @@ def test_bad_input_is_a_tool_error(workspace, name, input_, fragment):
     result = execute_tool(name, input_)
     assert result["is_error"] is True
     assert fragment in result["content"]
+
+
+def test_a_search_that_finds_nothing_is_not_an_error(workspace):
+    assert execute_tool("grep", {"pattern": "timeout", "path": "notes"}) == {"content": "(nenhuma ocorrência)",
+                                                                           "is_error": False}
+    assert execute_tool("grep", {"pattern": "prazo", "path": "notes/a.md"})["content"] == "notes/a.md:2: prazo: sexta"
 
 
 def test_send_email_appends_to_the_outbox(workspace):
