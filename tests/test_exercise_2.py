@@ -244,8 +244,8 @@ SEVERAL = "[run-several-tools-per-turn]"
 
 
 def test_saving_only_at_the_end_of_the_turn_misses_point_a(tmp_path, monkeypatch, solution_results):
-    notebook = run_edit("        save_checkpoint(state, checkpoint_path)  # ponto A\n        if response.stop_reason != \"tool_use\":\n            break\n",
-                        "        if response.stop_reason != \"tool_use\":\n            save_checkpoint(state, checkpoint_path)\n            break\n")
+    notebook = run_edit("        save_checkpoint(state, checkpoint_path)  # ponto A\n        if tool_uses is None:\n            break\n",
+                        "        if tool_uses is None:\n            save_checkpoint(state, checkpoint_path)\n            break\n")
     failed = level3(notebook, tmp_path, monkeypatch)
     assert "Houve 3 gravações" in failed["n3.saves_twice_per_tool_turn" + SEVERAL]
     assert "Não há ponto A no turno 1" in failed["n3.point_a_records_the_decision" + SEVERAL]
@@ -254,8 +254,13 @@ def test_saving_only_at_the_end_of_the_turn_misses_point_a(tmp_path, monkeypatch
 
 def test_saving_point_a_after_the_tools_ran(tmp_path, monkeypatch, solution_results):
     notebook = run_edit(
-        "        save_checkpoint(state, checkpoint_path)  # ponto A\n        if response.stop_reason != \"tool_use\":\n            break\n        state[\"messages\"].append({\"role\": \"user\", \"content\": answer_tool_uses(tool_uses)})\n",
-        "        if response.stop_reason != \"tool_use\":\n            save_checkpoint(state, checkpoint_path)\n            break\n        results = answer_tool_uses(tool_uses)\n        save_checkpoint(state, checkpoint_path)  # A tarde demais\n        state[\"messages\"].append({\"role\": \"user\", \"content\": results})\n")
+        "        save_checkpoint(state, checkpoint_path)  # ponto A\n        if tool_uses is None:\n            break\n"
+        "        if tool_uses:  # num pause_turn não há o que executar: a próxima chamada continua o turno\n"
+        "            state[\"messages\"].append({\"role\": \"user\", \"content\": answer_tool_uses(tool_uses)})\n",
+        "        if tool_uses is None:\n            save_checkpoint(state, checkpoint_path)\n            break\n"
+        "        if tool_uses:\n            results = answer_tool_uses(tool_uses)\n"
+        "            save_checkpoint(state, checkpoint_path)  # A tarde demais\n"
+        "            state[\"messages\"].append({\"role\": \"user\", \"content\": results})\n")
     failed = level3(notebook, tmp_path, monkeypatch)
     check = "n3.point_a_comes_before_the_tools" + SEVERAL
     assert "quando 1 ferramenta do turno já tinha rodado" in failed[check]
@@ -264,7 +269,7 @@ def test_saving_point_a_after_the_tools_ran(tmp_path, monkeypatch, solution_resu
 
 
 def test_point_b_with_pending_left_over(tmp_path, monkeypatch, solution_results):
-    notebook = run_edit('        state["pending_tool_use"] = None\n', "")
+    notebook = run_edit('            state["pending_tool_use"] = None\n', "")
     failed = level3(notebook, tmp_path, monkeypatch)
     check = "n3.point_b_records_the_results" + SEVERAL
     assert "pending_tool_use continua" in failed[check]
@@ -273,13 +278,15 @@ def test_point_b_with_pending_left_over(tmp_path, monkeypatch, solution_results)
 
 def test_pending_holding_whole_blocks_instead_of_id_name_input(tmp_path, monkeypatch):
     notebook = run_edit('state["pending_tool_use"] = tool_uses or None',
-                        'state["pending_tool_use"] = [b for b in content if b["type"] == "tool_use"] or None')
+                        'state["pending_tool_use"] = '
+                        '[b for b in state["messages"][-1]["content"] if b["type"] == "tool_use"] or None')
     failed = level3(notebook, tmp_path, monkeypatch)
     assert "guarde só {id, name, input}" in failed["n3.point_a_records_the_decision" + SEVERAL]
 
 
 def test_only_the_first_of_two_pending_calls(tmp_path, monkeypatch):
-    notebook = run_edit('state["pending_tool_use"] = tool_uses or None', 'state["pending_tool_use"] = tool_uses[:1] or None')
+    notebook = run_edit('state["pending_tool_use"] = tool_uses or None',
+                        'state["pending_tool_use"] = (tool_uses or [])[:1] or None')
     failed = level3(notebook, tmp_path, monkeypatch)
     assert set(failed) == {"n3.point_a_records_the_decision" + SEVERAL}
     assert "todas ficam pendentes" in failed["n3.point_a_records_the_decision" + SEVERAL]
