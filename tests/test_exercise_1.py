@@ -20,10 +20,10 @@ from tests.exercise_support import (
 )
 
 EXERCISE = "exercise-1"
-RUN_FIXTURES = ["cut-tool-use", "never-stops", "pause-turn", "refusal", "several-tools-per-turn", "single-tool",
+RUN_FIXTURES = ["context-window-full", "cut-tool-use", "never-stops", "pause-turn", "refusal", "several-tools-per-turn", "single-tool",
                 "stop-sequence", "tool-error"]  # each asks for tools
 ANSWER_AT_ONCE = "answer-at-once"  # the first turn ends: the tool checks do not apply to it
-KEPT_OUT_FIXTURES = ["cut-tool-use", "refusal"]  # the only ones the "kept out" check runs on
+KEPT_OUT_FIXTURES = ["context-window-full", "cut-tool-use", "refusal"]  # the only ones the "kept out" check runs on
 # Per fixture asking for tools: when it stops, tool_use answered, tool outputs, the state, the status.
 CHECK_COUNT = 2 + 5 * len(RUN_FIXTURES) + 3 + len(KEPT_OUT_FIXTURES)  # answer-at-once: stops, state, status
 CLASSIFY = "n1.classification_matches[memory-vs-run-state]"

@@ -1,6 +1,8 @@
 """The wrong-answer suite (tests/wrong_answers/): every plausible mistake, kept as data, is
 spliced into the solution and graded on its own; each must lose points on the levels it
-names, with a message that names the mistake, in a check the solution passes."""
+names, with a message that names the mistake, in a check the solution passes. The
+right-answer suite (tests/right_answers/) splices answers that are right but written
+differently, which must keep every point."""
 from __future__ import annotations
 
 import copy
@@ -13,15 +15,21 @@ import yaml
 from tests.exercise_support import cell_with, run_checks, solution_notebook
 
 SUITE = Path(__file__).resolve().parent / "wrong_answers"
+RIGHT_ANSWERS = Path(__file__).resolve().parent / "right_answers"
 EXERCISES = [f"exercise-{n}" for n in range(1, 7)]
 MINIMUM_PER_EXERCISE = 8
 KEYS = {"mistake", "cell", "function", "edit", "source", "levels", "check", "message"}
+RIGHT_ANSWER_KEYS = {"answer", "cell", "function", "edit", "source"}
 CHECK_TIMEOUT = 60.0  # generous: the machine is shared, and no mistake here loops forever
 NEGATIVE_COUNT = re.compile(r"(?:^|\s)-\d+\s+[^\W\d]")  # "-2 delas": arithmetic gone wrong in a sentence
 
 
 def mistake_files() -> list[Path]:
     return sorted(SUITE.glob("exercise-*/*.yaml"))
+
+
+def right_answer_files() -> list[Path]:
+    return sorted(RIGHT_ANSWERS.glob("exercise-*/*.yaml"))
 
 
 def load(path: Path) -> dict:
@@ -87,3 +95,14 @@ def test_each_mistake_loses_points_with_a_message_that_names_it(path, tmp_path, 
     for check_id in naming:  # the control: the same check passes on the solution
         level = int(check_id[1:check_id.index(".")])
         assert solution_results(exercise, level, tmp_path_factory)[check_id]["status"] == "pass", check_id
+
+
+@pytest.mark.parametrize("path", right_answer_files(), ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_each_right_answer_keeps_every_point(path, tmp_path, monkeypatch):
+    exercise, answer = path.parent.name, load(path)
+    assert set(answer) <= RIGHT_ANSWER_KEYS and {"answer", "function"} <= set(answer), path.name
+    assert ("edit" in answer) != ("source" in answer), f"{path.name}: edit or source, not both"
+    graded = run_checks(exercise, spliced(exercise, answer), tmp_path, monkeypatch, check_timeout=CHECK_TIMEOUT)
+    assert graded, f"{answer['answer']}: no check ran"
+    lost = {check_id: r["message"] for check_id, r in graded.items() if r["status"] != "pass"}
+    assert not lost, f"{answer['answer']}: a right answer lost points: {lost}"

@@ -21,7 +21,8 @@ Fixture shapes (``grader/fixtures/exercise-1/*.json``)::
 arithmetic slip is reported as a fixture problem, not as a student mistake. The
 script may use every stop_reason; the loop must follow the stop-reason rule of
 ``harness.loop.STOP_REASON_ACTIONS``: tool_use runs the tools, pause_turn calls again,
-end_turn/stop_sequence complete, refusal ends as refused and max_tokens as failed,
+end_turn/stop_sequence complete, refusal ends as refused and a cut answer (max_tokens,
+model_context_window_exceeded) as failed,
 and a refused or cut answer neither runs nor enters the conversation.
 """
 from __future__ import annotations
@@ -552,7 +553,8 @@ def assistant_count_problem(run: AgentRun, expected: ExpectedRun, found: int) ->
 STATUS_RULES = {
     "completed": "end_turn e stop_sequence encerram com status \"completed\"",
     "refused": "uma resposta com stop_reason \"refusal\" encerra com status \"refused\"",
-    "failed": "uma resposta cortada (stop_reason \"max_tokens\") encerra com status \"failed\"",
+    "failed": "uma resposta cortada (stop_reason \"max_tokens\" ou \"model_context_window_exceeded\") encerra "
+              "com status \"failed\"",
     "running": "quando quem para é o teto max_turns, a execução não terminou: o status continua \"running\"",
 }
 
@@ -564,7 +566,8 @@ STATUS_RULES = {
     title="O status diz como a execução terminou",
     criterion=(
         "state[\"status\"] termina em \"completed\" (end_turn, stop_sequence), \"refused\" (refusal), "
-        "\"failed\" (max_tokens) ou continua \"running\" quando o teto max_turns interrompeu a execução."
+        "\"failed\" (max_tokens, model_context_window_exceeded) ou continua \"running\" quando o teto "
+        "max_turns interrompeu a execução."
     ),
 )
 def status_says_how_it_ended(ctx: Context, fixture: Fixture) -> None:
@@ -591,7 +594,8 @@ def status_says_how_it_ended(ctx: Context, fixture: Fixture) -> None:
     applies=has_kept_out_answer,
     title="Resposta cortada ou recusada: nada roda, nada entra na conversa",
     criterion=(
-        "Quando a resposta vem com stop_reason \"max_tokens\" ou \"refusal\", nenhum tool_use dela é "
+        "Quando a resposta vem com stop_reason \"max_tokens\", \"model_context_window_exceeded\" ou "
+        "\"refusal\", nenhum tool_use dela é "
         "executado (a entrada pode estar pela metade), nenhum e-mail sai, e ela não entra em messages: "
         "a conversa fica como estava antes da chamada."
     ),
