@@ -1144,7 +1144,8 @@ def approval_bound_to_input_and_time(ctx: Context) -> None:
     title="dry_run não toca o mundo",
     criterion=(
         "Com ctx.dry_run, as ferramentas de alto impacto não executam: a caixa de saída e os chamados "
-        "ficam como estavam, e cada uma recebe um resultado simulado (sem is_error)."
+        "ficam como estavam, o livro-razão não ganha registro delas, e cada uma recebe um resultado "
+        "simulado (sem is_error)."
     ),
 )
 def dry_run_leaves_world(ctx: Context) -> None:
@@ -1161,6 +1162,16 @@ def dry_run_leaves_world(ctx: Context) -> None:
         if results[call["id"]].get("is_error") is True:
             raise CheckFailed(f"Em dry-run, {call['name']} deveria receber um resultado simulado, não um erro.",
                               expected=False, observed=True)
+        record = observed["ledger"].get(call["id"])
+        if record is not None:
+            status = record.get("status") if isinstance(record, dict) else record
+            raise CheckFailed(
+                f"Em dry-run, {call['name']} não rodou, mas o livro-razão ganhou um registro {status!r} para "
+                f"{call['id']}. O livro-razão só guarda o que aconteceu no mundo: um recibo de um efeito "
+                "simulado faria uma retomada de verdade reaproveitá-lo, e o efeito nunca aconteceria. Em "
+                "dry-run, devolva dry_run_output(call) sem gravar nada no livro-razão.",
+                expected="nenhum registro de chamada simulada", observed={call["id"]: status},
+            )
     if results[READ["id"]].get("content") != NOTES["notes/conclusoes.md"]:
         raise CheckFailed("Em dry-run a leitura continua real: read_file deveria devolver o conteúdo do arquivo.",
                           expected=NOTES["notes/conclusoes.md"], observed=results[READ["id"]].get("content"))
