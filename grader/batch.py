@@ -56,6 +56,20 @@ NOTEBOOK_ERROR = "erro_no_notebook"
 WORKER_FAILED = "erro_na_correcao"
 NOT_GRADED = "nao_corrigido"
 MEMORY_EXHAUSTED = "memoria_esgotada"
+# Each status as a student reads it on a feedback page.
+STATUS_WORDS = {
+    PASSED: "aprovado, todas as verificações passaram",
+    INCOMPLETE: "incompleto, ainda há verificações que não passaram",
+    TIMED_OUT: "o tempo limite acabou antes do fim",
+    KERNEL_DIED: "o Python parou no meio da correção (o kernel morreu)",
+    KERNEL_START_FAILED: "o Python não pôde ser iniciado para corrigir o notebook",
+    INVALID_NOTEBOOK: "o arquivo entregue não é um notebook válido",
+    NO_NOTEBOOK: "nenhum notebook foi encontrado na entrega",
+    NOTEBOOK_ERROR: "o notebook não pôde ser executado",
+    WORKER_FAILED: "a correção parou com um erro que não é do seu código",
+    NOT_GRADED: "a entrega não foi corrigida",
+    MEMORY_EXHAUSTED: "a memória do Python acabou durante a correção",
+}
 
 
 @dataclass(frozen=True)
@@ -684,7 +698,7 @@ def write_feedback(folder: Path | None, rows: list[Row]) -> None:
     if folder is not None:
         from grader.feedback import write_pages
 
-        write_pages(folder, rows)
+        write_pages(folder, rows, STATUS_WORDS)
 
 
 if __name__ == "__main__":

@@ -157,9 +157,21 @@ def _passes_row(level: LevelView) -> str:
             f"<details><summary>{summary}</summary><ul>{items}</ul></details></td></tr>")
 
 
-def html_report(report: GradeReport) -> str:
+def _folded_failures(report: GradeReport, summary: str) -> str:
+    """Every failing check, grouped as the long form shows them, inside a closed <details>."""
+    rows = "".join(
+        _level_row(level, with_hint=False) + "".join(_failure_row(failure) for failure in level.failures)
+        for level in report_view(report, verbose=True).levels if level.failures
+    )
+    return (f'<tr><td colspan="4" {LEFT}><details><summary>{html.escape(summary)}</summary>'
+            f'<table class="grade-report" {LEFT}><tbody>{rows}</tbody></table></details></td></tr>')
+
+
+def html_report(report: GradeReport, *, fold_rest: bool = False) -> str:
     """The same content as ``text_report``, as a left-aligned table (inline styles too, since
-    Jupyter drops a <style> element from outputs it does not trust)."""
+    Jupyter drops a <style> element from outputs it does not trust). With ``fold_rest`` (a
+    page read away from the terminal, where -v is out of reach), the short form keeps the
+    failures it leaves out in a closed <details>."""
     esc = html.escape
     view = report_view(report)
     parts = [STYLE, f"<h4>{esc(view.heading)}</h4>"]
@@ -177,7 +189,9 @@ def html_report(report: GradeReport) -> str:
     if view.short:
         parts.append(f'<tr><th colspan="4" {LEFT}>Primeira verificação que falhou (nível {view.focus.level})</th></tr>')
         parts.append(_failure_row(view.focus))
-        if view.more_failures:
+        if view.more_failures and fold_rest:
+            parts.append(_folded_failures(report, f"Todas as verificações que não passaram ({_more_failures(view)})"))
+        elif view.more_failures:
             parts.append(f'<tr><td colspan="4" {LEFT}>({_more_failures(view)})</td></tr>')
         parts += [_level_row(level, with_hint=False) for level in view.levels]
     else:

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import nbformat
 
-from grader import cli, feedback
+from grader import batch, cli, feedback
 from grader.engine import load_exercise
 from grader.fixture_loader import load_fixtures
 from tests.grader_support import ROOT, solution_notebook, write
@@ -58,8 +58,11 @@ def test_batch_writes_one_page_per_submission(tmp_path, capsys):
     assert "falhou" not in re.sub(r"<[^>]+>", " ", ana).split("Nível 1", 1)[1]
 
     bruno = (pages / "bruno.html").read_text(encoding="utf-8")
-    assert f"0 de {checks} pontos (0%)" in bruno and "<code>incompleto</code>" in bruno
-    assert "Ainda não implementado" in bruno and "grade hint exercise-3 --level 1" in bruno
+    assert f"0 de {checks} pontos (0%)" in bruno and "Situação: incompleto" in bruno
+    assert "grade hint exercise-3 --level 1" in bruno
+    shown = visible(bruno)  # the short form: one line per unwritten function, one failure in full
+    assert "Ainda por escrever" in shown and shown.count("FALHOU") == 1 and "falhou:" not in bruno
+    assert "<code>incompleto</code>" not in bruno
 
     carla = (pages / "carla.html").read_text(encoding="utf-8")
     assert HOSTILE not in carla and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in carla
@@ -92,3 +95,86 @@ def test_page_names_are_safe_and_unique():
     assert feedback.file_name("Ana", taken) == "Ana-2.html"  # case-insensitive file systems
     assert feedback.file_name("../../etc/passwd", taken) == "etc_passwd.html"
     assert feedback.file_name("   ", taken) == "entrega.html"
+
+
+# ------------------------------------------------- the short form, as the terminal
+
+
+def visible(page_text: str) -> str:
+    """The page's text outside folded <details>, tags dropped."""
+    unfolded = re.sub(r"<(details|style)>.*?</\1>", " ", page_text, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", unfolded).split())
+
+
+def blank_report() -> "GradeReport":
+    """What a blank exercise gets: every check fails as unwritten, per fixture, same reason."""
+    from grader.results import CheckResult, GradeReport
+
+    checks = []
+    for fixture in ("cpA", "cpB", "cpC", "chamado-pendente"):
+        for name, function in (("decide", "resume_action"), ("fecha", "reconcile")):
+            checks.append(CheckResult(
+                id=f"n1.{name}[{fixture}]", level=1, fixture=fixture, title=f"Título de {name}",
+                criterion=f"Critério de {name}.", status="fail", message=f"`{function}` ainda não foi escrita.",
+                hint_ref="grade hint exercise-3 --level 1", unwritten=function))
+    checks.append(CheckResult(id="n2.causa", level=2, fixture=None, title="A causa raiz", criterion="Critério da causa.",
+                              status="fail", message="`ROOT_CAUSE` ainda é None.", unwritten="ROOT_CAUSE",
+                              hint_ref="grade hint exercise-3 --level 2"))
+    return GradeReport(exercise="exercise-3", title="Retomada", notebook="entregas/bruno.ipynb", checks=checks,
+                       level_titles={1: "Decidir", 2: "Entender"})
+
+
+def test_a_blank_submission_gets_the_short_form_with_the_rest_folded():
+    gradebook_line = "falhou: N1 cpA: Título de decide; N1 cpA: Título de fecha (e mais 7)"
+    text = feedback.page("bruno", batch.STATUS_WORDS[batch.INCOMPLETE], gradebook_line, blank_report())
+    shown = visible(text)
+    assert "Ainda por escrever" in shown
+    for function in ("resume_action", "reconcile", "ROOT_CAUSE"):
+        assert shown.count(f"`{function}`: trava") == 1, shown
+    assert "Primeira verificação que falhou (nível 1)" in shown
+    assert shown.count("Critério de") == 1  # one failure in full, the others folded away
+    assert "Critério de fecha" in text and "Critério da causa" in text  # ...but still on the page, folded
+    assert text.count("Critério de decide") == 2  # in full once, and once in the folded list for its 4 fixtures
+    assert "falhou: N1" not in text and "N1 cpA" not in text  # the gradebook's line stays in the gradebook
+    assert "<code>incompleto</code>" not in text and "Situação: incompleto" in shown
+    assert "grade hint exercise-3 --level 1" in shown
+
+
+def test_a_crashed_submission_says_why_once_and_lists_no_checks():
+    report = blank_report()
+    report.notebook_error = "O kernel do Python morreu ao executar a célula 3 (`import os`)."
+    for check in report.checks:
+        check.message, check.unwritten = report.notebook_error, ""
+    text = feedback.page("carla", batch.STATUS_WORDS[batch.KERNEL_DIED], report.notebook_error, report)
+    shown = visible(text)
+    assert shown.count("O kernel do Python morreu ao executar a célula 3") == 1, shown
+    assert "Título de" not in text and "Critério de" not in text
+    assert "Situação: o Python parou" in shown
+    assert "kernel_morreu" not in text
+
+
+def test_every_student_text_on_a_page_is_escaped():
+    report = blank_report()
+    for check in report.checks:
+        check.unwritten = ""
+        check.message, check.output, check.observed = HOSTILE, HOSTILE, HOSTILE
+        check.fixture = check.fixture and HOSTILE
+    report.notebook = HOSTILE
+    from grader.results import CellProblem
+
+    report.cell_problems = [CellProblem(2, HOSTILE, "ValueError", HOSTILE, HOSTILE)]
+    text = feedback.page(HOSTILE, HOSTILE, HOSTILE, report)
+    assert HOSTILE not in text and "&lt;script&gt;" in text
+    found = parse(text)
+    assert "script" not in found.tags and not [v for n, v in found.attributes if n in ("src", "href")]
+
+
+def test_every_batch_status_has_plain_words():
+    statuses = [value for name, value in vars(batch).items() if name.isupper() and isinstance(value, str)
+                and name in ("PASSED", "INCOMPLETE", "TIMED_OUT", "KERNEL_DIED", "KERNEL_START_FAILED",
+                             "INVALID_NOTEBOOK", "NO_NOTEBOOK", "NOTEBOOK_ERROR", "WORKER_FAILED", "NOT_GRADED",
+                             "MEMORY_EXHAUSTED")]
+    assert len(statuses) == 11
+    for status in statuses:
+        words = batch.STATUS_WORDS[status]
+        assert "_" not in words and words != status
