@@ -30,9 +30,9 @@ REPLACE = "n1.replaced_in_the_same_folder"
 FSYNC = "n1.fsyncs_file_and_folder"
 LOAD_CHECK = "n2.loads_as_expected[{}]"
 ERROR_FIXTURES = ["load-cut-mid-character", "load-empty", "load-messages-as-object", "load-missing-messages",
-                  "load-missing-pending-tool-use", "load-missing-turns", "load-missing-version",
-                  "load-not-an-object", "load-other-version", "load-pending-as-object", "load-truncated",
-                  "load-turns-as-text", "load-turns-bool"]
+                  "load-missing-pending-tool-use", "load-missing-task", "load-missing-turns", "load-missing-version",
+                  "load-not-an-object", "load-older-version", "load-other-version", "load-pending-as-object",
+                  "load-tokens-used-as-text", "load-truncated", "load-turns-as-text", "load-turns-bool"]
 
 
 solution_results = solution_results_fixture(EXERCISE)
@@ -44,7 +44,7 @@ def results_for(notebook, tmp_path, monkeypatch, level):
 
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
-    assert len(solution_results) == 6 + 16 + 5 * 4 - 1  # point B does not apply to the answer at once
+    assert len(solution_results) == 6 + 19 + 6 * 4 - 1  # point B does not apply to the answer at once
 
 
 @pytest.mark.slow
@@ -52,7 +52,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 41
+    assert report.score == 1.0 and len(report.checks) == 48
 
 
 @pytest.mark.slow
@@ -202,7 +202,7 @@ def test_a_version_error_that_names_only_one_version(tmp_path, monkeypatch):
                       'f"{path}: o arquivo é da versão {version}; este código lê a versão {CHECKPOINT_VERSION}"',
                       '"versão de checkpoint não suportada"')
     failed = level2(notebook, tmp_path, monkeypatch)
-    assert set(failed) == {LOAD_CHECK.format("load-other-version")}
+    assert set(failed) == {LOAD_CHECK.format("load-other-version"), LOAD_CHECK.format("load-older-version")}
     assert "'2' e '1'" in failed[LOAD_CHECK.format("load-other-version")]
 
 
@@ -296,9 +296,9 @@ def test_a_loop_without_point_a_fails_the_point_a_checks_as_nothing_observed(tmp
     notebook = run_edit("        save_checkpoint(state, checkpoint_path)  # ponto A\n", "")
     failed = level3(notebook, tmp_path, monkeypatch)
     for name in ("run-several-tools-per-turn", "run-stopped-by-the-ceiling", "run-tool-error", "run-answer-at-once"):
-        check = f"n3.point_a_comes_before_the_tools[{name}]"
-        assert failed[check].startswith("Nada observado: não há ponto A gravado no turno 1"), failed[check]
-        assert solution_results[check]["status"] == "pass"
+        for check in (f"n3.point_a_comes_before_the_tools[{name}]", f"n3.tokens_used_adds_every_response[{name}]"):
+            assert failed[check].startswith("Nada observado: não há ponto A gravado no turno 1"), failed[check]
+            assert solution_results[check]["status"] == "pass"
 
 
 def test_a_save_that_never_tries_to_write_fails_the_serialization_check_as_nothing_observed(tmp_path, monkeypatch):
@@ -339,5 +339,6 @@ def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypa
         "n3.point_a_comes_before_the_tools[run-answer-at-once]",  # one turn, no tools, saved once: right
         "n3.point_a_records_the_decision[run-answer-at-once]",
         "n3.saves_twice_per_tool_turn[run-answer-at-once]",
+        "n3.tokens_used_adds_every_response[run-answer-at-once]",  # its one loop sums the tokens
     ]
     assert len(passed) / len(results) < 0.3  # it scored 45% when checks could pass on nothing

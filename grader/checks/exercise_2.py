@@ -725,6 +725,50 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
         executed_before += len(tool_uses_of(response))
 
 
+def tokens_after_each_turn(fixture: Fixture) -> list[int]:
+    """tokens_used a correct loop holds at each point A: the usage of every response so far."""
+    total, sums = 0, []
+    for response in scripted_turns(fixture.data):
+        usage = response.get("usage") or {}
+        total += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        sums.append(total)
+    return sums
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="tokens_used soma o usage de cada resposta",
+    criterion=(
+        "Em cada ponto A, tokens_used já soma input_tokens + output_tokens de todas as respostas do "
+        "modelo até a desse turno, inclusive (como no loop da lição 1)."
+    ),
+)
+def tokens_used_adds_every_response(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    before = 0
+    for turn, wanted in enumerate(tokens_after_each_turn(fixture), start=1):
+        save = find_save(run, "A", turn)
+        if save is None:
+            raise nothing_observed(
+                f"não há ponto A gravado no turno {turn}, então não dá para ver o tokens_used desse turno",
+                expected=f"o ponto A do turno {turn} com tokens_used={wanted}",
+            )
+        used = save.state.get("tokens_used")
+        if used != wanted:
+            detail = ("a resposta deste turno não foi somada" if used == before else
+                      "some input_tokens + output_tokens de cada resposta ao que já havia")
+            raise CheckFailed(
+                f"No ponto A do turno {turn}, tokens_used vale {show(used, 40)}, mas deveria ser {wanted}: {detail} "
+                "(take_response faz essa soma). Um checkpoint com tokens_used errado esconde o custo real da "
+                "tarefa de quem a retoma.",
+                expected=wanted, observed=used,
+            )
+        before = wanted
+
+
 @EXERCISE.check(
     level=3,
     per_fixture=True,
