@@ -51,7 +51,7 @@ def test_solution_scores_100_percent():
     report = grade("exercise-5", SOLUTION)
     assert report.notebook_error is None
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 74
+    assert len(statuses) == 76
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
@@ -104,7 +104,24 @@ def test_trusting_modification_times_fails_on_a_restored_backup(tmp_path, monkey
     results = graded(defined("pick_latest_point", NEWEST_FILE), tmp_path, monkeypatch, 1)
     assert_fails(results, "n1.latest_of_the_run[notas-datas-trocadas]", "data de modificação", "backup")
     assert set(failures(results)) <= {"n1.latest_of_the_run[notas-datas-trocadas]",
-                                      "n1.latest_of_each_turn[notas-datas-trocadas]"}
+                                      "n1.latest_of_each_turn[notas-datas-trocadas]",
+                                      # it takes the folder named like a point too (no is_file)
+                                      "n1.latest_of_the_run[pasta-com-nome-de-ponto]",
+                                      "n1.latest_of_each_turn[pasta-com-nome-de-ponto]"}
+
+
+def test_returning_the_path_as_text_keeps_level_1(tmp_path, monkeypatch):
+    # right but different: a str names the point as well as a Path (fork_from, as written, needs a Path)
+    notebook = replaced("pick_latest_point", "    return max(candidates)[1]", "    return str(max(candidates)[1])")
+    assert failures(graded(notebook, tmp_path, monkeypatch, 1)) == {}
+
+
+def test_a_folder_named_like_a_point_is_not_a_point(tmp_path, monkeypatch):
+    notebook = replaced("pick_latest_point", "if path.is_file() and parsed is not None", "if parsed is not None")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_the_run[pasta-com-nome-de-ponto]", "uma pasta, não um arquivo", "is_file")
+    assert set(failures(results)) == {"n1.latest_of_the_run[pasta-com-nome-de-ponto]",
+                                      "n1.latest_of_each_turn[pasta-com-nome-de-ponto]"}
 
 
 def test_searching_subfolders_picks_a_point_set_aside_by_a_rewind(tmp_path, monkeypatch):
@@ -271,7 +288,8 @@ def test_copying_the_ledger_is_named(tmp_path, monkeypatch):
                         "        shutil.copy(run_dir / EFFECTS_FILE, new_run_dir / EFFECTS_FILE)\n")
     results = graded(notebook, tmp_path, monkeypatch, 3)
     assert_fails(results, "n3.own_sequence_and_blank_ledger[equipe-completa]", "livro-razão da original foi copiado")
-    assert "n3.own_sequence_and_blank_ledger[notas-datas-trocadas]" not in failures(results)
+    # where the original has no ledger there is nothing to copy: the fork is told to write a blank one
+    assert_fails(results, "n3.own_sequence_and_blank_ledger[notas-datas-trocadas]", "não tem effects.json")
 
 
 def test_a_wrong_parent_is_named(tmp_path, monkeypatch):
@@ -300,7 +318,7 @@ def test_a_fork_that_closes_open_calls_runs_tools_or_decides_for_the_new_line(tm
 def test_shipped_fixtures_are_valid_and_cover_every_level():
     exercise = load_exercise("exercise-5")
     fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
-    assert len(fixtures) == 8
+    assert len(fixtures) == 9
     assert sum("rewind" in f.expect for f in fixtures) >= 4
     assert sum("fork" in f.expect for f in fixtures) >= 4
     assert any(f.data.get("mtimes") for f in fixtures)

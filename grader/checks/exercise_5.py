@@ -29,6 +29,8 @@ import copy
 import json
 import os
 import re
+import time
+from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,6 +323,12 @@ def check_latest(ctx: Context, fixture: Fixture, turns: list[int | None]) -> Non
             expected = expect["latest"] if turn is None else expect["latest_by_turn"][str(turn)]
             value = ctx.call(pick_latest_point, run_dir) if turn is None else ctx.call(pick_latest_point, run_dir, turn)
             got = point_name_of(value, run_dir, "pick_latest_point")
+            if got != expected and got is not None and (run_dir / CHECKPOINTS / got).is_dir():
+                raise CheckFailed(
+                    f"Escolheu {got}, mas em checkpoints/ isso é uma pasta, não um arquivo: um nome que casa "
+                    "com turn-NNN-A.json não basta, um ponto é um arquivo gravado (confira path.is_file()).",
+                    expected=expected, observed=f"{got}/ (uma pasta)",
+                )
             if got != expected:
                 raise CheckFailed(diagnose_latest(fixture, turn, expected, got), expected=expected, observed=got)
         changed = differences(before, snapshot(run_dir))
@@ -340,8 +348,8 @@ def check_latest(ctx: Context, fixture: Fixture, turns: list[int | None]) -> Non
     title="O último ponto da execução",
     criterion=(
         "pick_latest_point(run_dir) devolve o caminho do último ponto gravado da sequência ativa "
-        "(ordem: turno, depois A antes de B), ou None sem sequência; ignora .tmp, outros nomes e "
-        "subpastas, e não depende da data de modificação dos arquivos."
+        "(ordem: turno, depois A antes de B), ou None sem sequência; ignora .tmp, outros nomes, "
+        "subpastas e pastas com nome de ponto, e não depende da data de modificação dos arquivos."
     ),
 )
 def latest_of_the_run(ctx: Context, fixture: Fixture) -> None:
@@ -675,6 +683,7 @@ class Forked:
     fork_calls: list
     continuation_problem: str = ""
     continuation_sent: bool = False  # the new line reached its send_email decision and answered it
+    called_between: tuple[float, float] = (0.0, 0.0)  # when fork_from was called and when it returned (UTC seconds)
 
 
 CONTINUATION_SEND = "toolu_05FORK"
@@ -705,7 +714,9 @@ def forked(ctx: Context, fixture: Fixture) -> Forked:
             run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
             new_dir = spy.workspace.root / FORK_FOLDER
             original_before, world_before = snapshot(run_dir), world_snapshot(spy.workspace)
+            called_at = time.time()
             returned = ctx.call(fork_from, run_dir, spec["turn"], new_dir)
+            returned_at = time.time()
             original_after_fork = snapshot(run_dir)
             world_after_fork = world_snapshot(spy.workspace)
             fork_files, fork_points, fork_calls = snapshot(new_dir), active_points(new_dir), list(spy.calls)
@@ -723,7 +734,7 @@ def forked(ctx: Context, fixture: Fixture) -> Forked:
             spec["turn"], spec["point"], point_file(fixture, spec["turn"], spec["point"]), copy.deepcopy(returned),
             original_before, original_after_fork, original_after_run,
             differences(world_before, world_after_fork), differences(world_after_fork, world_after_run),
-            fork_files, fork_points, fork_calls, problem_text, sent,
+            fork_files, fork_points, fork_calls, problem_text, sent, (called_at, returned_at),
         )
 
     return ctx.memo(f"fork:{fixture.name}", run)
@@ -773,6 +784,30 @@ def fork_timeline(run: Forked) -> dict:
     return info
 
 
+CLOCK_SLACK = 2.0  # seconds: utc_now() drops the fraction, and the grading machine is busy
+
+
+def creation_time_problem(created_at: Any, called_between: tuple[float, float]) -> str:
+    """What is wrong with a fork's created_at ("" when it is utc_now() taken during the call)."""
+    if created_at is None:
+        return ("timeline.json da nova linha não tem created_at: grave \"created_at\": utc_now(), o instante "
+                "da bifurcação em UTC. É por ele que se sabe quando cada linha nasceu, e em que ordem.")
+    moment = None
+    if isinstance(created_at, str):
+        try:
+            moment = datetime.fromisoformat(created_at)
+        except ValueError:
+            moment = None
+    if moment is None or moment.tzinfo is None:
+        return (f"created_at deveria ser um instante ISO 8601 com fuso (utc_now() dá "
+                f"\"2026-11-20T14:03:11+00:00\"), mas é {created_at!r}.")
+    start, end = called_between
+    if not start - CLOCK_SLACK <= moment.timestamp() <= end + CLOCK_SLACK:
+        return (f"created_at vale {created_at}, que não é o instante da bifurcação: a nova linha nasce quando "
+                "fork_from roda (utc_now()), não quando a linha original nasceu.")
+    return ""
+
+
 @EXERCISE.check(
     level=3,
     per_fixture=True,
@@ -780,7 +815,8 @@ def fork_timeline(run: Forked) -> dict:
     title="Identidade própria, origem registrada, dry-run ligado",
     criterion=(
         "timeline.json da nova linha tem um timeline_id novo, parent = {timeline_id da original, turn, "
-        "point do ponto copiado} e dry_run true; fork_from devolve esse mesmo conteúdo."
+        "point do ponto copiado}, dry_run true e created_at (utc_now(), o instante da bifurcação); "
+        "fork_from devolve esse mesmo conteúdo."
     ),
 )
 def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
@@ -812,6 +848,10 @@ def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
             "linha repete os efeitos de alto impacto da original.",
             expected=True, observed=info.get("dry_run"),
         )
+    created_at_problem = creation_time_problem(info.get("created_at"), run.called_between)
+    if created_at_problem:
+        raise CheckFailed(created_at_problem, expected="utc_now() no instante da bifurcação",
+                          observed=info.get("created_at", "<ausente>"))
     if run.returned != info:
         raise CheckFailed("fork_from deveria devolver o conteúdo de timeline.json da nova linha.",
                           expected=info, observed=show(run.returned, 200))
@@ -825,7 +865,7 @@ def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
     criterion=(
         "A sequência da nova linha começa com um único ponto, a cópia do ponto escolhido, com as "
         "chamadas abertas dele ainda pendentes; checkpoint.json é essa cena; o livro-razão da nova "
-        "linha está em branco; e a bifurcação não executa nenhuma ferramenta."
+        "linha (effects.json) é gravado, em branco; e a bifurcação não executa nenhuma ferramenta."
     ),
 )
 def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
@@ -864,7 +904,19 @@ def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
         raise CheckFailed("checkpoint.json da nova linha deveria ser a cena do ponto copiado: é dali que ela continua.",
                           expected=expected_name, observed="ausente" if raw is None else "outra cena")
     ledger_raw = run.fork_files.get("effects.json")
-    ledger = json.loads(ledger_raw) if ledger_raw is not None else {}
+    if ledger_raw is None:
+        raise CheckFailed(
+            "new_run_dir não tem effects.json: o livro-razão em branco também é gravado "
+            "(write_json_atomic(new_run_dir / EFFECTS_FILE, {})). Uma pasta com checkpoint e sem livro-razão "
+            "parece, para a retomada do harness, uma execução de antes do livro-razão (lições 2 e 3), e as "
+            "chamadas abertas seriam fechadas sem ele.",
+            expected="effects.json com {}", observed=sorted(files_of(run.fork_files)),
+        )
+    try:
+        ledger = json.loads(ledger_raw)
+    except ValueError:
+        raise CheckFailed("effects.json da nova linha não é JSON válido.", expected={},
+                          observed=ledger_raw[:80]) from None
     if ledger_raw is not None and ledger_raw == run.original_before.get("effects.json") and ledger:
         raise CheckFailed(
             "O livro-razão da original foi copiado para a nova linha. Os recibos de lá são fatos da "
