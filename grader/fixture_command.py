@@ -8,6 +8,7 @@ from pathlib import Path
 from grader import registry
 from grader.errors import GraderError
 from grader.plural import quantity
+from grader.results import CheckResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pasta das soluções de referência (padrão: solutions/ na pasta do curso)")
     parser.add_argument("--shape-only", action="store_true",
                         help="só valida a forma, sem rodar a solução de referência")
+
+
+def disagreement(check: CheckResult) -> str:
+    """What the fixture expects against what the reference solution did, in the instructor's
+    terms: the check's message is written for a student whose answer is wrong, which here
+    is the fixture's answer key, not the solution."""
+    if check.expected and check.observed:
+        return f"a fixture espera {check.expected}; a solução de referência deu {check.observed}"
+    return (f"a solução de referência não passa em \"{check.title}\" com esta fixture (o texto que um aluno "
+            f"leria: {check.message})")
 
 
 def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape_only: bool = False) -> tuple[int, list[str]]:
@@ -54,8 +65,11 @@ def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape
         total = sum(1 for c in report.checks if c.fixture == fixture.name)
         if failed:
             problems += 1
-            lines.append(f"  QUEBRADA  {fixture.name}: a solução de referência falha em {len(failed)} de {quantity(total, 'verificação', 'verificações')}")
-            lines += [f"      {c.id}: {c.message}" for c in failed]
+            lines.append(f"  QUEBRADA  {fixture.name}: a fixture e a solução de referência discordam em "
+                         f"{len(failed)} de {quantity(total, 'verificação', 'verificações')}")
+            lines += [f"      {c.id}: {disagreement(c)}" for c in failed]
+            lines.append(f"      Uma fixture vale quando a solução de referência passa nela: confira o `expect` de "
+                         f"{Path(fixture.source).name or fixture.name} (ou a solução, se ela é que está errada).")
         else:
             lines.append(f"  ok        {fixture.name}: a solução passa em {quantity(total, 'verificação', 'verificações')}")
     general = [c for c in report.checks if c.fixture is None and not c.passed]

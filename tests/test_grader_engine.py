@@ -282,6 +282,24 @@ def test_grade_fixtures_reports_malformed_broken_and_new_fixtures(tmp_path, caps
         assert f"ok        {name}:" in out
 
 
+def test_a_broken_fixture_is_explained_as_its_disagreement_with_the_reference_solution(tmp_path, capsys):
+    """create_ticket is high impact: an answer key saying `rerun` is the fixture's mistake, and
+    the report must say so in those terms, not with the text a student would get."""
+    fixture = json.loads((SOLUTION.parent.parent / "grader/fixtures/exercise-3/chamado-pendente.json")
+                         .read_text(encoding="utf-8"))
+    fixture["expect"]["resume_action"] = {"toolu_01T": "rerun"}
+    (tmp_path / "ticket-rerun.json").write_text(json.dumps(fixture), encoding="utf-8")
+    code = cli.main(["fixtures", "exercise-3", "--fixtures", str(tmp_path), "--solutions", str(SOLUTION.parent)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "QUEBRADA  ticket-rerun: a fixture e a solução de referência discordam em 2 de 8 verificações" in out, out
+    assert ('n1.resume_action_decides[ticket-rerun]: a fixture espera {"toolu_01T": "rerun"}; '
+            'a solução de referência deu {"toolu_01T": "is_error"}') in out
+    assert "a fixture espera create_ticket executada 1 vez; a solução de referência deu 0 vezes" in out
+    assert "somente leitura" not in out and "executar de novo" not in out and "READ_ONLY_TOOLS" not in out
+    assert "confira o `expect` de ticket-rerun.json" in out, out
+
+
 def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeypatch, tmp_path):
     from grader.notebook_api import check
 

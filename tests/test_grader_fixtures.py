@@ -127,3 +127,16 @@ def test_grade_fixtures_shape_only_reports_file_and_field(tmp_path, capsys):
     assert "PROBLEMA  sem-turns" in out and "sem-turns.json: campo `checkpoint.turns`: obrigatório" in out
     assert "forma ok  cpA" in out
     assert cli.main(["fixtures", "exercise-3", "--shape-only"]) == 0
+
+
+def test_a_broken_fixture_check_without_expected_values_is_named_and_the_students_text_labelled():
+    from grader.fixture_command import disagreement
+    from grader.results import CheckResult
+
+    with_values = CheckResult(id="n1.a[f]", level=1, fixture="f", title="Decide", criterion="", status="fail",
+                              expected="rerun", observed="is_error", message="texto para o aluno")
+    assert disagreement(with_values) == "a fixture espera rerun; a solução de referência deu is_error"
+    bare = CheckResult(id="n2.b[f]", level=2, fixture="f", title="Fecha a chamada", criterion="", status="fail",
+                       message="texto para o aluno")
+    text = disagreement(bare)
+    assert '"Fecha a chamada"' in text and "o texto que um aluno leria: texto para o aluno" in text
