@@ -9,7 +9,10 @@ While a submission is graded, the kernel for the next one is already starting: a
 ``PrelaunchedKernel`` launches the kernel process (cheap) in the next grading's own
 folder, and the kernel imports IPython on its own, in parallel with the grading; the
 engine connects to it when that grading begins (``grade(..., prelaunched=...)``).
-Each submission still gets a fresh kernel that nothing ran in before.
+Each submission still gets a fresh kernel that nothing ran in before. Outside the
+sandbox, the worker's kernels are forked from a template process that imported
+ipykernel and anthropic once (grader/forked_kernels.py); where it cannot, they start
+as before.
 """
 from __future__ import annotations
 
