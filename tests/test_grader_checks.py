@@ -21,12 +21,14 @@ from tests.grader_support import (
     write_new_fixtures,
 )
 
-ALL_FIXTURES = ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras", "grep-pendente",
-                "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos", "primeiro-turno"]
+ALL_FIXTURES = ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras", "ferramenta-sem-classificacao",
+                "grep-pendente", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos",
+                "leitura-que-falha", "primeiro-turno"]
 PENDING = [name for name in ALL_FIXTURES if name != "cpA"]
-HIGH_IMPACT = ["chamado-pendente", "cpC", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos"]
+HIGH_IMPACT = ["chamado-pendente", "cpC", "ferramenta-sem-classificacao", "incident-duplicate-email",
+               "incidente-duas-chamadas", "leitura-e-email-juntos"]  # every call outside READ_ONLY_TOOLS gets is_error
 EMAIL_PENDING = ["cpC", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos"]
-READ_ONLY = ["cpB", "duas-leituras", "grep-pendente", "leitura-e-email-juntos", "primeiro-turno"]
+READ_ONLY = ["cpB", "duas-leituras", "grep-pendente", "leitura-e-email-juntos", "leitura-que-falha", "primeiro-turno"]
 SEVERAL_PENDING = ["duas-leituras", "incidente-duas-chamadas", "leitura-e-email-juntos"]
 
 
@@ -50,7 +52,7 @@ def test_solution_passes_every_check(solution_results):
     assert failing(solution_results) == {}
     # resume_action and every reconcile check per fixture; clears_pending only where something is pending;
     # the read-only and high-impact checks where the fixture has such calls; plus ROOT_CAUSE.
-    assert len(solution_results) == 10 + 1 + 4 * 10 + 9 + 5 + 5
+    assert len(solution_results) == 12 + 1 + 4 * 12 + 11 + 6 + 6
     levels = {r["level"] for r in solution_results.values()}
     assert levels == {1, 2}
 
@@ -88,7 +90,7 @@ RESUME_MUTATES = '''def resume_action(cp):
 @pytest.mark.parametrize(
     "source, failing_fixtures, words",
     [
-        (RESUME_ALL_RERUN, HIGH_IMPACT, "é de alto impacto"),
+        (RESUME_ALL_RERUN, HIGH_IMPACT, 'A ação é "is_error"'),
         (RESUME_ALL_ERROR, READ_ONLY, "é somente leitura"),
         (RESUME_NONE_WHEN_EMPTY, ["cpA"], "devolveu None"),
         (RESUME_EXECUTES, READ_ONLY, "resume_action executou"),
@@ -395,7 +397,8 @@ def test_reconcile_that_reruns_only_read_file_fails_on_a_pending_grep(tmp_path, 
 def test_resume_action_that_names_send_email_fails_level_1(tmp_path, monkeypatch):
     source = RESUME_ALL_RERUN.replace('"rerun" for chamada', '("is_error" if chamada["name"] == "send_email" else "rerun") for chamada')
     failed = failing(grade_notebook(with_definition("resume_action", source), tmp_path, monkeypatch, level=1))
-    assert set(failed) == {"n1.resume_action_decides[chamado-pendente]", "n1.resume_action_decides[incidente-duas-chamadas]"}
+    assert set(failed) == {"n1.resume_action_decides[chamado-pendente]", "n1.resume_action_decides[incidente-duas-chamadas]",
+                           "n1.resume_action_decides[ferramenta-sem-classificacao]"}
     assert "`create_ticket` (toolu_01T) é de alto impacto" in failed["n1.resume_action_decides[chamado-pendente]"]
 
 

@@ -27,7 +27,6 @@ and a refused or cut answer neither runs nor enters the conversation.
 """
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +40,7 @@ from grader.checks.framework import (
     content_blocks,
     is_kind,
     nothing_observed,
+    plain_text,
     show,
 )
 from grader.plural import quantity
@@ -55,9 +55,7 @@ def normalized_label(value: Any) -> str | None:
     """"Memoria", " estado de execucao " and friends -> the canonical label; None if neither."""
     if not isinstance(value, str):
         return None
-    plain = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode().lower()
-    plain = " ".join(plain.split())
-    return {"memoria": MEMORY, "estado de execucao": RUN_STATE}.get(plain)
+    return {"memoria": MEMORY, "estado de execucao": RUN_STATE}.get(plain_text(value))
 
 
 # ----------------------------------------------------------------- fixture shape

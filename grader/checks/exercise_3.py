@@ -41,6 +41,7 @@ from grader.checks.framework import (
     StudentProblem,
     block_text,
     content_blocks,
+    plain_text,
     show,
 )
 from grader.plural import quantity
@@ -48,6 +49,15 @@ from grader.plural import quantity
 EXERCISE = Exercise("exercise-3")
 
 ACTIONS = ("rerun", "is_error")
+UNCLASSIFIED_RULE = (
+    "não está em READ_ONLY_TOOLS (nem em HIGH_IMPACT_TOOLS: ninguém a classificou). Fora do conjunto das "
+    "inofensivas, ela cai no caminho cauteloso e nunca roda de novo. A ação é \"is_error\": pergunte \"está em "
+    "READ_ONLY_TOOLS?\", não \"está em HIGH_IMPACT_TOOLS?\"."
+)
+# Words that tell the model the outcome is unknown (compared without accents, in lower case).
+UNCERTAINTY_WORDS = ("desconhecid", "incert", "nao sei", "nao se sabe", "nao sabemos", "sem saber",
+                     "como saber", "para saber", "possivel saber", "impossivel saber", "talvez", "pode ter",
+                     "unknown", "uncertain")
 
 # Level 2's multiple-choice answer. The options are written out in the exercise notebook.
 ROOT_CAUSE_OPTIONS = ("A", "B", "C", "D")
@@ -115,6 +125,12 @@ def call_by_id(fixture: Fixture, tool_use_id: str) -> dict:
     return next(call for call in pending_calls(fixture) if call["id"] == tool_use_id)
 
 
+def high_impact_tools() -> frozenset:
+    from harness.tools import HIGH_IMPACT_TOOLS
+
+    return HIGH_IMPACT_TOOLS
+
+
 def checks_world(fixture: Fixture) -> bool:
     expect = fixture.expect
     return bool(ids_expecting(fixture, "is_error")) or "outbox_after" in expect or "tickets_after" in expect
@@ -128,8 +144,8 @@ def checks_world(fixture: Fixture) -> bool:
     per_fixture=True,
     title="resume_action decide a ação de retomada",
     criterion=(
-        "Cada chamada pendente recebe \"rerun\" (ferramenta somente leitura) ou \"is_error\" "
-        "(ferramenta de alto impacto sem registro); {} quando nada está pendente. A função só "
+        "Cada chamada pendente recebe \"rerun\" (ferramenta em READ_ONLY_TOOLS) ou \"is_error\" "
+        "(qualquer outra: de alto impacto ou sem classificação); {} quando nada está pendente. A função só "
         "decide: não executa ferramentas nem altera o checkpoint."
     ),
 )
@@ -187,6 +203,8 @@ def diagnose_actions(fixture: Fixture, expected: dict, observed: dict) -> str:
                 f"`{names[key]}` ({key}) é somente leitura: executar de novo não muda nada no mundo, "
                 "então a ação é \"rerun\"."
             )
+        if names[key] not in high_impact_tools():
+            return f"`{names[key]}` ({key}) {UNCLASSIFIED_RULE}"
         return (
             f"`{names[key]}` ({key}) é de alto impacto e não há registro de que rodou: reexecutar "
             "pode repetir o efeito. A ação é \"is_error\"."
@@ -470,7 +488,8 @@ def keeps_counters(ctx: Context, fixture: Fixture) -> None:
     title="Ferramenta somente leitura é reexecutada uma vez, com o resultado real",
     criterion=(
         "Cada chamada pendente somente leitura roda de novo exatamente uma vez, com a mesma "
-        "entrada, e o tool_result leva o resultado real da ferramenta."
+        "entrada, e o tool_result leva o resultado real da ferramenta: o content e o is_error, "
+        "inclusive quando a leitura falha."
     ),
 )
 def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
@@ -510,7 +529,8 @@ def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
         if bool(block.get("is_error")) != bool(reference["is_error"]):
             raise CheckFailed(
                 f"O tool_result de {tool_use_id} marca is_error={block.get('is_error')!r}, mas "
-                f"`{call['name']}` rodou {'com erro' if reference['is_error'] else 'com sucesso'}.",
+                f"`{call['name']}` rodou {'com erro' if reference['is_error'] else 'com sucesso'}: o tool_result "
+                "leva o is_error que execute_tool devolveu (uma leitura que falha é um erro que o modelo precisa ver).",
                 expected=bool(reference["is_error"]), observed=block.get("is_error"),
             )
 
@@ -521,9 +541,9 @@ def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
     applies=checks_world,
     title="Ferramenta de alto impacto não roda de novo e recebe is_error",
     criterion=(
-        "Uma chamada de alto impacto pendente (send_email, create_ticket) nunca é reexecutada: "
-        "recebe um tool_result com is_error True dizendo que o estado de execução é desconhecido, "
-        "e a caixa de saída e os chamados terminam como o fixture espera."
+        "Uma chamada pendente fora de READ_ONLY_TOOLS (send_email, create_ticket, uma ferramenta sem "
+        "classificação) nunca é reexecutada: recebe um tool_result com is_error True cujo texto diz que "
+        "o desfecho é desconhecido, e a caixa de saída e os chamados terminam como o fixture espera."
     ),
 )
 def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
@@ -534,6 +554,11 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
         block = result_for(run, tool_use_id)
         flagged = bool(block and block.get("is_error") is True)
         effect = _effect_note(run)
+        if executed and call["name"] not in high_impact_tools():
+            raise CheckFailed(
+                f"reconcile reexecutou `{call['name']}` ({tool_use_id}), que {UNCLASSIFIED_RULE}" + effect,
+                expected=f"{call['name']} executada 0 vezes", observed=f"{quantity(len(executed), 'vez', 'vezes')}",
+            )
         if executed and flagged:
             raise CheckFailed(
                 f"reconcile executou `{call['name']}` e também marcou is_error: o is_error não desfaz "
@@ -563,13 +588,6 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
                 "avisando o modelo de que o estado de execução é desconhecido.",
                 expected=True, observed=block.get("is_error", "<ausente>"),
             )
-        text = block_text(block.get("content"))
-        if not text or not text.strip():
-            raise CheckFailed(
-                f"O tool_result de {tool_use_id} tem is_error, mas nenhum texto: explique ao modelo "
-                "que não se sabe se a ação aconteceu, para ele reavaliar.",
-                expected="um texto explicando o estado desconhecido", observed=block.get("content"),
-            )
     grew = world_changes(run)
     if grew:
         raise CheckFailed(
@@ -577,6 +595,24 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
             "acontecer durante a reconciliação.",
             expected="nenhum efeito novo", observed="; ".join(grew),
         )
+    for tool_use_id in ids_expecting(fixture, "is_error"):  # the wording last: a repeated effect matters more
+        call = call_by_id(fixture, tool_use_id)
+        block = result_for(run, tool_use_id)
+        text = block_text(block.get("content"))
+        if not text or not text.strip():
+            raise CheckFailed(
+                f"O tool_result de {tool_use_id} tem is_error, mas nenhum texto: explique ao modelo "
+                "que não se sabe se a ação aconteceu, para ele reavaliar.",
+                expected="um texto explicando o estado desconhecido", observed=block.get("content"),
+            )
+        if not says_outcome_unknown(text):
+            raise CheckFailed(
+                f"O texto do tool_result de {tool_use_id} ({call['name']}) não diz que o desfecho é desconhecido: "
+                f"{show(text, 80)} deixa o modelo achar que a ação simplesmente falhou, e ele a repetiria. "
+                "Diga que não se sabe se ela agiu (por exemplo, \"desfecho desconhecido: pode ter agido ou não\") "
+                "e que ele confira antes de repetir.",
+                expected="um texto que diga que o desfecho é desconhecido", observed=text,
+            )
     expect = fixture.expect
     if "outbox_after" in expect and run.emails_after != expect["outbox_after"]:
         raise CheckFailed(
@@ -590,6 +626,10 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
             f"exatamente {expect['tickets_after']}.",
             expected=expect["tickets_after"], observed=run.tickets_after,
         )
+
+
+def says_outcome_unknown(text: str) -> bool:
+    return any(word in plain_text(text) for word in UNCERTAINTY_WORDS)
 
 
 def world_changes(run: ReconcileRun) -> list[str]:

@@ -16,6 +16,7 @@ import copy
 import io
 import json
 import os
+import unicodedata
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -518,6 +519,13 @@ def content_blocks(message: dict, block_type: str) -> list[dict]:
     if not isinstance(content, list):
         return []
     return [block for block in content if isinstance(block, dict) and block.get("type") == block_type]
+
+
+def plain_text(text: str) -> str:
+    """``text`` in lower case, without accents and with single spaces, to compare words a
+    student may type with or without accents ("Memória", "memoria ")."""
+    ascii_only = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " ".join(ascii_only.lower().split())
 
 
 def block_text(content: Any) -> str | None:
