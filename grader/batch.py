@@ -6,8 +6,8 @@ under time and memory limits. `-j` runs that many warm worker processes
 (grader/warm.py), each grading one submission after another while the next
 one's kernel is already starting. Whatever happens to one submission (timeout,
 dead kernel, invalid file, a worker that dies or hangs: it is replaced) ends up
-as a row saying so; the batch always goes on. Progress is drawn on stderr as
-plain text.
+as a row saying so; the batch always goes on. Progress is drawn on stderr: a
+live bar on a terminal, a line per submission otherwise.
 
 This isolates submissions from each other and from the batch; with ``--sandbox``
 each kernel also runs under bubblewrap (grader/sandbox.py): no network, no other
@@ -417,7 +417,11 @@ def grade_submission(submission: Submission, options: BatchOptions, levels: list
 
 
 class ProgressBar:
-    """A plain-text progress bar: redrawn in place on a terminal, one line per item otherwise."""
+    """The batch's progress on stderr: a live bar drawn by rich on a terminal (colours off
+    under NO_COLOR), one plain line per finished submission otherwise (logs, CI, pipes).
+
+    rich is imported only for a terminal, so a batch piped into a file never loads it.
+    """
 
     def __init__(self, total: int, stream: TextIO | None = None, width: int = 24):
         self.total = total
@@ -425,24 +429,48 @@ class ProgressBar:
         self.width = width
         self.done = 0
         self.started = time.monotonic()
-        self.interactive = hasattr(stream, "isatty") and stream.isatty()
+        self.interactive = hasattr(self.stream, "isatty") and self.stream.isatty()
+        # (rich Progress, task id) on a terminal: drawn from the start, so the clock runs
+        # while the first submission is still being graded.
+        self._live = self._start_live() if self.interactive else None
 
     def _elapsed(self) -> str:
         seconds = int(time.monotonic() - self.started)
         return f"{seconds // 60}:{seconds % 60:02d}"
 
+    def _start_live(self):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(file=self.stream)  # honours NO_COLOR and TERM=dumb by itself
+        progress = Progress(
+            BarColumn(bar_width=self.width), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}"), console=console, redirect_stdout=False, redirect_stderr=False,
+        )
+        task = progress.add_task("", total=self.total)
+        progress.start()
+        return progress, task
+
     def advance(self, row: Row) -> None:
         self.done += 1
+        latest = f"{row.submission}: {row.status}"
+        if self.interactive:
+            if self._live is not None:
+                progress, task = self._live
+                progress.update(task, completed=self.done, description=latest)
+                if self.done >= self.total:
+                    self.close()
+            return
         filled = self.width * self.done // max(self.total, 1)
         bar = "#" * filled + "." * (self.width - filled)
-        text = f"[{bar}] {self.done}/{self.total} {self._elapsed()}  {row.submission}: {row.status}"
-        if self.interactive:
-            self.stream.write("\r\x1b[2K" + text)
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(text + "\n")
+        self.stream.write(f"[{bar}] {self.done}/{self.total} {self._elapsed()}  {latest}\n")
         self.stream.flush()
+
+    def close(self) -> None:
+        """Leave the bar as it last was and give the terminal its cursor back (also on Ctrl-C)."""
+        if self._live is not None:
+            self._live[0].stop()
+            self._live = None
 
 
 # ------------------------------------------------------------------ batch
@@ -681,10 +709,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
     except BatchInterrupted as interrupted:
+        bar.close()  # before printing on the same stderr
         write_gradebook(args.csv, interrupted.rows, levels, max_points)
         write_feedback(args.feedback, interrupted.rows)
         print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
         return 130
+    finally:
+        bar.close()
     write_gradebook(args.csv, rows, levels, max_points)
     print(summary(rows))
     print(f"Gradebook: {args.csv}")

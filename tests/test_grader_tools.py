@@ -5,7 +5,12 @@ import argparse
 import csv
 import io
 import json
+import os
+import re
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -301,6 +306,7 @@ def test_file_signature_tracks_mtime_and_size(tmp_path):
     assert first[1] == 2
 
 
+
 # --------------------------------------------------------------------- batch
 
 
@@ -405,6 +411,39 @@ def test_progress_bar_plain_lines_when_not_a_terminal():
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("[##..] 1/2") and lines[0].endswith("ana: aprovado")
     assert lines[1].startswith("[####] 2/2") and lines[1].endswith("bruno: tempo_esgotado")
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("no_color", [False, True])
+def test_progress_bar_on_a_terminal_is_live_and_colourless_under_no_color(no_color, monkeypatch):
+    monkeypatch.delenv("TERM", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    stream = FakeTerminal()
+    bar = batch.ProgressBar(2, stream=stream, width=4)
+    bar.advance(batch.Row("ana", "ana.ipynb", batch.PASSED))
+    bar.advance(batch.Row("bruno", "bruno.ipynb", batch.TIMED_OUT))
+    bar.close()
+    drawn = stream.getvalue()
+    assert "2/2" in drawn and "bruno: tempo_esgotado" in drawn
+    assert "\x1b[?25l" in drawn and "\x1b[?25h" in drawn  # cursor hidden while drawing, given back at the end
+    colours = re.findall(r"\x1b\[[0-9;]*m", drawn)
+    assert (colours == []) == no_color, colours
+    assert "[####]" not in drawn  # the plain-text lines are for pipes and logs only
+
+
+def test_a_batch_piped_into_a_file_never_imports_rich():
+    code = ("import io, sys; from grader import batch; bar = batch.ProgressBar(1, stream=io.StringIO()); "
+            "bar.advance(batch.Row('ana', 'ana.ipynb', batch.PASSED)); bar.close(); print('rich' in sys.modules)")
+    finished = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert finished.stdout.strip() == "False"
 
 
 FAKE_WORKER = r"""
