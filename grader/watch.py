@@ -1,25 +1,32 @@
 """`grade watch exercise-N`: grade again every time the notebook is saved.
 
-Change detection polls the file's modification time and size. Polling works
-everywhere, including shared folders, containers and network mounts where
-file-system events are not delivered. After a change is seen, the watcher waits
-until the file stops changing, so a save still being written is not graded
-half-way. Ctrl-C ends it cleanly.
+A save is noticed through the operating system's file events (watchfiles: inotify,
+FSEvents, ReadDirectoryChangesW), and between events the file's modification time
+and size are still read every ``interval`` seconds, so a save whose event never
+arrives (some network mounts, shared folders of containers and VMs) is graded
+anyway, just later. ``--polling`` or GRADE_WATCH_POLLING=1 skips the events and
+only polls; a watcher that cannot start (no inotify slots left) falls back to
+polling by itself. After a change is seen, the watcher waits until the file stops
+changing, so a save still being written is not graded half-way. Ctrl-C ends it
+cleanly.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from grader import console
 
 DEFAULT_INTERVAL = 1.0
 # How many extra polls to wait for a file that keeps changing before grading anyway.
 MAX_SETTLE_POLLS = 10
+# Set to 1 (or pass --polling) where file events are unreliable: only the file is polled.
+POLLING_ENV = "GRADE_WATCH_POLLING"
 
 Signature = tuple[int, int] | None
 
@@ -33,6 +40,33 @@ def file_signature(path: Path) -> Signature:
     return stat.st_mtime_ns, stat.st_size
 
 
+def polling_forced(flag: bool = False) -> bool:
+    """True when --polling was given or GRADE_WATCH_POLLING asks for it."""
+    return flag or os.environ.get(POLLING_ENV, "").strip().lower() not in ("", "0", "no", "nao", "não", "false")
+
+
+def _poll_ticks(interval: float, sleep: Callable[[float], None]) -> Iterator[None]:
+    while True:
+        sleep(interval)
+        yield
+
+
+def _event_ticks(path: Path, interval: float) -> Iterator[None]:
+    """A tick for each batch of file events on ``path`` (its folder is watched, since editors
+    save by writing a new file and renaming it over the old one) and one every ``interval``
+    seconds without events, when the caller reads the file's signature anyway."""
+    from watchfiles import watch as file_events
+
+    yield from file_events(
+        path.parent,
+        watch_filter=lambda _change, changed: Path(changed).name == path.name,
+        recursive=False,
+        rust_timeout=max(1, int(interval * 1000)),
+        yield_on_timeout=True,
+        raise_interrupt=True,
+    )
+
+
 def watch(
     path: Path,
     grade_once: Callable[[], Any],
@@ -42,40 +76,55 @@ def watch(
     should_stop: Callable[[], bool] = lambda: False,
     sleep: Callable[[float], None] = time.sleep,
     out: TextIO = sys.stdout,
+    use_events: bool = False,
 ) -> int:
     """Grade now, then once more after each change of `path`. Returns how many grades ran.
 
-    `max_polls` and `should_stop` end the loop (tests and embedding); by default it
-    runs until Ctrl-C, which propagates as KeyboardInterrupt to the caller.
+    With ``use_events`` a file event wakes the watcher at once; without, it polls every
+    ``interval`` seconds. `max_polls` and `should_stop` end the loop (tests and embedding);
+    by default it runs until Ctrl-C, which propagates as KeyboardInterrupt to the caller.
     """
     path = Path(path)
     settle = min(interval, 0.25)
     last = file_signature(path)
     grade_once()
     grades = 1
-    print(f"\nObservando {path.name} (a cada {interval:g} s). Salve o notebook para corrigir de novo; Ctrl-C encerra.", file=out, flush=True)
+    ticks = _event_ticks(path, interval) if use_events else _poll_ticks(interval, sleep)
+    how = f"pelos eventos do sistema de arquivos, conferindo a cada {interval:g} s" if use_events else f"a cada {interval:g} s"
+    print(f"\nObservando {path.name} ({how}). Salve o notebook para corrigir de novo; Ctrl-C encerra.", file=out, flush=True)
     polls = 0
-    while not should_stop() and (max_polls is None or polls < max_polls):
-        sleep(interval)
-        polls += 1
-        current = file_signature(path)
-        if current == last:
-            continue
-        # Wait for the editor to finish writing: two equal readings in a row.
-        for _ in range(MAX_SETTLE_POLLS):
-            sleep(settle)
-            again = file_signature(path)
-            if again == current:
-                break
-            current = again
-        last = current
-        if current is None:
-            print(f"{path.name} sumiu; esperando o arquivo voltar...", file=out, flush=True)
-            continue
-        stamp = datetime.now().strftime("%H:%M:%S")
-        print(f"\n── {stamp} · {path.name} mudou; corrigindo de novo ──\n", file=out, flush=True)
-        grade_once()
-        grades += 1
+    try:
+        while not should_stop() and (max_polls is None or polls < max_polls):
+            try:
+                next(ticks)
+            except (ImportError, OSError, RuntimeError) as error:
+                if not use_events:
+                    raise
+                # The watcher could not start (no inotify slots, a folder it cannot watch): poll.
+                print(f"Eventos de arquivo indisponíveis aqui ({error}); conferindo o arquivo a cada {interval:g} s.", file=out, flush=True)
+                ticks, use_events = _poll_ticks(interval, sleep), False
+                continue
+            polls += 1
+            current = file_signature(path)
+            if current == last:
+                continue
+            # Wait for the editor to finish writing: two equal readings in a row.
+            for _ in range(MAX_SETTLE_POLLS):
+                sleep(settle)
+                again = file_signature(path)
+                if again == current:
+                    break
+                current = again
+            last = current
+            if current is None:
+                print(f"{path.name} sumiu; esperando o arquivo voltar...", file=out, flush=True)
+                continue
+            stamp = datetime.now().strftime("%H:%M:%S")
+            print(f"\n── {stamp} · {path.name} mudou; corrigindo de novo ──\n", file=out, flush=True)
+            grade_once()
+            grades += 1
+    finally:
+        ticks.close()  # stops the file watcher, if one runs
     return grades
 
 
@@ -85,6 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", type=console.whole_number(1), default=None, metavar="K", help="corrige só este nível")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA", help="pasta extra de fixtures (pode repetir)")
     parser.add_argument("--interval", type=console.seconds(0.0, 3600.0), default=DEFAULT_INTERVAL, metavar="S", help=f"segundos entre verificações do arquivo (padrão: {DEFAULT_INTERVAL:g})")
+    parser.add_argument("--polling", action="store_true", help=f"não usa os eventos do sistema de arquivos, só confere o arquivo a cada --interval (para pastas de rede ou de contêiner onde salvar não avisa; o mesmo que {POLLING_ENV}=1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     try:
-        watch(notebook, grade_once, interval=args.interval)
+        watch(notebook, grade_once, interval=args.interval, use_events=not polling_forced(getattr(args, "polling", False)))
     except KeyboardInterrupt:
         print("\ngrade watch encerrado.")
     return 0

@@ -307,6 +307,82 @@ def test_file_signature_tracks_mtime_and_size(tmp_path):
 
 
 
+def test_watch_with_file_events_grades_a_save_long_before_the_next_poll(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    graded: list[str] = []
+    second = threading.Event()
+
+    def grade_once() -> None:
+        graded.append(notebook.read_text(encoding="utf-8"))
+        if len(graded) == 2:
+            second.set()
+
+    def save_like_an_editor() -> None:
+        # Jupyter writes a temporary file and renames it over the notebook.
+        temporary = tmp_path / ".~exercise-3.ipynb"
+        temporary.write_text('{"cells": []}', encoding="utf-8")
+        os.replace(temporary, notebook)
+
+    out = io.StringIO()
+    # An hour between polls: only a file event can bring the second grade.
+    watcher = threading.Thread(target=watch, args=(notebook, grade_once), daemon=True, kwargs=dict(
+        interval=3600.0, should_stop=second.is_set, out=out, use_events=True))
+    watcher.start()
+    deadline = time.monotonic() + 30
+    while "Observando" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the watcher's first wait has begun
+    save_like_an_editor()
+    assert second.wait(timeout=30), out.getvalue()
+    assert graded == ["{}", '{"cells": []}']
+    assert "pelos eventos do sistema de arquivos" in out.getvalue()
+    watcher.join(timeout=10)
+
+
+def test_watch_falls_back_to_polling_when_file_events_cannot_start(tmp_path, monkeypatch):
+    import watchfiles
+
+    def no_watcher(*args, **kwargs):
+        raise OSError("OS file watch limit reached")
+        yield  # a generator, like watchfiles.watch
+
+    monkeypatch.setattr(watchfiles, "watch", no_watcher)
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    graded: list[str] = []
+
+    def edit() -> None:
+        notebook.write_text('{"cells": []}', encoding="utf-8")
+
+    out = io.StringIO()
+    count = watch(notebook, lambda: graded.append(notebook.read_text()), interval=0.5, max_polls=5,
+                  sleep=FakeClock({2: edit}), out=out, use_events=True)
+    assert count == 2 and graded == ["{}", '{"cells": []}']
+    assert "Eventos de arquivo indisponíveis aqui (OS file watch limit reached)" in out.getvalue()
+
+
+@pytest.mark.parametrize("argv, environment, events", [
+    ([], None, True),
+    (["--polling"], None, False),
+    ([], "1", False),
+    ([], "0", True),
+])
+def test_watch_command_uses_file_events_unless_polling_is_forced(argv, environment, events, monkeypatch, tmp_path):
+    from grader import console, watch as watch_module
+
+    if environment is None:
+        monkeypatch.delenv(watch_module.POLLING_ENV, raising=False)
+    else:
+        monkeypatch.setenv(watch_module.POLLING_ENV, environment)
+    seen = {}
+    monkeypatch.setattr(watch_module, "watch", lambda path, grade_once, **options: seen.update(options))
+    parser = console.ArgumentParser(prog="grade watch")
+    watch_module.add_arguments(parser)
+    args = parser.parse_args(["exercise-3", "--notebook", str(tmp_path / "x.ipynb"), *argv])
+    assert watch_module.run(args) == 0
+    assert seen["use_events"] is events
+
 # --------------------------------------------------------------------- batch
 
 
