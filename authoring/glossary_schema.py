@@ -1,8 +1,10 @@
 """Load and validate glossary.yaml.
 
-Every problem found is collected and reported at once, in Portuguese, naming the
-entry (its position and term) and the field, so an author fixes the file in one
-pass. Nothing is written here.
+An entry's shape is a JSON Schema (ENTRY_SCHEMA, checked by jsonschema) that carries the
+Portuguese words for each field; what a schema cannot say (terms and aliases unique once
+case and accents are ignored, reference_term used once) is checked here. Every problem
+found is collected and reported at once, naming the entry (its position and term) and
+the field, so an author fixes the file in one pass. Nothing is written here.
 """
 from __future__ import annotations
 
@@ -131,80 +133,111 @@ def _text(value: object) -> str | None:
     return None
 
 
+# The shape of one entry, as JSON Schema (checked by jsonschema). "x-mensagens" gives, per
+# schema keyword that can fail, the Portuguese words an author reads after 'campo "X"':
+# "blank" for an empty text, "*" for any other failure; {value} is the value found.
+# Missing and unknown fields have messages of their own (schema_messages).
+URL_PATTERN = r"^https?://[^\s/]+\.[^\s]+$"
+_TEXT = {"type": "string", "pattern": r"\S"}
+ENTRY_SCHEMA = {
+    "type": "object",
+    "required": list(REQUIRED_KEYS),
+    "additionalProperties": False,
+    "properties": {
+        "term": {**_TEXT, "x-mensagens": {
+            "*": 'deve ser um texto não vazio (números vão entre aspas, ex.: "137").'}},
+        "aliases": {"type": "array", "items": {**_TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
+                    "x-mensagens": {"*": "deve ser uma lista de textos."}},
+        "definition": {**_TEXT, "x-mensagens": {"*": "deve ser um texto.", "blank": "está vazio."}},
+        "source": {
+            "type": "object",
+            "required": list(SOURCE_KEYS),
+            "additionalProperties": False,
+            "properties": {
+                "title": {**_TEXT, "x-mensagens": {"*": "falta ou está vazio."}},
+                "url": {"type": "string", "pattern": URL_PATTERN, "x-mensagens": {
+                    "*": "falta ou está vazio.", "pattern": "não é um endereço http(s) válido: {value}"}},
+            },
+            "x-mensagens": {"*": 'deve ter "title" e "url".'},
+        },
+        "lesson": {"type": "integer", "minimum": min(LESSON_NUMBERS), "maximum": max(LESSON_NUMBERS),
+                   "x-mensagens": {"*": "deve ser um número de 1 a 7 (7 é o apêndice), não {value!r}."}},
+        "reference_term": {**_TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
+    },
+}
+# The order an author reads the problems of one entry in.
+_FIELD_ORDER = {key: rank for rank, key in enumerate(("term", "definition", "aliases", "source", "lesson", "reference_term"))}
+_validator = None
+
+
+def _entry_validator():
+    global _validator
+    if _validator is None:
+        from jsonschema import Draft202012Validator  # only `course` needs it; `grade` never loads it
+
+        Draft202012Validator.check_schema(ENTRY_SCHEMA)
+        _validator = Draft202012Validator(ENTRY_SCHEMA)
+    return _validator
+
+
+def _field_schema(path: list) -> dict:
+    """The schema of the field at ``path`` (a list position takes the array's ``items``)."""
+    schema = ENTRY_SCHEMA
+    for step in path:
+        schema = schema["items"] if isinstance(step, int) else schema["properties"][step]
+    return schema
+
+
+def _field_name(path: list) -> str:
+    named = ".".join(step for step in path if isinstance(step, str))
+    items = [step for step in path if isinstance(step, int)]
+    return f'"{named}", item {items[0] + 1},' if items else f'"{named}"'
+
+
+def schema_messages(entry: dict) -> list[str]:
+    """One Portuguese message per field of ``entry`` that breaks ENTRY_SCHEMA: unknown fields,
+    then missing ones, then each field's first failure, in _FIELD_ORDER."""
+    found: dict[tuple, str] = {}
+    for error in _entry_validator().iter_errors(entry):
+        path = list(error.absolute_path)
+        if error.validator == "additionalProperties":
+            known = list(error.schema["properties"])
+            where = "".join(f"{step}." for step in path)
+            rank = (0,) if not path else (2, _FIELD_ORDER[path[0]], "")
+            for key in (str(key) for key in error.instance if key not in known):
+                found[(*rank, key)] = f'campo desconhecido "{where}{key}" (aceitos: {", ".join(known)}).'
+            continue
+        missing = [key for key in error.validator_value if key not in error.instance] if error.validator == "required" else []
+        if missing and not path:
+            for key in missing:
+                found[(1, _FIELD_ORDER[key])] = f'falta o campo obrigatório "{key}".'
+            continue
+        # A missing sub-field reads like an empty one.
+        for field_path in [path + [key] for key in missing] or [path]:
+            messages = _field_schema(field_path)["x-mensagens"]
+            blank = isinstance(error.instance, str) and not error.instance.strip()
+            keyword = "blank" if blank or missing else error.validator
+            text = messages.get(keyword, messages["*"]).format(value=error.instance)
+            rank = (2, _FIELD_ORDER[field_path[0]], *(f"{step:05d}" if isinstance(step, int) else step for step in field_path[1:]))
+            found.setdefault(rank, f"campo {_field_name(field_path)} {text}")
+    return [found[key] for key in sorted(found)]
+
+
 def _parse_entry(entry: object, position: int, name: str) -> tuple[Term | None, list[str]]:
     where = _label(entry, position, name)
     if not isinstance(entry, dict):
         return None, [f"{where}: cada termo deve ser um bloco com os campos {', '.join(REQUIRED_KEYS)}."]
-    problems: list[str] = []
-    unknown = [str(key) for key in entry if key not in ENTRY_KEYS]
-    for key in unknown:
-        problems.append(f'{where}: campo desconhecido "{key}" (aceitos: {", ".join(ENTRY_KEYS)}).')
-    for key in REQUIRED_KEYS:
-        if key not in entry:
-            problems.append(f'{where}: falta o campo obrigatório "{key}".')
-
-    term = _text(entry.get("term"))
-    if "term" in entry and term is None:
-        problems.append(f'{where}: campo "term" deve ser um texto não vazio (números vão entre aspas, ex.: "137").')
-
-    definition = entry.get("definition")
-    clean_definition = None
-    if "definition" in entry:
-        if not isinstance(definition, str):
-            problems.append(f'{where}: campo "definition" deve ser um texto.')
-        elif not definition.strip():
-            problems.append(f'{where}: campo "definition" está vazio.')
-        else:
-            clean_definition = " ".join(definition.split())
-
-    aliases: list[str] = []
-    raw_aliases = entry.get("aliases", [])
-    if raw_aliases is None or not isinstance(raw_aliases, list):
-        problems.append(f'{where}: campo "aliases" deve ser uma lista de textos.')
-    else:
-        for index, alias in enumerate(raw_aliases, start=1):
-            clean = _text(alias)
-            if clean is None:
-                problems.append(f'{where}: campo "aliases", item {index}, deve ser um texto não vazio.')
-            else:
-                aliases.append(clean)
-
-    title = url = None
-    if "source" in entry:
-        source = entry["source"]
-        if not isinstance(source, dict):
-            problems.append(f'{where}: campo "source" deve ter "title" e "url".')
-        else:
-            for key in source:
-                if key not in SOURCE_KEYS:
-                    problems.append(f'{where}: campo desconhecido "source.{key}" (aceitos: title, url).')
-            title = _text(source.get("title"))
-            url = _text(source.get("url"))
-            if title is None:
-                problems.append(f'{where}: campo "source.title" falta ou está vazio.')
-            if url is None:
-                problems.append(f'{where}: campo "source.url" falta ou está vazio.')
-            elif not re.match(r"https?://[^\s/]+\.[^\s]+$", url):
-                problems.append(f'{where}: campo "source.url" não é um endereço http(s) válido: {url}')
-
-    lesson = entry.get("lesson")
-    if "lesson" in entry and (isinstance(lesson, bool) or lesson not in LESSON_NUMBERS):
-        problems.append(f'{where}: campo "lesson" deve ser um número de 1 a 7 (7 é o apêndice), não {lesson!r}.')
-
-    reference = entry.get("reference_term")
-    if "reference_term" in entry and _text(reference) is None:
-        problems.append(f'{where}: campo "reference_term" deve ser um texto não vazio.')
-
+    problems = [f"{where}: {message}" for message in schema_messages(entry)]
     if problems:
         return None, problems
     return Term(
-        term=term,
-        definition=clean_definition,
-        source_title=title,
-        source_url=url,
-        lesson=lesson,
-        aliases=tuple(aliases),
-        reference_term=_text(reference),
+        term=entry["term"].strip(),
+        definition=" ".join(entry["definition"].split()),
+        source_title=entry["source"]["title"].strip(),
+        source_url=entry["source"]["url"].strip(),
+        lesson=entry["lesson"],
+        aliases=tuple(alias.strip() for alias in entry.get("aliases", [])),
+        reference_term=_text(entry.get("reference_term")),
     ), []
 
 

@@ -205,6 +205,30 @@ def test_schema_reports_every_problem_at_once(tmp_path):
         'glossary.yaml, entrada 1 ("a")', 'glossary.yaml, entrada 2 ("b")', "glossary.yaml, entrada 3"]
 
 
+
+def test_the_entry_schema_is_json_schema_and_names_every_field_in_portuguese():
+    from jsonschema import Draft202012Validator
+
+    from authoring.glossary_schema import ENTRY_SCHEMA, ENTRY_KEYS, schema_messages
+
+    Draft202012Validator.check_schema(ENTRY_SCHEMA)
+    assert list(ENTRY_SCHEMA["properties"]) == list(ENTRY_KEYS)
+    for key, field in ENTRY_SCHEMA["properties"].items():
+        assert field["x-mensagens"]["*"], key
+    # Every field wrong at once: one message each, in the order an author reads them.
+    assert schema_messages({"term": 1, "definition": " ", "aliases": ["a", ""], "source": {"url": "x", "autor": 1},
+                            "lesson": 9, "reference_term": "", "extra": 1}) == [
+        'campo desconhecido "extra" (aceitos: term, aliases, definition, source, lesson, reference_term).',
+        'campo "term" deve ser um texto não vazio (números vão entre aspas, ex.: "137").',
+        'campo "definition" está vazio.',
+        'campo "aliases", item 2, deve ser um texto não vazio.',
+        'campo desconhecido "source.autor" (aceitos: title, url).',
+        'campo "source.title" falta ou está vazio.',
+        'campo "source.url" não é um endereço http(s) válido: x',
+        'campo "lesson" deve ser um número de 1 a 7 (7 é o apêndice), não 9.',
+        'campo "reference_term" deve ser um texto não vazio.',
+    ]
+
 # ------------------------------------------------------ the real glossary.yaml
 
 def test_real_glossary_covers_the_60_reference_terms_in_their_lessons():
