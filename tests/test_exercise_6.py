@@ -69,14 +69,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 30
+    assert len(statuses) == 34
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 30 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 34 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
@@ -91,7 +91,8 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
     symptoms = set()
 
     run_dir = harness.new_run_dir("envio")
-    assert harness.run(run_dir, crash_after="after-tool-run:1") == 137
+    if harness.run(run_dir, crash_after="after-tool-run:1") != 137:
+        symptoms.add("crash code")
     harness.resume(run_dir)
     if run_outcome(run_dir).emails > 1:
         symptoms.add("duplicate")
@@ -99,14 +100,26 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
     run_dir = harness.new_run_dir("recibo")
     harness.run(run_dir, crash_after="after-effect-write:1")
     harness.resume(run_dir)
-    if run_outcome(run_dir).emails == 0:
+    outcome = run_outcome(run_dir)
+    if outcome.emails == 0:
         symptoms.add("no email")
+    if outcome.disagreements:
+        symptoms.add("receipt disagreement")
 
     run_dir = harness.new_run_dir("antes-do-efeito")
     harness.run(run_dir, crash_after="after-save-A:2")
     harness.resume(run_dir)
-    if run_outcome(run_dir).emails == 0:
+    outcome = run_outcome(run_dir)
+    if outcome.emails == 0:
         symptoms.add("never sent")
+    if outcome.orphans:
+        symptoms.add("orphan request")
+
+    run_dir = harness.new_run_dir("resposta-perdida")
+    harness.run(run_dir, crash_after="after-model-response:2")
+    harness.resume(run_dir)
+    if (run_outcome(run_dir).turns, run_outcome(run_dir).tokens_used) != (3, 2016):
+        symptoms.add("counters after a lost response")
 
     run_dir = harness.new_run_dir("contadores")
     harness.run(run_dir, crash_after="after-save-B:2")
@@ -152,11 +165,38 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
         "tokens-reset-on-resume": {"counters"},
         "pending-answered-without-ledger": {"never sent"},
         "receipts-downgraded-on-resume": {"disagreement"},
+        "crash-exits-with-the-wrong-code": {"crash code"},
+        "settled-receipt-answered-as-unknown": {"receipt disagreement"},
+        "cached-response-not-counted": {"counters after a lost response"},
+        "model-asked-before-closing-pending": {"orphan request"},
     }
     if name == REFERENCE:
         assert symptoms == set()
     else:  # a defect may show more than its own symptom (rerunning also ignores the ledger)
         assert expected[name] <= symptoms, symptoms
+
+
+NUMBER_WORDS = {"dez": 10, "onze": 11, "doze": 12, "treze": 13, "catorze": 14, "quinze": 15, "dezesseis": 16,
+                "dezessete": 17, "dezoito": 18, "dezenove": 19, "vinte": 20}
+
+
+def test_the_exercise_text_lists_every_seeded_defect_the_code_has():
+    """The level-2 text names each defect (in defect_names() order), says how many there are,
+    and points at the one under which the run does not complete: all three follow the code."""
+    import re
+
+    from grader.checks.exercise_6 import defect_names
+
+    text = "\n".join(cell.source for cell in nbformat.read(str(SOLUTION), as_version=4).cells
+                     if cell.cell_type == "markdown")
+    listed = re.findall(r"^(\d+)\. `([a-z-]+)`:", text, flags=re.MULTILINE)
+    assert [name for _, name in listed] == defect_names()
+    assert [int(number) for number, _ in listed] == list(range(1, len(defect_names()) + 1))
+    counts = re.findall(r"(\w+) harnesses (?:com|que têm)", text)
+    assert counts and all(NUMBER_WORDS.get(word) == len(defect_names()) for word in counts), counts
+    [exception] = re.findall(r"todos, menos o (\d+)", text)
+    incomplete = [name for name, defect in defects().items() if not defect.completes]
+    assert [defect_names()[int(exception) - 1]] == incomplete
 
 
 def test_a_defect_never_leaks_out_of_its_call(tmp_path):
@@ -280,13 +320,13 @@ NO_RETURN = '''def verify_resume(harness):
 
 def test_a_verification_that_always_approves_scores_zero(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", ALWAYS_APPROVES), tmp_path, monkeypatch, 2)
-    assert len(results) == 11 and level_score(results) == 0
+    assert len(results) == 15 and level_score(results) == 0
     assert all("não consegue falhar" in message for message in failures(results).values())
 
 
 def test_a_verification_that_only_checks_completion_scores_zero(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", ONLY_COMPLETION), tmp_path, monkeypatch, 2)
-    assert len(results) == 11 and level_score(results) == 0
+    assert len(results) == 15 and level_score(results) == 0
     # It does reject the torn-checkpoint harness, yet earns nothing: it cannot see any defect
     # under which the run still completes.
     assert failures(results)["n2.rejects_the_defect[h7-checkpoint-no-lugar]"] == CANNOT_FAIL
@@ -311,7 +351,11 @@ def test_counting_emails_only_catches_some_defects_and_names_the_rest(tmp_path, 
                            "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]",
                            "n2.rejects_the_defect[h6-comeco-limpo-guarda-livro-razao]",
                            "n2.rejects_the_defect[h8-tokens-zerados]",
-                           "n2.rejects_the_defect[h10-recibos-rebaixados]"}
+                           "n2.rejects_the_defect[h10-recibos-rebaixados]",
+                           "n2.rejects_the_defect[h11-queda-com-codigo-errado]",
+                           "n2.rejects_the_defect[h12-recibo-respondido-como-desconhecido]",
+                           "n2.rejects_the_defect[h13-resposta-guardada-sem-tokens]",
+                           "n2.rejects_the_defect[h14-modelo-antes-das-pendentes]"}
     assert_fails(results, "n2.rejects_the_defect[h3-contadores-zerados]", "aprovou um harness com defeito",
                  "zera turns e tokens_used", "Compare turns e tokens_used")
     assert_fails(results, "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]", "cancele-a e retome")

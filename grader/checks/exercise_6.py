@@ -503,6 +503,13 @@ def read_lease_file(run_dir: Path) -> dict | None:
 def acquire(ctx: Context, run_dir: Path, owner: str, now: float, seconds: float = 30.0) -> dict:
     acquire_lease = ctx.student_function("acquire_lease")
     value, error = ctx.call_catching(acquire_lease, run_dir, owner, now, seconds)
+    if isinstance(error, FileNotFoundError) and not run_dir.is_dir():
+        raise CheckFailed(
+            f"acquire_lease levantou {describe_error(error)} numa execução cuja pasta ainda não existia: a "
+            "primeira posse é quem abre a pasta. Crie run_dir (mkdir(parents=True, exist_ok=True)) antes de "
+            "gravar lease.json.",
+            expected="a posse, com run_dir criada", observed=f"{describe_error(error)}",
+        )
     if error is not None:
         raise CheckFailed(
             f"acquire_lease(..., owner={owner!r}, now={now:g}) levantou {describe_error(error)}, mas a "
@@ -534,12 +541,13 @@ def lease_lost_error():
     title="A primeira posse recebe o token 1 e fica gravada",
     criterion=(
         "acquire_lease numa pasta sem lease.json devolve e grava {owner, token: 1, expires_at: now + seconds}, "
-        "com o seconds pedido (30 s e 7,5 s)."
+        "com o seconds pedido (30 s e 7,5 s); a pasta da execução que ainda não existe é criada."
     ),
 )
 def first_lease_gets_token_one(ctx: Context) -> None:
-    for now, seconds in ((1000.0, 30.0), (500.0, 7.5)):  # a lifetime fixed in the code fails one of them
-        run_dir = fresh_run_dir(ctx, "primeira-posse")
+    # a lifetime fixed in the code fails one of them; the second run folder does not exist yet
+    for now, seconds, folder in ((1000.0, 30.0, ""), (500.0, 7.5, "execucao-nova")):
+        run_dir = fresh_run_dir(ctx, "primeira-posse") / folder
         lease = acquire(ctx, run_dir, "worker-a", now, seconds)
         wanted = {"owner": "worker-a", "token": 1, "expires_at": now + seconds}
         got = {key: lease.get(key) for key in wanted}
