@@ -53,6 +53,12 @@ def _parse(raw: bytes, shown: str) -> tuple[nbformat.NotebookNode | None, str | 
             f"coluna {error.colno}: {error.msg}). Um .ipynb salvo pelo Jupyter é JSON; o arquivo "
             "foi editado à mão ou salvo em outro formato?"
         )
+    except RecursionError:  # thousands of [ or { inside one another: json gives up on the depth
+        return None, (
+            f"{shown} não é um notebook válido: o JSON tem listas ou objetos uns dentro dos outros em "
+            "profundidade demais para ser lido. Um .ipynb salvo pelo Jupyter nunca é assim; salve o "
+            "notebook de novo no Jupyter."
+        )
     if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
         return None, (
             f"{shown} é JSON, mas não é um notebook do Jupyter (faltam os campos 'cells' e "

@@ -379,3 +379,22 @@ def test_a_symlink_to_the_students_notebook_is_the_same_file_and_a_copy_is_not(c
     assert progress.is_students_notebook("exercise-1", link)  # grading it updates `grade list`
     assert not progress.is_students_notebook("exercise-1", copy)
     assert not progress.is_students_notebook("exercise-2", link)
+
+
+@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000,
+                                  '{"cells": [], "nbformat": 4, "metadata": ' + "{\"a\": " * 50000 + "1" + "}" * 50000 + "}"],
+                         ids=["nested-lists", "nested-metadata"])
+def test_hostile_deeply_nested_json_is_an_invalid_notebook_not_a_grader_error(text, tmp_path):
+    from grader import batch
+    from grader.engine import grade
+    from grader.notebook_file import read_notebook
+    from grader.results import INVALID_NOTEBOOK
+
+    path = tmp_path / "fundo.ipynb"
+    path.write_text(text, encoding="utf-8")
+    notebook, problem = read_notebook(path)
+    assert notebook is None and problem.kind == INVALID_NOTEBOOK
+    assert "profundidade demais" in problem.message and "RecursionError" not in problem.message
+    report = grade("exercise-1", path)
+    assert report.notebook_error_kind == INVALID_NOTEBOOK and report.score == 0
+    assert batch.status_for_error_kind(report.notebook_error_kind) == batch.INVALID_NOTEBOOK
