@@ -53,16 +53,23 @@ HELD_MEMORY_SHARE = 0.5  # a notebook holding more than this share of the limit 
 # the grader's modules and imports fresh copies from disk first, with a fresh json of
 # their own; the json everyone else already holds goes back into sys.modules afterwards,
 # so the harness and the student's code keep one json between them (two would make
-# json.JSONDecodeError two different classes). This stops patches of those modules only:
-# code in the kernel can still reach deeper (builtins, gc); see docs/instrutores.md.
+# json.JSONDecodeError two different classes). The harness modules are out of sys.modules
+# too while grader.checks.reference imports the pieces the checks judge by (the offline
+# endpoint, the stop-reason rule, the tool sets), so those are private copies no cell
+# patched; then the student's harness goes back for their code and the tool spies. This
+# stops patches of those modules only: code in the kernel can still reach deeper
+# (builtins, gc); see docs/instrutores.md.
 _GRADING_CELL = """
 import sys
-theirs = {{name: sys.modules.pop(name) for name in list(sys.modules) if name.split('.')[0] == 'json'}}
+theirs = {{name: sys.modules.pop(name) for name in list(sys.modules) if name.split('.')[0] in ('json', 'harness')}}
 for name in [name for name in sys.modules if name.split('.')[0] == 'grader']:
     del sys.modules[name]
 runner = __import__('grader.checks.runner', fromlist=['run_from_file'])
-__import__({exercise_module!r})
+__import__('grader.checks.reference')
+for name in [name for name in sys.modules if name.split('.')[0] == 'harness']:
+    del sys.modules[name]
 sys.modules.update(theirs)
+__import__({exercise_module!r})
 runner.run_from_file({spec_path!r})
 """
 

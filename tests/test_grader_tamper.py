@@ -38,3 +38,39 @@ def test_a_blank_exercise_that_patches_the_grader_still_fails_every_check(patch,
     report = grade("exercise-3", path)
     assert all(problem.cell != 1 for problem in report.cell_problems)  # the patch itself ran
     assert report.checks and report.passed_count == 0
+
+
+def spliced_wrong_answer(exercise: str, mistake_file: str, patch: str, tmp_path):
+    """The solution with a mistake from the wrong-answer suite, and a first cell that patches the harness."""
+    import yaml
+
+    from tests.test_wrong_answers import SUITE, spliced
+
+    notebook = spliced(exercise, yaml.safe_load((SUITE / exercise / mistake_file).read_text(encoding="utf-8")))
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(patch))
+    path = tmp_path / f"{exercise}.ipynb"
+    nbformat.write(notebook, str(path))
+    return path
+
+
+PATCH_THE_API_CHECK = "import harness.fake_endpoint as _fe; _fe.validate_messages = lambda m: None"
+PATCH_THE_STOP_RULE = 'import harness.loop as _l; _l.STOP_REASON_ACTIONS["model_context_window_exceeded"] = "continue"'
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "exercise, mistake_file, patch, check_id, words",
+    [
+        ("exercise-3", "one-user-message-per-tool-result.yaml", PATCH_THE_API_CHECK,
+         "n2.api_accepts_resumed_conversation[duas-leituras]", "HTTP 400"),
+        ("exercise-1", "context-window-full-goes-on.yaml", PATCH_THE_STOP_RULE,
+         "n2.returned_state_is_complete[context-window-full]", "a tarefa termina na 2ª"),
+    ],
+    ids=["validate-messages", "stop-reason-actions"],
+)
+def test_a_wrong_answer_that_patches_the_harness_the_checks_judge_by_still_fails(
+        exercise, mistake_file, patch, check_id, words, tmp_path):
+    report = grade(exercise, spliced_wrong_answer(exercise, mistake_file, patch, tmp_path))
+    assert report.notebook_error is None and all(problem.cell != 1 for problem in report.cell_problems)
+    failed = {check.id: check.message for check in report.checks if not check.passed}
+    assert check_id in failed and words in failed[check_id], failed

@@ -36,9 +36,7 @@ def api_refusal(messages: Any) -> str | None:
     """
     import anthropic
 
-    from harness.fake_endpoint import make_stub_client, validate_messages
-    from harness.model import MAX_TOKENS, MODEL
-    from harness.tools import TOOL_SCHEMAS
+    from grader.checks.reference import MAX_TOKENS, MODEL, TOOL_SCHEMAS, make_stub_client, validate_messages
 
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         return "HTTP 400: messages: Input should be a valid list of message objects"

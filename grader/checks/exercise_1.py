@@ -71,7 +71,7 @@ class ExpectedRun:
 
 
 def action_of(response: dict) -> str:
-    from harness.loop import STOP_REASON_ACTIONS
+    from grader.checks.reference import STOP_REASON_ACTIONS
 
     return STOP_REASON_ACTIONS.get(response.get("stop_reason"), "failed")
 
@@ -251,7 +251,7 @@ def agent_run(ctx: Context, fixture: Fixture) -> AgentRun:
     """The student's run_agent on this fixture, once per grading run (memoized)."""
 
     def compute() -> AgentRun:
-        from harness.fake_endpoint import make_stub_client
+        from grader.checks.reference import make_stub_client
 
         run_agent = ctx.student_function("run_agent")
         client = make_stub_client(fixture.data["responses"])
@@ -364,7 +364,7 @@ def asks_for_tools(fixture: Fixture) -> bool:
 )
 def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
     from grader.checks.conversation import protocol_diagnosis, refusal_failure, tool_result_ids, tool_use_ids
-    from harness.fake_endpoint import validate_messages
+    from grader.checks.reference import validate_messages
 
     run = agent_run(ctx, fixture)
     if not run.requests:

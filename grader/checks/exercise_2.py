@@ -359,7 +359,7 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
 
 def last_good_checkpoint(ctx: Context, label: str) -> tuple[Path, dict]:
     """A folder holding a good checkpoint written by the reference harness (not by the student)."""
-    from harness.checkpoint import write_json_atomic
+    from grader.checks.reference import write_json_atomic
 
     folder = ctx.fresh_dir(label)
     path = folder / CHECKPOINT_NAME
@@ -565,9 +565,7 @@ def checkpointed_run(ctx: Context, fixture: Fixture) -> CheckpointedRun:
     """The student's run_agent on this fixture with save_checkpoint spied on (memoized)."""
 
     def compute() -> CheckpointedRun:
-        from harness.checkpoint import write_json_atomic
-        from harness.fake_endpoint import make_stub_client
-        from harness.loop import new_run_state
+        from grader.checks.reference import make_stub_client, new_run_state, write_json_atomic
 
         run_agent = ctx.student_function("run_agent")
         folder = ctx.fresh_dir(f"run-{fixture.name}")

@@ -126,7 +126,7 @@ def call_by_id(fixture: Fixture, tool_use_id: str) -> dict:
 
 
 def high_impact_tools() -> frozenset:
-    from harness.tools import HIGH_IMPACT_TOOLS
+    from grader.checks.reference import HIGH_IMPACT_TOOLS
 
     return HIGH_IMPACT_TOOLS
 
