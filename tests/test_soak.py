@@ -30,7 +30,9 @@ from tests.durability_checks import emails, final_run_problems, fork_harness, wa
 from tests.stores_support import postgres_dsn, postgres_server, store_case  # noqa: F401  (fixtures)
 
 TARGET_KILLS = 200
-TIME_BUDGET = 150.0          # seconds per store: the soak stops here even if kills are missing
+# Seconds per store: only a guard against a hang. The soak needs its 200 kills however loaded
+# the machine is (a quiet machine reaches them in well under a minute), so the budget is wide.
+TIME_BUDGET = 900.0
 RECALIBRATE_EVERY = 10       # runs between two timings of an uninterrupted run
 MAX_KILLS_PER_RUN = 8        # each run is killed 1..8 times in a row, then resumed undisturbed
 DEFAULT_SEED = 20261129
