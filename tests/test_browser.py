@@ -361,7 +361,9 @@ def run_cell(page, cell) -> None:
     """Select a code cell, run it with Shift+Enter and wait until the kernel has answered."""
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    cell.locator(".jp-InputPrompt").filter(has_text=re.compile(r"\[\d+\]")).wait_for()
+    # The first run also waits for the kernel to start, which a loaded machine can stretch past
+    # the page's default 90 s: this is a guard against a hang, not a speed requirement.
+    cell.locator(".jp-InputPrompt").filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=240_000)
 
 
 def scroll_to(page, selector: str):
