@@ -359,6 +359,7 @@ LEASE_FIELDS = {
     "acquired_at": (int, float, type(None)),
     "released": (bool,),
 }
+PID_MAX = 2 ** 22  # o maior pid que o Linux dá (/proc/sys/kernel/pid_max não passa disso)
 LEASE_FIELD_KINDS = {str: "texto", int: "inteiro", float: "número", bool: "true/false", type(None): "null"}
 
 
@@ -374,6 +375,8 @@ def read_lease(run_dir):
         with open(path, encoding="utf-8") as file:
             text = file.read()
     except FileNotFoundError:
+        if os.path.islink(path):  # um link para nada não é "nunca teve dono"
+            raise lease_file_error(path, "é um link simbólico para um arquivo que não existe") from None
         return None
     except (OSError, UnicodeDecodeError) as error:
         raise lease_file_error(path, f"não dá para ler o arquivo ({type(error).__name__})") from None
@@ -383,6 +386,8 @@ def read_lease(run_dir):
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise lease_file_error(path, f"não é JSON válido (linha {error.lineno}, coluna {error.colno})") from None
+    except (ValueError, RecursionError) as error:  # um inteiro de milhares de dígitos, um aninhamento sem fim
+        raise lease_file_error(path, f"não é um JSON que dê para ler ({type(error).__name__})") from None
     if not isinstance(data, dict):
         raise lease_file_error(path, f"esperava um objeto JSON com {', '.join(LEASE_FIELDS)}; "
                                      f"encontrei {type(data).__name__}")
@@ -396,6 +401,8 @@ def read_lease(run_dir):
                                          f"esperava {' ou '.join(LEASE_FIELD_KINDS[kind] for kind in kinds)}")
     if data["token"] < 0:
         raise lease_file_error(path, f"campo 'token' negativo ({data['token']})")
+    if not 0 < data["pid"] <= PID_MAX:  # 0 e -1 são "o grupo" e "todos" para os.kill, não um processo
+        raise lease_file_error(path, f"campo 'pid' fora do intervalo de um processo ({data['pid']})")
     return data
 
 

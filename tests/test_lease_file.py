@@ -37,6 +37,14 @@ MALFORMED = {
                        '"acquired_at": null, "released": false}', "campo 'expires_at' com valor nan"),
     "owner-missing": (json.dumps({k: v for k, v in GOOD.items() if k != "owner"}), "campo 'owner' ausente"),
     "not-utf8": (b"\xff\xfe{", "não dá para ler"),
+    "nested-lists": ("[" * 200_000 + "]" * 200_000, "não é um JSON que dê para ler"),
+    "nested-objects": ('{"a":' * 200_000 + "1" + "}" * 200_000, "não é um JSON que dê para ler"),
+    "token-5000-digits": ('{"token": ' + "9" * 5000 + "}", "não é um JSON que dê para ler"),
+    "pid-huge": (json.dumps({**GOOD, "pid": 10 ** 30, "expires_at": 4e9, "released": False}),
+                 "campo 'pid' fora do intervalo"),
+    "pid-minus-one": (json.dumps({**GOOD, "pid": -1, "expires_at": 4e9, "released": False}),
+                      "campo 'pid' fora do intervalo"),
+    "pid-zero": (json.dumps({**GOOD, "pid": 0}), "campo 'pid' fora do intervalo"),
 }
 
 COMMANDS = {
@@ -121,3 +129,13 @@ def test_a_lease_folder_instead_of_a_file_is_bad_input(tmp_path):
     (tmp_path / LEASE_FILE).mkdir()
     with pytest.raises(LeaseFileError, match="não dá para ler"):
         read_lease(tmp_path)
+
+
+def test_a_dangling_lease_symlink_is_bad_input_not_a_fresh_start(waiting_run, tmp_path, capsys):
+    run_dir = with_lease(waiting_run, tmp_path / "run", "")
+    lease = run_dir / LEASE_FILE
+    lease.unlink()
+    lease.symlink_to(tmp_path / "nada.json")
+    code = cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir), "--resume"])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT and "link simbólico" in err, err
