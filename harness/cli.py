@@ -55,7 +55,14 @@ from harness.runner import (
 )
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
-from harness.timeline import CHECKPOINTS_DIR, TimelineError, declared_version, load_timeline, timeline_frames
+from harness.timeline import (
+    CHECKPOINTS_DIR,
+    TimelineError,
+    check_fork_target,
+    declared_version,
+    load_timeline,
+    timeline_frames,
+)
 from harness.timeline_commands import (
     fork_in_store,
     fork_preview,
@@ -297,6 +304,9 @@ def fork(args: argparse.Namespace) -> int:
 def fork_in_database(args: argparse.Namespace, turn: int, point) -> int:
     """``fork`` num banco: a nova linha é outra execução (--into: a pasta no SQLite; no PostgreSQL,
     o nome da pasta vira o nome da execução)."""
+    check_fork_target(args.workdir, args.into)  # antes de abrir o destino: abrir já cria o banco
+    if not Path(args.into).resolve().name:
+        raise TimelineError(f"{args.into} não dá nome à nova execução; escolha uma pasta com nome")
     with store_from(args) as store:
         if args.dry_run:
             target = point_in_store(store, turn, point)

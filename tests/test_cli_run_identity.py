@@ -193,3 +193,27 @@ def test_a_fork_of_the_final_point_of_a_finished_run_is_finished_too(tmp_path, c
     capsys.readouterr()
     assert cli.main(["run", "--resume", "--workdir", into, "--store", store]) == 0
     assert "status=completed" in capsys.readouterr().out
+
+
+def folder_bytes(folder: Path) -> dict:
+    return {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize("store", ["files", "sqlite"])
+def test_a_fork_never_lands_on_something_that_exists_nor_inside_its_source(tmp_path, capsys, store):
+    source, victim = tmp_path / "origem", tmp_path / "vitima"
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(source), "--store", store]) == 0
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(victim)]) == 0  # an email in its outbox
+    a_file = tmp_path / "arquivo.txt"
+    a_file.write_text("não sou uma pasta")
+    before_source, before_victim = folder_bytes(source), folder_bytes(victim)
+    capsys.readouterr()
+    for into, words in [(victim, "não está vazia"), (source / "world" / "ramo", "dentro da pasta original"),
+                        (a_file, "não é uma pasta"), (source, "diferente da original")]:
+        for dry_run in ([], ["--dry-run"]):
+            code = cli.main(["fork", "--workdir", str(source), "--store", store, "--to", "1",
+                             "--into", str(into), *dry_run])
+            error = capsys.readouterr().err
+            assert code == EXIT_BAD_INPUT and words in error and "Traceback" not in error, (into, error)
+    assert folder_bytes(source) == before_source and folder_bytes(victim) == before_victim
+    assert a_file.read_text() == "não sou uma pasta"
