@@ -271,13 +271,17 @@ def rewind_to(run_dir, turn, point=None):
 def fork_source(run_dir, turn, new_run_dir, point=None):
     """O ponto que a bifurcação vai copiar e a linha de origem, conferidos antes de criar qualquer
     coisa: a pasta nova precisa ser outra e estar vazia, e o ponto precisa existir."""
-    check_fork_target(run_dir, new_run_dir)
+    if Path(new_run_dir).resolve() == Path(run_dir).resolve():
+        raise TimelineError("a bifurcação precisa de uma pasta nova, diferente da original")
+    if Path(new_run_dir).exists() and any(Path(new_run_dir).iterdir()):
+        raise TimelineError(f"{Path(new_run_dir).name} já existe e não está vazia; escolha uma pasta nova")
     return latest_point_or_error(run_dir, turn, point), load_timeline(run_dir)
 
 
 def check_fork_target(run_dir, new_run_dir):
-    """A pasta da nova linha precisa ser nova (ou vazia), e não a original nem uma pasta dentro dela:
-    uma bifurcação nunca apaga nem mistura o que já está gravado noutro lugar."""
+    """O que a linha de comando confere antes de qualquer bifurcação, em qualquer armazenamento: a
+    pasta da nova linha precisa ser nova (ou vazia), e não a original nem uma pasta dentro dela
+    (a da lição, fork_source, confere só os dois primeiros casos)."""
     target = Path(new_run_dir).resolve()
     source = Path(run_dir).resolve() if run_dir is not None else None  # None: uma execução só no banco
     if target == source:

@@ -33,6 +33,7 @@ from harness.scenarios import load_scenario
 from harness.timeline import (
     SCENE_FIELDS,
     TimelineError,
+    check_fork_target,
     fork_from,
     fork_source,
     new_timeline_id,
@@ -79,6 +80,7 @@ def rewind_run(run_dir, turn, point=None):
 def fork_preview(run_dir, turn, new_run_dir, point=None):
     """O que ``fork_run`` faria (o ponto e a cena copiados), sem criar nada."""
     require_run_dir(run_dir)
+    check_fork_target(run_dir, new_run_dir)
     path, parent = fork_source(run_dir, turn, new_run_dir, point)
     return path, parent, scene_only(read_point(path))
 
@@ -87,6 +89,7 @@ def fork_run(run_dir, turn, new_run_dir, point=None):
     """``fork_from`` e o que uma execução da lição 6 pede a mais: uma cópia do mundo do cenário e
     um checkpoint.json v2 com identidade própria (veja ``forked_run``)."""
     require_run_dir(run_dir)
+    check_fork_target(run_dir, new_run_dir)
     source = load_run_checkpoint(Path(run_dir) / CHECKPOINT_FILE)  # lido antes de criar qualquer coisa
     info = fork_from(run_dir, turn, new_run_dir, point)
     world = Path(run_dir) / WORLD_DIR
