@@ -44,7 +44,7 @@ def test_solution_scores_100_percent_and_exits_0(solution_run):
     code, report, _, _, _ = solution_run
     assert code == 0
     assert report["score"] == 1.0 and report["passed"] is True
-    assert report["total"] == 70 and report["passed_count"] == 70
+    assert report["total"] == 84 and report["passed_count"] == 84
     assert set(report["levels"]) == {"1", "2"}
     assert report["notebook_error"] is None and report["cell_problems"] == []
     assert report["notebook_error_kind"] is None
@@ -91,11 +91,13 @@ def test_one_wrong_answer_end_to_end_through_the_kernel_spy(tmp_path):
     notebook = with_definition("reconcile", RERUN_EVERYTHING)
     report = grade("exercise-3", write(notebook, tmp_path / "rerun.ipynb"), level=2)
     failed = {c.id: c.message for c in report.checks if not c.passed}
-    assert set(failed) == {f"n2.high_impact_not_repeated[{name}]" for name in
-                           ("cpC", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos",
-                            "chamado-pendente")}
-    assert all("reexecutou `send_email`" in message or "reexecutou `create_ticket`" in message
-               for message in failed.values())
+    high_impact = {f"n2.high_impact_not_repeated[{name}]" for name in
+                   ("cpC", "incident-duplicate-email", "incidente-duas-chamadas", "leitura-e-email-juntos",
+                    "chamado-pendente", "ferramenta-sem-classificacao")}
+    assert set(failed) == high_impact | {"n2.reruns_read_only[leitura-que-falha]"}  # it drops is_error too
+    assert all(any(f"reexecutou `{name}`" in failed[check] for name in ("send_email", "create_ticket", "delete_file"))
+               for check in high_impact)
+    assert "leva o is_error que execute_tool devolveu" in failed["n2.reruns_read_only[leitura-que-falha]"]
     assert report.passed is False and 0 < report.score < 1
 
 
@@ -306,4 +308,4 @@ def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeyp
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "grade-state.json"))
     assert check("exercise-3", level=1, notebook=SOLUTION) is None
     out = capsys.readouterr().out
-    assert "Nível 1" in out and "Pontuação: 10/10 verificações (100%)." in out
+    assert "Nível 1" in out and "Pontuação: 12/12 verificações (100%)." in out
