@@ -137,6 +137,7 @@ WITH RECURSIVE chain(seq, parent_seq) AS (
     SELECT seq, parent_seq FROM saves WHERE run = ? AND seq = ?
     UNION ALL
     SELECT s.seq, s.parent_seq FROM saves s JOIN chain c ON s.run = ? AND s.seq = c.parent_seq
+    WHERE c.parent_seq < c.seq  -- a gravação só aponta para trás: uma linha adulterada não prende a busca num laço
 )
 SELECT s.seq, s.point, s.turn, s.tokens_used, s.message_count, s.new_messages, s.pending_tool_use
 FROM saves s JOIN chain c ON s.run = ? AND s.seq = c.seq
@@ -291,7 +292,13 @@ class SqlStore(RunStore):
             raise CheckpointError(f"{self.describe()}: a gravação {seq} não existe")
         messages = []
         for number, _point, _turn, _tokens, count, new_messages, _pending in rows:
-            messages.extend(json.loads(new_messages))
+            try:
+                added = json.loads(new_messages)
+            except (TypeError, ValueError, RecursionError):
+                added = None
+            if not isinstance(added, list):
+                raise CheckpointError(f"{self.describe()}: a gravação {number} tem mensagens ilegíveis")
+            messages.extend(added)
             if len(messages) != count:
                 raise CheckpointError(f"{self.describe()}: a gravação {number} diz {count} mensagens, "
                                       f"a sequência até ela tem {len(messages)}")
