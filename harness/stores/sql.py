@@ -385,9 +385,19 @@ class SqlStore(RunStore):
         self._staged = None
         if scenario is not None and make_world:
             shutil.rmtree(self.world_root, ignore_errors=True)
-            scenario.make_workspace(self.world_root)
+            self._make_world(scenario)
 
     _scenario_name = None
+
+    def _make_world(self, scenario):
+        """Cria o mundo do cenário numa pasta ao lado e só então a põe no lugar: a linha da execução
+        já está no banco, e uma queda no meio não pode deixar uma sandbox pela metade (um arquivo de
+        notas vazio que o modelo leria como "nada a mandar")."""
+        self.world_root.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".{self.world_root.name}-", dir=self.world_root.parent))
+        scenario.make_workspace(building)
+        shutil.rmtree(self.world_root, ignore_errors=True)  # sobra de uma queda, sem sandbox completa
+        os.replace(building, self.world_root)
 
     def save(self, lease, state, point=None, crash_points=True):
         if self._head is None:
@@ -503,7 +513,7 @@ class SqlStore(RunStore):
 
     def world(self, scenario=None):
         if scenario is not None and not (self.world_root / "sandbox").is_dir():
-            scenario.make_workspace(self.world_root)  # outra máquina: a sandbox vem do cenário
+            self._make_world(scenario)  # outra máquina, ou uma queda antes de o mundo existir
         if self._world is None:
             self._world = DatabaseWorld(self.world_root, self)
         return self._world
