@@ -22,9 +22,10 @@ def problems_of(folder, name):
 
 def test_shipped_fixtures_are_valid_and_discovered_by_file_name():
     files = read_fixture_files("exercise-3", (), VALIDATE)
-    assert [f.name for f in files] == ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras", "grep-pendente",
+    assert [f.name for f in files] == ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras",
+                                       "ferramenta-sem-classificacao", "grep-pendente",
                                        "incident-duplicate-email", "incidente-duas-chamadas",
-                                       "leitura-e-email-juntos", "primeiro-turno"]
+                                       "leitura-e-email-juntos", "leitura-que-falha", "primeiro-turno"]
     assert all(f.problems == [] for f in files)
     incident = fixture_data("incident-duplicate-email")
     assert len(incident["workspace"]["outbox"]) == 1 and incident["expect"]["outbox_after"] == 1
