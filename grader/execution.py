@@ -18,6 +18,7 @@ The number of fresh kernels per grading is bounded (``MAX_RESTARTS``).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
 
 from grader import kernel as kernels
 from grader.checks.framework import error_text
@@ -120,7 +122,23 @@ class _Client(NotebookClient):
     async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
         if cell is not None:
             self.timed_out_cells.add(id(cell))
-        return await super()._async_handle_timeout(timeout, cell)
+        reply = await super()._async_handle_timeout(timeout, cell)
+        # nbclient stops watching the kernel before it interrupts, then waits for the reply
+        # as long again: a cell that ignores the interrupt and is killed by the watchdog a few
+        # seconds later would only be noticed at twice its limit. Watch again, so the kill ends
+        # the wait at once (nbclient's own watcher turns it into DeadKernelError).
+        self._watching_after_interrupt = asyncio.ensure_future(self._async_poll_kernel_alive())
+        return reply
+
+    async def async_execute_cell(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().async_execute_cell(*args, **kwargs)
+        finally:
+            watching, self._watching_after_interrupt = getattr(self, "_watching_after_interrupt", None), None
+            if watching is not None:
+                watching.cancel()  # it would cancel the next cell's wait when that kernel dies
+
+    execute_cell = run_sync(async_execute_cell)  # nbclient binds its own at class creation
 
 
 def first_line(source: str, limit: int = 60) -> str:

@@ -136,7 +136,9 @@ def serve(argv: list[str]) -> int:
     def grade_one(notebook: Path, prelaunched: PrelaunchedKernel | None):
         return grade_with_fixtures(
             spec, fixtures, notebook,
-            cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout),
+            # Half the budget at most: a cell that ignores its interrupt is killed at its own
+            # limit, and the notebook still has time to run again without it and be graded.
+            cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout / 2),
             total_timeout=args.timeout,
             memory_limit_mb=args.memory_mb,
             sandbox=sandbox,

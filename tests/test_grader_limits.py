@@ -129,3 +129,33 @@ def test_a_grading_kernel_never_inherits_a_credential(monkeypatch):
     env = kernel_env()
     assert "sk-segredo" not in env.values()
     assert env["LANG"] == "pt_BR.UTF-8" and env["PATH"] == __import__("os").environ["PATH"]
+
+
+def test_batch_with_a_short_timeout_ends_a_cell_or_a_check_that_swallows_the_interrupt_and_grades_the_rest(tmp_path):
+    """--timeout 20: the cell gets half of it (10 s), is killed a few seconds after, and the
+    notebook runs again without it well inside the 20 s; a check gets its own limit, and the
+    checks after it run in a fresh kernel. Neither costs the submission the total limit."""
+    stuck_check = (
+        "import time\n"
+        "def resume_action(cp):\n"
+        '    if cp["pending_tool_use"] and cp["pending_tool_use"][0]["name"] == "send_email":\n'
+        "        while True:\n"
+        "            try:\n"
+        "                time.sleep(0.05)\n"
+        "            except BaseException:\n"
+        "                pass\n"
+        '    return {c["id"]: ("rerun" if c["name"] in READ_ONLY_TOOLS else "is_error") for c in cp["pending_tool_use"] or []}'
+    )
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    write(make_notebook(SETUP, RESUME_OK, SWALLOWS_THE_INTERRUPT, 'ROOT_CAUSE = "B"'), entregas / "celula.ipynb")
+    write(make_notebook(SETUP, stuck_check, 'ROOT_CAUSE = "B"'), entregas / "verificacao.ipynb")
+    gradebook = tmp_path / "gradebook.csv"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["batch", str(entregas), "exercise-3", "-j", "2", "--timeout", "20", "--csv", str(gradebook)]) == 0
+    rows = {row["submissao"]: row for row in csv.DictReader(gradebook.open(encoding="utf-8"))}
+    cell, check = rows["celula"], rows["verificacao"]
+    assert "limite total" not in cell["mensagem"] + check["mensagem"]
+    assert "A célula 3 (`import time`) não terminou em 10 s e ignorou a interrupção" in cell["mensagem"]
+    assert cell["nivel_1"] == "100"  # resume_action, in the cell before, ran again in the fresh kernel
+    assert check["nivel_2"] != "0"  # ROOT_CAUSE was graded in a fresh kernel after the stuck check
