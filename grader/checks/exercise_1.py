@@ -41,6 +41,7 @@ from grader.checks.framework import (
     is_kind,
     nothing_observed,
     plain_text,
+    response_tokens,
     show,
 )
 from grader.plural import quantity
@@ -87,8 +88,7 @@ def expected_run(data: dict) -> ExpectedRun | None:
     status = "running"
     for response in responses[:limit]:
         calls += 1
-        usage = response.get("usage") or {}
-        tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        tokens += response_tokens(response)
         action = action_of(response)
         if action in ("refused", "failed"):
             status = action

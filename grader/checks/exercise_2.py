@@ -42,6 +42,7 @@ from grader.checks.framework import (
     describe_error,
     is_kind,
     nothing_observed,
+    response_tokens,
     show,
 )
 from grader.plural import quantity
@@ -727,8 +728,7 @@ def tokens_after_each_turn(fixture: Fixture) -> list[int]:
     """tokens_used a correct loop holds at each point A: the usage of every response so far."""
     total, sums = 0, []
     for response in scripted_turns(fixture.data):
-        usage = response.get("usage") or {}
-        total += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        total += response_tokens(response)
         sums.append(total)
     return sums
 

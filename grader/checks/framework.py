@@ -512,6 +512,12 @@ class Context:
 # ----------------------------------------------------------------- conversation content
 
 
+def response_tokens(response: dict) -> int:
+    """What a scripted response adds to tokens_used: its input_tokens + output_tokens, as lesson 1's loop sums."""
+    usage = response.get("usage") or {}
+    return int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+
+
 def content_blocks(message: dict, block_type: str) -> list[dict]:
     """The blocks of ``block_type`` ("tool_use", "tool_result"...) in a message's content;
     [] when the content is plain text."""
