@@ -61,6 +61,7 @@ from harness.lifecycle import (
 )
 from harness.loop import CUT_OFF_STOP_REASONS, MAX_TURNS, call_model, take_response
 from harness.model import MAX_TOKENS, LiveModeUnavailable, make_client
+from harness.request_log import append_request
 from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stores import STORE_KINDS, StoreError, open_store
@@ -340,12 +341,7 @@ def delayed_handler(handle, seconds):
 
 def logged_handler(handle, log_path):
     def handle_and_log(request):
-        line = json.dumps({"pid": os.getpid(), "body": json.loads(request.content)}, ensure_ascii=False)
-        descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(descriptor, (line + "\n").encode("utf-8"))  # uma escrita só: linhas não se misturam
-        finally:
-            os.close(descriptor)
+        append_request(log_path, json.loads(request.content))
         return handle(request)
     return handle_and_log
 

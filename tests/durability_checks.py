@@ -5,7 +5,6 @@ and the other tests can assert on an empty list and see every problem at once.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 from harness.checkpoint import CheckpointError
 from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import validate_messages
+from harness.request_log import read_requests
 from harness.runner import ENDPOINT_LOG_ENV, WORLD_DIR
 from harness.stores import StoreError
 from harness.stores.files import FileStore
@@ -40,11 +40,8 @@ def emails(run_dir, store=None) -> list[dict]:
 
 
 def logged_requests(log_path) -> list[dict]:
-    """Every request the fake endpoint received, from every process, as {"pid", "body"}."""
-    path = Path(log_path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """Every whole request the fake endpoint received, from every process, as {"pid", "body"}."""
+    return read_requests(log_path)
 
 
 def orphan_problems(log_path) -> list[str]:

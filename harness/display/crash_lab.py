@@ -34,6 +34,7 @@ from harness.crash import CRASH_LABELS, crash_counts, reset_crash_counts
 from harness.effects import EFFECTS_FILE, EffectsLedgerError, load_effects
 from harness.fake_endpoint import validate_messages
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
+from harness.request_log import read_requests
 from harness.runner import ENDPOINT_LOG_ENV, EXIT_CODES, WORLD_DIR
 from harness.timeline import list_points
 from harness.tools import HIGH_IMPACT_TOOLS, Workspace
@@ -292,23 +293,16 @@ def agreement_problems(state, effects, emails, latest_point=None):
 
 def orphan_requests(log_path):
     """Para cada pedido registrado que a API recusaria, o texto do 400 (lista vazia = nenhum)."""
-    path = Path(log_path)
-    if not path.exists():
-        return []
     problems = []
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    for number, line in enumerate(lines, start=1):
-        error = validate_messages(json.loads(line)["body"]["messages"])
+    for number, request in enumerate(read_requests(log_path), start=1):
+        error = validate_messages(request["body"].get("messages"))
         if error:
             problems.append(f"pedido {number}: {error}")
     return problems
 
 
 def count_requests(log_path):
-    path = Path(log_path)
-    if not path.exists():
-        return 0
-    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return len(read_requests(log_path))
 
 
 @dataclass
