@@ -10,8 +10,8 @@ import importlib
 import sys
 from pathlib import Path
 
-from grader import console
-from grader.plural import quantity
+from grader.core.plural import quantity
+from grader.reports import console
 
 # subcommand -> (module, help). Each module exposes `add_arguments(parser)` and
 # `run(args) -> int`. `check` is special: it aggregates every module's checks.

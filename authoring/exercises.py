@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 CODE_BEGIN = "### BEGIN SOLUTION"
 CODE_END = "### END SOLUTION"

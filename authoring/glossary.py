@@ -23,7 +23,7 @@ import nbformat
 from authoring.glossary_marker import MARK, Marker, strip_marks
 from authoring.glossary_page import PAGE_NAME, LessonInfo, build_page
 from authoring.glossary_schema import GlossaryError, Term, load_glossary
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 GLOSSARY_FILE = "glossary.yaml"
 LESSONS_DIR = "lessons"

@@ -20,8 +20,8 @@ import stat
 import zipfile
 from pathlib import Path
 
-from grader import console
-from grader.gradescope import CONFIG_NAME, HIDDEN_FIXTURES, PUBLIC_FIXTURES, VISIBILITIES
+from grader.instructor.gradescope import CONFIG_NAME, HIDDEN_FIXTURES, PUBLIC_FIXTURES, VISIBILITIES
+from grader.reports import console
 
 COURSE_DIR = "curso"  # the packages' folder inside the zip
 PACKAGES = ("grader", "harness")
@@ -49,7 +49,7 @@ PYTHON="${{AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}}"
 SOURCE="$ROOT/source"
 export PYTHONPATH="$SOURCE/{course}${{PYTHONPATH:+:$PYTHONPATH}}"
 mkdir -p "$ROOT/results"
-exec "$PYTHON" -m grader.gradescope --source "$SOURCE" --submission "$ROOT/submission" \\
+exec "$PYTHON" -m grader.instructor.gradescope --source "$SOURCE" --submission "$ROOT/submission" \\
   --results "$ROOT/results/results.json"
 """
 
@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _fixture_files(folders: list[Path], exercise: str) -> list[Path]:
-    from grader.fixture_loader import SUFFIXES, fixture_folders
+    from grader.core.fixture_loader import SUFFIXES, fixture_folders
 
     files = []
     for folder in fixture_folders(exercise, folders)[1:]:  # the first is the course's own
@@ -84,10 +84,10 @@ def _fixture_files(folders: list[Path], exercise: str) -> list[Path]:
 
 def check_inputs(exercise: str, public: list[Path], hidden: list[Path]) -> None:
     """Raise GraderError (Portuguese) for an unknown exercise, a bad fixture or bad points."""
-    from grader.engine import load_exercise
-    from grader.errors import GraderError
-    from grader.fixture_loader import load_fixtures
-    from grader.points import points_for
+    from grader.core.engine import load_exercise
+    from grader.core.errors import GraderError
+    from grader.core.fixture_loader import load_fixtures
+    from grader.core.points import points_for
 
     for folder in [*public, *hidden]:
         if not Path(folder).is_dir():
@@ -141,7 +141,7 @@ def build_zip(root: Path, exercise: str, out: Path, *, public: list[Path], hidde
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from grader.errors import GraderError
+    from grader.core.errors import GraderError
 
     out = args.out or Path(f"autograder-{args.exercise}.zip")
     if args.timeout <= 0 or args.cell_timeout <= 0:

@@ -37,8 +37,8 @@ from authoring.glossary import lesson_paths, read_notebook
 from authoring.glossary_marker import strip_marks
 from authoring.glossary_page import COURSE_TITLE
 from authoring.markdown_regions import BLANK, FENCE, HEADING_TEXT, LIST_ITEM
-from grader import console
-from grader.plural import quantity
+from grader.core.plural import quantity
+from grader.reports import console
 
 RUN_LENGTH = 8
 SOURCES_HEADING = "fontes"

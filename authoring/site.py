@@ -33,7 +33,7 @@ from authoring.exercises import EXERCISES_DIR
 from authoring.glossary import build_plan, lesson_title
 from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
 from authoring.glossary_schema import GlossaryError
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 DEFAULT_OUT = "site"
 INDEX_NAME = "index.html"

@@ -29,8 +29,9 @@ if str(ROOT) not in sys.path:
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from grader import cli, execution  # noqa: E402
-from grader.environment import GRADER_ENV  # noqa: E402
+from grader import cli
+from grader.core import execution  # noqa: E402
+from grader.core.environment import GRADER_ENV  # noqa: E402
 
 TARGET_RATIO = 1.30
 

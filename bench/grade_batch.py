@@ -12,8 +12,8 @@ alike:
 - ``nbgrader autograde`` (one process for the whole class, a fresh kernel per student;
   bench/nbgrader_peer.py sets its course up; needs the optional ``bench`` extra and is
   skipped with a message without it);
-- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/warm.py, each forking its
-  kernels from a template process, grader/forked_kernels.py);
+- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/core/warm.py, each forking its
+  kernels from a template process, grader/core/forked_kernels.py);
 - ``grade batch -j 1`` with ``GRADE_KERNEL_TEMPLATE=0`` (every kernel started and
   importing on its own, as before the template);
 - ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap; a sandboxed
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grader import batch  # noqa: E402
+from grader.instructor import batch  # noqa: E402
 
 NBGRADER = "nbgrader autograde"
 J1, J2, SANDBOX = "grade batch -j 1", "grade batch -j 2", "grade batch -j 1 --sandbox"
@@ -75,7 +75,7 @@ def _copies(solution: Path, folder: Path, students: list[str], exercise: str) ->
 
 def _grade_batch(submissions, exercise: str, levels, checks: int, jobs: int, sandbox: bool,
                  template: bool = True) -> None:
-    from grader.forked_kernels import SWITCH
+    from grader.core.forked_kernels import SWITCH
 
     os.environ[SWITCH] = "1" if template else "0"  # the workers inherit it
     options = batch.BatchOptions(

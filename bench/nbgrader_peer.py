@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.environment import GRADER_ENV
+from grader.core.environment import GRADER_ENV
 
 ASSIGNMENT = "ps1"
 
@@ -31,8 +31,8 @@ import tempfile
 from pathlib import Path
 from grader.checks.framework import Session
 from grader.checks.runner import run_plan
-from grader.engine import load_exercise
-from grader.fixture_loader import load_fixtures
+from grader.core.engine import load_exercise
+from grader.core.fixture_loader import load_fixtures
 
 _spec = load_exercise({exercise!r})
 _fixtures = load_fixtures({exercise!r}, (), _spec.validate_fixture)

@@ -1,23 +1,37 @@
 """The course's grader: ``grade exercise-N`` and the in-notebook ``check()``.
 
-Names are imported lazily so that code running inside the grading kernel (which
-imports ``grader.checks``) does not pay for nbclient.
+The package is grouped by role (docs/arquitetura.md):
+- ``grader.core``: grading one notebook (kernels, sandbox, checks' plumbing, manifest, results);
+- ``grader.checks``: each exercise's checks, run inside the grading kernel;
+- ``grader.reports``: what a grading shows (terminal text, HTML, JSON, JUnit, feedback pages)
+  and what the command lines share with the terminal;
+- ``grader.student``: the student's commands (list, hint, watch) and ``check()`` for notebooks;
+- ``grader.instructor``: the instructor's commands (batch, fixtures, Gradescope);
+- ``grader.cli``: the ``grade`` command, which dispatches to the others.
+
+What notebooks use is importable from ``grader`` itself. Names are imported lazily so that
+code running inside the grading kernel (which imports ``grader.checks``) does not pay for nbclient.
 """
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-__all__ = ["check", "grade", "GradeReport", "CheckResult", "UnknownExercise", "FixtureError", "GraderError"]
+__all__ = ["check", "fixture_checkpoint", "fixture_workspace", "FIXTURES_ROOT", "grade", "GradeReport",
+           "CheckResult", "UnknownExercise", "FixtureError", "GraderError"]
 
-_LOCATIONS = {
-    "check": "grader.notebook_api",
-    "grade": "grader.engine",
-    "GradeReport": "grader.results",
-    "CheckResult": "grader.results",
-    "UnknownExercise": "grader.errors",
-    "FixtureError": "grader.errors",
-    "GraderError": "grader.errors",
+# the module each public name comes from, imported on first use
+MODULE_OF = {
+    "check": "grader.student.notebook_api",
+    "fixture_checkpoint": "grader.student.notebook_api",
+    "fixture_workspace": "grader.student.notebook_api",
+    "FIXTURES_ROOT": "grader.core.fixture_loader",
+    "grade": "grader.core.engine",
+    "GradeReport": "grader.core.results",
+    "CheckResult": "grader.core.results",
+    "UnknownExercise": "grader.core.errors",
+    "FixtureError": "grader.core.errors",
+    "GraderError": "grader.core.errors",
 }
 
 
@@ -35,8 +49,8 @@ _skip_slow_optional_imports()
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LOCATIONS:
+    if name in MODULE_OF:
         import importlib
 
-        return getattr(importlib.import_module(_LOCATIONS[name]), name)
+        return getattr(importlib.import_module(MODULE_OF[name]), name)
     raise AttributeError(f"module 'grader' has no attribute {name!r}")

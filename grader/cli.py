@@ -11,18 +11,18 @@ import importlib
 import sys
 from pathlib import Path
 
-from grader import console
-from grader.errors import GraderError, os_reason
-from grader.kernel import DEFAULT_MEMORY_MB
-from grader.progress import course_root
+from grader.core.course_folder import course_root
+from grader.core.errors import GraderError, os_reason
+from grader.core.kernel import DEFAULT_MEMORY_MB
+from grader.reports import console
 
 # subcommand -> (module, help shown by `grade --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "fixtures": ("grader.fixture_command", "valida as fixtures e roda a solução de referência contra elas"),
-    "list": ("grader.progress", "mostra cada exercício com a situação da última correção e o próximo a fazer"),
-    "hint": ("grader.hints", "mostra a próxima dica do exercício (--all: todas as do nível)"),
-    "watch": ("grader.watch", "corrige de novo cada vez que o notebook é salvo"),
-    "batch": ("grader.batch", "corrige uma pasta de submissões e grava um gradebook CSV"),
+    "fixtures": ("grader.instructor.fixture_command", "valida as fixtures e roda a solução de referência contra elas"),
+    "list": ("grader.student.progress", "mostra cada exercício com a situação da última correção e o próximo a fazer"),
+    "hint": ("grader.student.hints", "mostra a próxima dica do exercício (--all: todas as do nível)"),
+    "watch": ("grader.student.watch", "corrige de novo cada vez que o notebook é salvo"),
+    "batch": ("grader.instructor.batch", "corrige uma pasta de submissões e grava um gradebook CSV"),
 }
 
 USAGE = """uso: grade exercise-N [--level K] [--notebook CAMINHO] [--fixtures PASTA ...] [--json] [--junit ARQUIVO]
@@ -56,24 +56,10 @@ def grade_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def record_progress(exercise: str, report, notebook: Path) -> None:
-    """Remember the result for `grade list`, but only when ``notebook`` is the student's own
-    exercises/exercise-N.ipynb: grading a copy, a solution or a submission changes nothing there."""
-    from grader import progress
-
-    if not progress.is_students_notebook(exercise, notebook):
-        print(f"(o progresso do `grade list` não mudou: ele acompanha só exercises/{exercise}.ipynb)",
-              file=sys.stderr)
-        return
-    try:
-        progress.record(exercise, report)
-    except Exception as error:  # noqa: BLE001 - progress must never hide a grade
-        print(f"aviso: não consegui guardar o progresso ({error}).", file=sys.stderr)
-
-
 def run_grade(argv: list[str]) -> int:
-    from grader import render
-    from grader.engine import grade
+    from grader.core.engine import grade
+    from grader.reports import render
+    from grader.student.progress import record_progress
 
     args = grade_parser().parse_args(argv)
     options = {
@@ -89,7 +75,7 @@ def run_grade(argv: list[str]) -> int:
     try:
         notebook = args.notebook or course_root() / "exercises" / f"{args.exercise}.ipynb"
         if args.sandbox:
-            from grader import sandbox
+            from grader.core import sandbox
 
             options["sandbox"] = sandbox.require()
         report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures, **options)

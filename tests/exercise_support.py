@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.engine import grade
+from grader.core.engine import grade
 from tests import grader_support
 from tests.grader_support import defining_cell, failing, namespace_of
 

@@ -15,9 +15,9 @@ import nbformat
 
 from grader.checks.framework import CellProblemInfo, Fixture, Session
 from grader.checks.runner import run_plan
-from grader.engine import load_exercise
-from grader.environment import GRADER_ENV
-from grader.fixture_loader import load_fixtures
+from grader.core.engine import load_exercise
+from grader.core.environment import GRADER_ENV
+from grader.core.fixture_loader import load_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "exercise-3.ipynb"

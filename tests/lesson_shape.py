@@ -282,8 +282,8 @@ def _closing_problems(lesson: Lesson) -> list[str]:
     if exercises:
         problems += _exercise_problems(lesson, exercises)
     everything = "\n".join(source for _, source in lesson.cells)
-    if "grader.notebook_api" in everything:
-        problems.append("use 'from grader import check', não grader.notebook_api")
+    if "notebook_api" in everything:  # the old grader.notebook_api and its home, grader.student.notebook_api
+        problems.append("use 'from grader import check', não o módulo interno notebook_api")
     sources = _h2(lesson, "Fontes")
     if sources:
         if _MARK.search(lesson.raw[sources.cell]):

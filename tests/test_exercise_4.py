@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.engine import grade, load_exercise
-from grader.fixture_loader import load_fixtures
+from grader.core.engine import grade, load_exercise
+from grader.core.fixture_loader import load_fixtures
 from tests.exercise_support import failing as failures
 from tests.exercise_support import run_checks
 

@@ -14,8 +14,8 @@ import nbformat
 
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
 from grader.checks.runner import run_plan
-from grader.engine import grade, load_exercise
-from grader.fixture_loader import load_fixtures
+from grader.core.engine import grade, load_exercise
+from grader.core.fixture_loader import load_fixtures
 from tests.exercise_support import assert_fails, edited_definition, run_checks
 from tests.exercise_support import failing as failures
 from tests.grader_support import defining_cell, namespace_of

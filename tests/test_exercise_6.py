@@ -16,7 +16,7 @@ import pytest
 from grader.buggy_harnesses import REFERENCE, defects, make_harness
 from grader.checks.exercise_6 import CANNOT_FAIL
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
-from grader.engine import grade
+from grader.core.engine import grade
 from harness.display.crash_lab import run_outcome
 from harness.effects import EFFECTS_FILE
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint

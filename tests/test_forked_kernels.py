@@ -1,4 +1,4 @@
-"""Kernels forked from the batch worker's template (grader/kernel_template.py, grader/forked_kernels.py).
+"""Kernels forked from the batch worker's template (grader/core/kernel_template.py, grader/core/forked_kernels.py).
 
 Each submission must still get a kernel nothing ran code in: what one submission changes
 in its kernel (a module global, a patched harness function) is never seen by the next.
@@ -13,12 +13,12 @@ import textwrap
 import nbformat
 import pytest
 
-from grader import batch
-from grader.engine import grade_with_fixtures, load_exercise
-from grader.execution import kernel_env
-from grader.fixture_loader import load_fixtures
-from grader.forked_kernels import ForkedProvisioner, KernelTemplate, notebook_imports, supported, template_modules
-from grader.warm import PrelaunchedKernel
+from grader.core.engine import grade_with_fixtures, load_exercise
+from grader.core.execution import kernel_env
+from grader.core.fixture_loader import load_fixtures
+from grader.core.forked_kernels import ForkedProvisioner, KernelTemplate, notebook_imports, supported, template_modules
+from grader.core.warm import PrelaunchedKernel
+from grader.instructor import batch
 from tests.grader_support import SOLUTION, make_notebook, solution_notebook, write
 from tests.test_grader_engine import RESUME_OK, SETUP
 from tests.test_grader_limits import SWALLOWS_THE_INTERRUPT
@@ -96,7 +96,7 @@ def _grade(exercise_3, notebook, prelaunched, **limits):
 def test_the_template_imports_what_the_exercise_notebook_imports():
     modules = template_modules("exercise-3")
     assert modules[:2] == ["ipykernel.ipkernel", "anthropic"]
-    assert {"harness.checkpointed_loop", "harness.tools", "grader.notebook_api", "tempfile"} <= set(modules)
+    assert {"harness.checkpointed_loop", "harness.tools", "grader.student.notebook_api", "tempfile"} <= set(modules)
     assert notebook_imports(SOLUTION.parent / "nao-existe.ipynb") == []
 
 

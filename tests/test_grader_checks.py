@@ -403,7 +403,7 @@ def test_resume_action_that_names_send_email_fails_level_1(tmp_path, monkeypatch
 
 
 def test_an_exception_without_a_message_is_named_cleanly(tmp_path, monkeypatch):
-    from grader.execution import describe_cell_problem
+    from grader.core.execution import describe_cell_problem
 
     notebook = with_definition("resume_action", "def resume_action(cp):\n    raise TimeoutError()\n")
     notebook.cells = [c for c in notebook.cells if not c.source.startswith("for nome, cp in")]

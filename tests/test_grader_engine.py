@@ -10,8 +10,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from grader import cli, execution, kernel
-from grader.engine import grade
+from grader import cli
+from grader.core import execution, kernel
+from grader.core.engine import grade
 from tests.grader_support import (
     SOLUTION,
     make_notebook,
@@ -248,7 +249,7 @@ def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch
 
 
 def test_a_kernel_that_never_starts_is_a_start_failure_not_a_dead_kernel(tmp_path, monkeypatch, taken_port):
-    from grader import batch
+    from grader.instructor import batch
 
     monkeypatch.setattr(kernel, "kernel_connection", lambda workdir, attempt, generation=1: tcp_on(taken_port))
     report = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "ok.ipynb"), level=1)
@@ -303,7 +304,7 @@ def test_a_broken_fixture_is_explained_as_its_disagreement_with_the_reference_so
 
 
 def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeypatch, tmp_path):
-    from grader.notebook_api import check
+    from grader.student.notebook_api import check
 
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "grade-state.json"))
     assert check("exercise-3", level=1, notebook=SOLUTION) is None

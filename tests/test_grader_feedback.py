@@ -7,9 +7,11 @@ from html.parser import HTMLParser
 
 import nbformat
 
-from grader import batch, cli, feedback
-from grader.engine import load_exercise
-from grader.fixture_loader import load_fixtures
+from grader import cli
+from grader.core.engine import load_exercise
+from grader.core.fixture_loader import load_fixtures
+from grader.instructor import batch
+from grader.reports import feedback
 from tests.grader_support import ROOT, solution_notebook, write
 
 HOSTILE = "<script>alert('x')</script>"
@@ -108,7 +110,7 @@ def visible(page_text: str) -> str:
 
 def blank_report() -> "GradeReport":
     """What a blank exercise gets: every check fails as unwritten, per fixture, same reason."""
-    from grader.results import CheckResult, GradeReport
+    from grader.core.results import CheckResult, GradeReport
 
     checks = []
     for fixture in ("cpA", "cpB", "cpC", "chamado-pendente"):
@@ -160,7 +162,7 @@ def test_every_student_text_on_a_page_is_escaped():
         check.message, check.output, check.observed = HOSTILE, HOSTILE, HOSTILE
         check.fixture = check.fixture and HOSTILE
     report.notebook = HOSTILE
-    from grader.results import CellProblem
+    from grader.core.results import CellProblem
 
     report.cell_problems = [CellProblem(2, HOSTILE, "ValueError", HOSTILE, HOSTILE)]
     text = feedback.page(HOSTILE, HOSTILE, HOSTILE, report)

@@ -6,10 +6,11 @@ import json
 import pytest
 import yaml
 
-from grader import cli, fixture_loader
-from grader.engine import load_exercise
-from grader.errors import FixtureError
-from grader.fixture_loader import load_fixtures, read_fixture_files
+from grader import cli
+from grader.core import fixture_loader
+from grader.core.engine import load_exercise
+from grader.core.errors import FixtureError
+from grader.core.fixture_loader import load_fixtures, read_fixture_files
 from tests.grader_support import fixture_data, write_new_fixtures
 
 VALIDATE = load_exercise("exercise-3").validate_fixture
@@ -131,8 +132,8 @@ def test_grade_fixtures_shape_only_reports_file_and_field(tmp_path, capsys):
 
 
 def test_a_broken_fixture_check_without_expected_values_is_named_and_the_students_text_labelled():
-    from grader.fixture_command import disagreement
-    from grader.results import CheckResult
+    from grader.core.results import CheckResult
+    from grader.instructor.fixture_command import disagreement
 
     with_values = CheckResult(id="n1.a[f]", level=1, fixture="f", title="Decide", criterion="", status="fail",
                               expected="rerun", observed="is_error", message="texto para o aluno")

@@ -6,11 +6,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from grader import cli, render
-from grader.engine import grade
-from grader.environment import GRADER_ENV
-from grader.errors import UnknownExercise
-from grader.results import CellProblem, CheckResult, GradeReport
+from grader import cli
+from grader.core.engine import grade
+from grader.core.environment import GRADER_ENV
+from grader.core.errors import UnknownExercise
+from grader.core.results import CellProblem, CheckResult, GradeReport
+from grader.reports import render
 
 
 @pytest.mark.parametrize(
@@ -142,7 +143,7 @@ def test_json_and_junit_reports():
 
 
 def test_check_is_a_no_op_while_the_grader_runs_the_notebook(monkeypatch, capsys):
-    from grader import notebook_api
+    from grader.student import notebook_api
 
     monkeypatch.setenv(GRADER_ENV, "1")
     monkeypatch.setattr(notebook_api.subprocess, "run", lambda *a, **k: pytest.fail("must not grade"))
@@ -151,7 +152,7 @@ def test_check_is_a_no_op_while_the_grader_runs_the_notebook(monkeypatch, capsys
 
 
 def test_check_explains_a_grader_error(monkeypatch, capsys, tmp_path):
-    from grader import notebook_api
+    from grader.student import notebook_api
 
     monkeypatch.delenv(GRADER_ENV, raising=False)
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
@@ -160,7 +161,7 @@ def test_check_explains_a_grader_error(monkeypatch, capsys, tmp_path):
 
 
 def test_fixture_helpers_give_fresh_copies(tmp_path):
-    from grader.notebook_api import fixture_checkpoint, fixture_workspace
+    from grader.student.notebook_api import fixture_checkpoint, fixture_workspace
 
     first = fixture_checkpoint("exercise-3", "cpB")
     first["messages"].clear()
@@ -173,7 +174,7 @@ def test_fixture_helpers_give_fresh_copies(tmp_path):
 def test_check_shows_an_html_table_inside_jupyter(monkeypatch):
     import IPython.display
 
-    from grader import notebook_api
+    from grader.student import notebook_api
 
     shown = []
     monkeypatch.setattr(notebook_api, "_in_jupyter", lambda: True)
@@ -184,8 +185,8 @@ def test_check_shows_an_html_table_inside_jupyter(monkeypatch):
 
 
 def test_check_grades_the_duplicated_notebook_it_runs_in(monkeypatch, tmp_path):
-    from grader import notebook_api
-    from grader.progress import course_root
+    from grader.core.course_folder import course_root
+    from grader.student import notebook_api
 
     copy = tmp_path / "exercise-3-Copy1.ipynb"
     copy.write_text("{}", encoding="utf-8")
@@ -206,7 +207,7 @@ def test_check_grades_the_duplicated_notebook_it_runs_in(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("wrong", [3, "3", "exercicio-3", None])
 def test_check_with_a_wrong_exercise_name_says_how_to_write_it(wrong, monkeypatch, capsys):
-    from grader import notebook_api
+    from grader.student import notebook_api
 
     monkeypatch.delenv(GRADER_ENV, raising=False)
     monkeypatch.setattr(notebook_api.subprocess, "run", lambda *a, **k: pytest.fail("must not grade"))

@@ -9,12 +9,15 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from grader import batch, cli, manifest, render
-from grader.engine import load_exercise
-from grader.errors import GraderError
-from grader.fixture_loader import load_fixtures
-from grader.manifest import ManifestError, parse_manifest
-from grader.points import points_for
+from grader import cli
+from grader.core import manifest
+from grader.core.engine import load_exercise
+from grader.core.errors import GraderError
+from grader.core.fixture_loader import load_fixtures
+from grader.core.manifest import ManifestError, parse_manifest
+from grader.core.points import points_for
+from grader.instructor import batch
+from grader.reports import render
 from tests.grader_support import with_definition, write
 
 ONE_LEVEL = """
@@ -167,13 +170,13 @@ def test_points_reach_the_terminal_json_junit_and_csv(weighted, tmp_path, capsys
 
 
 def render_report_from(data: dict):
-    from grader.results import GradeReport
+    from grader.core.results import GradeReport
 
     return GradeReport.from_dict(data)
 
 
 def test_default_weights_keep_the_percentage_of_checks():
-    from grader.results import FAIL, PASS, CheckResult, GradeReport
+    from grader.core.results import FAIL, PASS, CheckResult, GradeReport
 
     checks = [CheckResult(f"c{i}", 1 + i % 2, None, "t", "c", PASS if i < 3 else FAIL) for i in range(4)]
     report = GradeReport("exercise-3", checks)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from grader.engine import grade
+from grader.core.engine import grade
 from tests.grader_support import ROOT
 
 PATCH_THE_RUNNER = '''import grader.checks.runner as _r

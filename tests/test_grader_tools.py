@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, hints, progress
-from grader.manifest import ManifestError, UnknownExerciseError, load_manifest, parse_manifest
-from grader.results import PASS, FAIL, CheckResult, GradeReport
-from grader.watch import file_signature, watch
+from grader.core.course_folder import find_project_root
+from grader.core.manifest import ManifestError, UnknownExerciseError, load_manifest, parse_manifest
+from grader.core.results import PASS, FAIL, CheckResult, GradeReport
+from grader.instructor import batch
+from grader.student import hints, progress
+from grader.student.watch import file_signature, watch
 
 
 def check(level: int, status: str, name: str = "c", fixture: str | None = None) -> CheckResult:
@@ -146,7 +148,7 @@ def test_damaged_state_file_is_kept_aside_not_lost(state_file, capsys):
     b"[" * 100_000,  # nested deeper than the parser goes
 ])
 def test_a_state_file_damaged_in_any_way_is_set_aside_and_progress_goes_on(damage, state_file, capsys):
-    from grader import hints
+    from grader.student import hints
 
     state_file.write_bytes(damage)
     assert "Progresso: 0 de 6" in progress.render_list(progress.load_state(), load_manifest())
@@ -184,7 +186,7 @@ def test_project_root_is_found_upward(tmp_path):
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     deep = tmp_path / "lessons" / "sub"
     deep.mkdir(parents=True)
-    assert progress.find_project_root(deep) == tmp_path.resolve()
+    assert find_project_root(deep) == tmp_path.resolve()
 
 
 # --------------------------------------------------------------------- hints
@@ -218,7 +220,7 @@ def test_hint_all_shows_every_tier(state_file):
 
 
 def test_hint_for_a_level_without_hints_says_so():
-    from grader.manifest import Exercise, Level
+    from grader.core.manifest import Exercise, Level
 
     exercise = Exercise("exercise-9", "Nove", (Level(1, "Primeiro", ()), Level(2, "Segundo", ("uma dica",))))
     state = progress.empty_state()
@@ -369,7 +371,8 @@ def test_watch_falls_back_to_polling_when_file_events_cannot_start(tmp_path, mon
     ([], "0", True),
 ])
 def test_watch_command_uses_file_events_unless_polling_is_forced(argv, environment, events, monkeypatch, tmp_path):
-    from grader import console, watch as watch_module
+    from grader.reports import console
+    from grader.student import watch as watch_module
 
     if environment is None:
         monkeypatch.delenv(watch_module.POLLING_ENV, raising=False)
@@ -516,7 +519,7 @@ def test_progress_bar_on_a_terminal_is_live_and_colourless_under_no_color(no_col
 
 
 def test_a_batch_piped_into_a_file_never_imports_rich():
-    code = ("import io, sys; from grader import batch; bar = batch.ProgressBar(1, stream=io.StringIO()); "
+    code = ("import io, sys; from grader.instructor import batch; bar = batch.ProgressBar(1, stream=io.StringIO()); "
             "bar.advance(batch.Row('ana', 'ana.ipynb', batch.PASSED)); bar.close(); print('rich' in sys.modules)")
     finished = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert finished.stdout.strip() == "False"
@@ -628,7 +631,7 @@ def generated_exercise_text() -> str:
 @pytest.mark.slow
 @needs_exercise_3
 def test_watch_regrades_a_saved_notebook_with_the_real_engine(tmp_path):
-    from grader.engine import grade
+    from grader.core.engine import grade
 
     notebook = tmp_path / "exercise-3.ipynb"
     notebook.write_text(generated_exercise_text(), encoding="utf-8")
@@ -649,7 +652,7 @@ def test_watch_regrades_a_saved_notebook_with_the_real_engine(tmp_path):
 
 
 def test_watch_command_ends_cleanly_on_ctrl_c(monkeypatch, capsys):
-    from grader import watch as watch_module
+    from grader.student import watch as watch_module
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

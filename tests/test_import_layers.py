@@ -8,10 +8,19 @@ The layers of harness/ (docs/arquitetura.md):
   their contract, stores/base.py, imports nothing of the project;
 - the display (harness/display/): imports anything of harness, and nothing imports it back.
 
+The layers of grader/, by role:
+- the grading core (grader/core/) and the checks it runs (grader/checks/, with the defective
+  harnesses of exercise 6): they import each other and the harness, nothing above them;
+- the reports (grader/reports/): import the core, never a command;
+- the student's commands (grader/student/) and the instructor's (grader/instructor/):
+  import the core and the reports, never each other;
+- the `grade` command (grader/cli.py): dispatches to the commands; nothing in grader imports it.
+The grader never imports authoring.
+
 Fails on any import circle in the project, on core -> display, on harness -> grader or
-authoring, on stores -> display, on stores -> a driver, and on a piece that imports a
-store other than the contract. Imports inside functions count: they are arrows too, only
-taken later.
+authoring, on stores -> display, on stores -> a driver, on a piece that imports a store
+other than the contract, and on a grader arrow against the layers above. Imports inside
+functions count: they are arrows too, only taken later.
 """
 from __future__ import annotations
 
@@ -139,8 +148,44 @@ def layer(module: str) -> str | None:
     return None
 
 
-def layer_problems(graph: dict[str, set[str]]) -> list[str]:
+GRADER_COMMAND = "grader.cli"
+
+
+def grader_layer(module: str) -> str | None:
+    if module == GRADER_COMMAND:
+        return "command"
+    for package, name in (("grader.core", "core"), ("grader.checks", "core"), ("grader.buggy_harnesses", "core"),
+                          ("grader.reports", "reports"), ("grader.student", "student"),
+                          ("grader.instructor", "instructor")):
+        if in_package(module, package):
+            return name
+    return "top" if module == "grader" else None
+
+
+# grader layer -> the grader layers it must never import
+GRADER_FORBIDDEN = {
+    "core": {"reports", "student", "instructor", "command"},
+    "reports": {"student", "instructor", "command"},
+    "student": {"instructor", "command"},
+    "instructor": {"student", "command"},
+}
+
+
+def grader_problems(graph: dict[str, set[str]]) -> list[str]:
     problems = []
+    for module, targets in sorted(graph.items()):
+        source = grader_layer(module)
+        for target in sorted(targets):
+            destination = grader_layer(target)
+            if source is not None and in_package(target, "authoring"):
+                problems.append(f"{module} -> {target}: the grader never imports authoring")
+            if destination in GRADER_FORBIDDEN.get(source, set()):
+                problems.append(f"{module} -> {target}: the grader's {source} never imports its {destination}")
+    return problems
+
+
+def layer_problems(graph: dict[str, set[str]]) -> list[str]:
+    problems = grader_problems(graph)
     for module, targets in sorted(graph.items()):
         source = layer(module)
         for target in sorted(targets):
@@ -172,6 +217,10 @@ def test_harness_layers_point_one_way():
     assert layer_problems(import_graph(ROOT)) == []
 
 
+def test_grader_layers_point_one_way():
+    assert grader_problems(import_graph(ROOT)) == []
+
+
 def test_the_graph_sees_the_arrows_it_judges():
     # A reader that found no imports would pass every rule: check it sees known arrows.
     graph = import_graph(ROOT)
@@ -181,6 +230,10 @@ def test_the_graph_sees_the_arrows_it_judges():
     assert "harness.cli" in graph["harness.display.crash_lab"]  # `from harness import cli`
     assert {"harness.piece", "harness.driver", "harness.stores", "harness.contract", "harness.display"} <= \
         {f"harness.{layer(module)}" for module in graph if layer(module)}
+    assert "grader.core.engine" in graph["grader.reports.report_view"] | graph["grader.reports.render"] | \
+        graph["grader.student.watch"]  # watch imports the engine inside run()
+    assert {"core", "reports", "student", "instructor", "command", "top"} == \
+        {grader_layer(module) for module in graph if grader_layer(module)}
 
 
 # ------------------------------------------------------------- planted bad imports in a copy
@@ -228,9 +281,9 @@ def test_a_planted_circle_between_two_new_modules_is_found(tmp_path):
                   "harness/cli.py": "from harness.display import widgets\n"},
                  ["harness.checkpoint -> harness.display.show", "harness.cli -> harness.display.widgets"],
                  id="core-to-display"),
-    pytest.param({"harness/loop.py": "import grader.engine\n",
+    pytest.param({"harness/loop.py": "import grader.core.engine\n",
                   "harness/display/show.py": "from authoring import site\n"},
-                 ["harness.loop -> grader.engine", "harness.display.show -> authoring.site"],
+                 ["harness.loop -> grader.core.engine", "harness.display.show -> authoring.site"],
                  id="harness-to-grader-or-authoring"),
     pytest.param({"harness/stores/planted.py": "from ..display.show import Rendered\nfrom harness import runner\n"},
                  ["harness.stores.planted -> harness.display.show", "harness.stores.planted -> harness.runner"],
@@ -246,6 +299,47 @@ def test_a_planted_arrow_against_the_layers_is_refused(tmp_path, plants, arrows)
     problems = layer_problems(import_graph(root))
     for arrow in arrows:
         assert any(p.startswith(arrow + ":") for p in problems), (arrow, problems)
+
+
+@pytest.mark.parametrize("plants, arrows", [
+    pytest.param({"grader/core/engine.py": "def _later():\n    from grader.reports import render\n",
+                  "grader/checks/framework.py": "from grader.student.progress import record\n"},
+                 ["grader.core.engine -> grader.reports.render", "grader.checks.framework -> grader.student.progress"],
+                 id="core-to-reports-or-a-student-command"),
+    pytest.param({"grader/core/warm.py": "from grader.instructor import batch\n",
+                  "grader/buggy_harnesses/driver.py": "import grader.cli\n"},
+                 ["grader.core.warm -> grader.instructor.batch", "grader.buggy_harnesses.driver -> grader.cli"],
+                 id="core-to-an-instructor-command-or-the-grade-command"),
+    pytest.param({"grader/reports/feedback.py": "from grader.instructor.batch import notebook_in_folder\n",
+                  "grader/reports/render.py": "from grader.student import progress\n"},
+                 ["grader.reports.feedback -> grader.instructor.batch", "grader.reports.render -> grader.student.progress"],
+                 id="reports-to-a-command"),
+    pytest.param({"grader/student/watch.py": "def _later():\n    from grader.cli import main\n",
+                  "grader/student/hints.py": "from grader.instructor import fixture_command\n",
+                  "grader/instructor/gradescope.py": "from grader.student.notebook_api import check\n"},
+                 ["grader.student.watch -> grader.cli", "grader.student.hints -> grader.instructor.fixture_command",
+                  "grader.instructor.gradescope -> grader.student.notebook_api"],
+                 id="between-commands-or-up-to-the-grade-command"),
+    pytest.param({"grader/core/engine.py": "from authoring import site\n"},
+                 ["grader.core.engine -> authoring.site"],
+                 id="authoring"),
+])
+def test_a_planted_grader_arrow_against_the_layers_is_refused(tmp_path, plants, arrows):
+    root = copy_of_project(tmp_path)
+    for relative, source in plants.items():
+        plant(root, relative, source)
+    problems = layer_problems(import_graph(root))
+    for arrow in arrows:
+        assert any(p.startswith(arrow + ":") for p in problems), (arrow, problems)
+
+
+def test_the_grader_arrows_down_the_layers_are_allowed(tmp_path):
+    root = copy_of_project(tmp_path)
+    plant(root, "grader/student/hints.py", "from grader.reports import render\nfrom grader.core import engine\n")
+    plant(root, "grader/instructor/batch.py", "from grader.reports.report_view import report_view\n")
+    plant(root, "grader/cli.py", "from grader.instructor import batch\nfrom grader.student import hints\n")
+    plant(root, "grader/checks/framework.py", "from grader.core.plural import quantity\n")
+    assert grader_problems(import_graph(root)) == []
 
 
 def test_a_piece_reaching_a_concrete_store_is_refused_but_the_contract_is_allowed(tmp_path):

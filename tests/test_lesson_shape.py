@@ -126,9 +126,10 @@ def test_criteria_in_running_italics_are_caught():
 
 
 def test_the_old_check_import_and_a_missing_grade_command_are_caught():
-    old_import = EXERCISES.replace("from grader import check", "from grader.notebook_api import check")
-    found = problems_with(replace={5: old_import})
-    assert any("notebook_api" in p for p in found)
+    for inner_path in ("grader.notebook_api", "grader.student.notebook_api"):
+        old_import = EXERCISES.replace("from grader import check", f"from {inner_path} import check")
+        found = problems_with(replace={5: old_import})
+        assert any("notebook_api" in p for p in found), inner_path
     no_command = EXERCISES.replace("grade exercise-2 --level 1", "rode o corretor")
     assert any("grade exercise-2 --level" in p for p in problems_with(replace={5: no_command}))
 

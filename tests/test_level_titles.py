@@ -1,4 +1,4 @@
-"""Exercise and level titles are written once, in grader/manifest.yaml; the check modules read them."""
+"""Exercise and level titles are written once, in grader/core/manifest.yaml; the check modules read them."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import manifest
 from grader.checks.framework import Exercise
-from grader.engine import grade_with_fixtures, load_exercise
-from grader.manifest import UnknownExerciseError
+from grader.core import manifest
+from grader.core.engine import grade_with_fixtures, load_exercise
+from grader.core.manifest import UnknownExerciseError
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_MODULES = sorted((ROOT / "grader" / "checks").glob("exercise_*.py"))
@@ -66,6 +66,6 @@ def test_the_grading_kernel_imports_the_checks_without_reading_the_manifest():
     code = ("import sys\n"
             "for n in range(1, 7):\n"
             "    __import__(f'grader.checks.exercise_{n}')\n"
-            "print(sorted(m for m in ('grader.manifest', 'yaml') if m in sys.modules))")
+            "print(sorted(m for m in ('grader.core.manifest', 'yaml') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"

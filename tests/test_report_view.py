@@ -11,10 +11,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import render
-from grader.engine import grade
-from grader.report_view import report_view
-from grader.results import CellProblem, CheckResult, GradeReport
+from grader.core.engine import grade
+from grader.core.results import CellProblem, CheckResult, GradeReport
+from grader.reports import render
+from grader.reports.report_view import report_view
 from tests.glossary_fixtures import REPO
 
 HINT = "grade hint exercise-9 --level {}"

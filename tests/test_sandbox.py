@@ -10,8 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import batch, cli, sandbox
-from grader.engine import grade
+from grader import cli
+from grader.core import sandbox
+from grader.core.engine import grade
+from grader.instructor import batch
 from tests.grader_support import ROOT, solution_notebook, write, write_new_fixtures
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) não instalado; .ci/run o instala")

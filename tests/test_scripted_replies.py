@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.notebook_api import fixture_checkpoint, fixture_workspace
+from grader.student.notebook_api import fixture_checkpoint, fixture_workspace
 from harness.checkpointed_loop import run_agent
 from harness.fake_endpoint import (
     ON_TOOL_DRY_RUN,

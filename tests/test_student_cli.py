@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from authoring import cli as course_cli
-from grader import cli, console
-from grader.plural import quantity
+from grader import cli
+from grader.core.plural import quantity
+from grader.reports import console
 from tests.glossary_fixtures import REPO
 
 BIN = Path(sys.executable).parent
@@ -192,7 +193,7 @@ def test_grade_list_piped_into_head_in_a_shell(course_copy):
     (["fixtures", "exercise-99"], "grade fixtures: Exercício desconhecido: 'exercise-99'"),
 ])
 def test_bad_option_values_get_a_portuguese_reason_and_exit_2_before_any_grading(argv, words, capsys, monkeypatch):
-    from grader import engine
+    from grader.core import engine
 
     monkeypatch.setattr(engine, "grade_with_fixtures", lambda *a, **k: pytest.fail("must not grade"))
     code, text = run_main(cli.main, argv, capsys)
@@ -217,7 +218,7 @@ def test_course_names_an_unknown_option_as_such(capsys):
 
 
 def test_os_errors_are_explained_in_portuguese(tmp_path):
-    from grader.errors import os_reason
+    from grader.core.errors import os_reason
 
     with pytest.raises(OSError) as caught:
         tmp_path.read_text()
@@ -228,7 +229,7 @@ def test_a_notebook_without_cell_ids_reads_without_an_english_warning(tmp_path):
     import json
     import warnings
 
-    from grader.notebook_file import read_notebook
+    from grader.core.notebook_file import read_notebook
 
     data = json.loads((REPO / "exercises" / "exercise-1.ipynb").read_text(encoding="utf-8"))
     for cell in data["cells"]:
@@ -242,7 +243,7 @@ def test_a_notebook_without_cell_ids_reads_without_an_english_warning(tmp_path):
 
 
 def test_an_exercise_without_any_fixture_is_an_error_naming_the_folder(tmp_path, monkeypatch, capsys):
-    from grader import fixture_loader
+    from grader.core import fixture_loader
 
     monkeypatch.setattr(fixture_loader, "FIXTURES_ROOT", tmp_path / "fixtures")
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
@@ -255,22 +256,24 @@ def test_an_exercise_without_any_fixture_is_an_error_naming_the_folder(tmp_path,
 
 
 def test_the_course_is_found_from_the_installed_package_anywhere(tmp_path, monkeypatch):
-    from grader import progress
+    from grader.core import course_folder
+    from grader.student import progress
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GRADE_STATE_FILE", raising=False)
-    assert progress.find_project_root() == REPO.resolve()
+    assert course_folder.find_project_root() == REPO.resolve()
     assert progress.default_state_path() == REPO.resolve() / ".grade-state.json"
-    assert progress.is_students_notebook("exercise-1", REPO / "exercises" / "exercise-1.ipynb")
+    assert course_folder.is_students_notebook("exercise-1", REPO / "exercises" / "exercise-1.ipynb")
 
 
 def test_outside_any_course_nothing_is_written(tmp_path, monkeypatch, capsys):
-    from grader import progress
+    from grader.core import course_folder
+    from grader.student import progress
     from tests.test_grader_tools import check, report
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GRADE_STATE_FILE", raising=False)
-    monkeypatch.setattr(progress, "installed_course_root", lambda: None)
+    monkeypatch.setattr(course_folder, "installed_course_root", lambda: None)
     (tmp_path / ".grade-state.json").write_text("de outra pessoa", encoding="utf-8")
     progress.record("exercise-1", report("exercise-1", check(1, "pass")))
     assert (tmp_path / ".grade-state.json").read_text(encoding="utf-8") == "de outra pessoa"
@@ -369,26 +372,26 @@ def kernel_alive(pid: int, grace: float = 5.0) -> bool:
 
 
 def test_a_symlink_to_the_students_notebook_is_the_same_file_and_a_copy_is_not(course_copy):
-    from grader import progress
+    from grader.core.course_folder import is_students_notebook
 
     own = course_copy / "exercises" / "exercise-1.ipynb"
     link = course_copy / "atalho.ipynb"
     link.symlink_to(own)
     copy = course_copy / "copia-1.ipynb"
     shutil.copy(own, copy)
-    assert progress.is_students_notebook("exercise-1", link)  # grading it updates `grade list`
-    assert not progress.is_students_notebook("exercise-1", copy)
-    assert not progress.is_students_notebook("exercise-2", link)
+    assert is_students_notebook("exercise-1", link)  # grading it updates `grade list`
+    assert not is_students_notebook("exercise-1", copy)
+    assert not is_students_notebook("exercise-2", link)
 
 
 @pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000,
                                   '{"cells": [], "nbformat": 4, "metadata": ' + "{\"a\": " * 50000 + "1" + "}" * 50000 + "}"],
                          ids=["nested-lists", "nested-metadata"])
 def test_hostile_deeply_nested_json_is_an_invalid_notebook_not_a_grader_error(text, tmp_path):
-    from grader import batch
-    from grader.engine import grade
-    from grader.notebook_file import read_notebook
-    from grader.results import INVALID_NOTEBOOK
+    from grader.core.engine import grade
+    from grader.core.notebook_file import read_notebook
+    from grader.core.results import INVALID_NOTEBOOK
+    from grader.instructor import batch
 
     path = tmp_path / "fundo.ipynb"
     path.write_text(text, encoding="utf-8")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.checks.framework import CheckFailed, content_blocks, describe_error
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 
 def tool_use_ids(message: Any) -> list[str]:

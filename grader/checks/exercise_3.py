@@ -44,7 +44,7 @@ from grader.checks.framework import (
     plain_text,
     show,
 )
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 EXERCISE = Exercise("exercise-3")
 

@@ -57,7 +57,7 @@ from grader.checks.framework import (
     nothing_observed,
     show,
 )
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 EXERCISE = Exercise("exercise-4")
 

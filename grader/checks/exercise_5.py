@@ -46,7 +46,7 @@ from grader.checks.framework import (
     nothing_observed,
     show,
 )
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 EXERCISE = Exercise("exercise-5")
 
@@ -165,7 +165,7 @@ def fixture_run_dir(name: str, root: str | os.PathLike) -> Path:
     call (to try your functions in the notebook: running a cell twice starts from scratch)."""
     import tempfile
 
-    from grader.fixture_loader import read_fixture_files
+    from grader.core.fixture_loader import read_fixture_files
 
     for item in read_fixture_files(EXERCISE.name, validate=EXERCISE.validate_fixture):
         if item.name == name:

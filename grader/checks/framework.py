@@ -180,7 +180,7 @@ class PlannedCheck:
 class Exercise:
     """An exercise's checks. Create one per module as ``EXERCISE = Exercise("exercise-N")``.
 
-    Its title and level titles are read from grader/manifest.yaml, the one place they are
+    Its title and level titles are read from grader/core/manifest.yaml, the one place they are
     written, when first asked for: the grading kernel imports this module and never needs them.
     """
 
@@ -199,7 +199,7 @@ class Exercise:
         return {level.number: level.title for level in self._manifest_entry().levels}
 
     def _manifest_entry(self):
-        from grader import manifest  # parsed once per process (cached there)
+        from grader.core import manifest  # parsed once per process (cached there)
 
         return manifest.get_exercise(self.name)
 
@@ -246,7 +246,7 @@ class Exercise:
         """Every check to run, in level order then declaration order then fixture order."""
         undeclared = sorted({spec.level for spec in self.checks} - set(self.levels))
         if undeclared:
-            raise ValueError(f"{self.name}: checks of level {undeclared} but grader/manifest.yaml has no such level")
+            raise ValueError(f"{self.name}: checks of level {undeclared} but grader/core/manifest.yaml has no such level")
         planned: list[PlannedCheck] = []
         for spec in sorted(self.checks, key=lambda s: s.level):  # stable: keeps declaration order
             if level is not None and spec.level != level:

@@ -1,6 +1,6 @@
 """Warm batch workers: one process per job grades submission after submission.
 
-``grade batch`` starts ``python -m grader.batch --serve`` once per job. The worker
+``grade batch`` starts ``python -m grader.instructor.batch --serve`` once per job. The worker
 imports the grader and loads the exercise's checks and fixtures once, then reads one
 task per line on stdin (JSON: the notebook, where to write the result, whether more
 tasks follow) and answers ``done`` on stdout when the result file is written.
@@ -11,7 +11,7 @@ folder, and the kernel imports IPython on its own, in parallel with the grading;
 engine connects to it when that grading begins (``grade(..., prelaunched=...)``).
 Each submission still gets a fresh kernel that nothing ran in before. Outside the
 sandbox, the worker's kernels are forked from a template process that imported
-ipykernel and anthropic once (grader/forked_kernels.py); where it cannot, they start
+ipykernel and anthropic once (grader/core/forked_kernels.py); where it cannot, they start
 as before.
 """
 from __future__ import annotations
@@ -25,10 +25,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader import kernel as kernels
 from grader.checks.framework import describe_error
-from grader.execution import kernel_env
-from grader.sandbox import Sandbox, sandboxed_connection
+from grader.core import kernel as kernels
+from grader.core.execution import kernel_env
+from grader.core.sandbox import Sandbox, sandboxed_connection
 
 DONE = "done"
 
@@ -52,7 +52,7 @@ class PrelaunchedKernel:
             settings = kernels.kernel_connection(self.workdir, 1, 1)
         manager_class = settings.pop("manager_class", AsyncKernelManager)
         if template is not None:
-            from grader.forked_kernels import forked_manager_class
+            from grader.core.forked_kernels import forked_manager_class
 
             manager_class = forked_manager_class(template, manager_class)
         km = manager_class(kernel_name="python3", **settings)
@@ -107,10 +107,10 @@ def write_payload(path: Path, payload: dict[str, Any]) -> None:
 
 
 def serve(argv: list[str]) -> int:
-    """The warm worker's loop (``python -m grader.batch --serve ...``)."""
-    from grader.kernel import DEFAULT_MEMORY_MB
+    """The warm worker's loop (``python -m grader.instructor.batch --serve ...``)."""
+    from grader.core.kernel import DEFAULT_MEMORY_MB
 
-    parser = argparse.ArgumentParser(prog="grader.batch --serve")
+    parser = argparse.ArgumentParser(prog="grader.instructor.batch --serve")
     parser.add_argument("exercise")
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
@@ -120,13 +120,13 @@ def serve(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout = sys.stderr  # whatever else prints must not mix with the answers
 
-    from grader.engine import DEFAULT_CELL_TIMEOUT, grade_with_fixtures, load_exercise
-    from grader.fixture_loader import load_fixtures
-    from grader.sandbox import require
+    from grader.core.engine import DEFAULT_CELL_TIMEOUT, grade_with_fixtures, load_exercise
+    from grader.core.fixture_loader import load_fixtures
+    from grader.core.sandbox import require
 
     template = None
     if not args.sandbox:  # a sandboxed kernel starts in its own bwrap, never from a shared template
-        from grader.forked_kernels import KernelTemplate
+        from grader.core.forked_kernels import KernelTemplate
 
         template = KernelTemplate.start(args.exercise, kernel_env())  # imports while the checks load
     spec = load_exercise(args.exercise)

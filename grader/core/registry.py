@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from grader.errors import UnknownExercise
+from grader.core.errors import UnknownExercise
 
-CHECKS_DIR = Path(__file__).with_name("checks")
+CHECKS_DIR = Path(__file__).parents[1] / "checks"  # grader/checks
 _MODULE_NAME = re.compile(r"^exercise_(\d+)$")
 
 

@@ -10,17 +10,17 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader import registry
 from grader.checks.framework import Exercise, Fixture, PlannedCheck
-from grader.errors import GraderError
-from grader.execution import execute_and_grade
 from grader.checks.runner import MEMORY
-from grader.kernel import DEFAULT_MEMORY_MB
-from grader.fixture_loader import load_fixtures
-from grader.notebook_file import read_notebook
-from grader.points import points_for
-from grader.sandbox import Sandbox
-from grader.results import FAIL, KERNEL_DIED, MEMORY_EXHAUSTED, CheckResult, GradeReport
+from grader.core import registry
+from grader.core.errors import GraderError
+from grader.core.execution import execute_and_grade
+from grader.core.fixture_loader import load_fixtures
+from grader.core.kernel import DEFAULT_MEMORY_MB
+from grader.core.notebook_file import read_notebook
+from grader.core.points import points_for
+from grader.core.results import FAIL, KERNEL_DIED, MEMORY_EXHAUSTED, CheckResult, GradeReport
+from grader.core.sandbox import Sandbox
 
 DEFAULT_CELL_TIMEOUT = 60.0
 DEFAULT_TOTAL_TIMEOUT = 300.0
@@ -127,7 +127,7 @@ def grade_with_fixtures(
     exercise = spec_exercise.name
     plan = spec_exercise.plan(list(fixtures), level)
     if not plan:  # 0/0 would read as a grade; it is a course folder missing its fixtures
-        from grader.fixture_loader import FIXTURES_ROOT, display_path
+        from grader.core.fixture_loader import FIXTURES_ROOT, display_path
 
         raise GraderError(
             f"O {exercise} não tem nenhuma verificação para rodar: não há fixtures em "

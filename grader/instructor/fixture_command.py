@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader import registry
-from grader.errors import GraderError
-from grader.plural import quantity
-from grader.results import CheckResult
+from grader.core import registry
+from grader.core.errors import GraderError
+from grader.core.plural import quantity
+from grader.core.results import CheckResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +34,8 @@ def disagreement(check: CheckResult) -> str:
 
 def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape_only: bool = False) -> tuple[int, list[str]]:
     """(number of problems, printable lines) for one exercise."""
-    from grader.engine import grade_with_fixtures, load_exercise
-    from grader.fixture_loader import read_fixture_files
+    from grader.core.engine import grade_with_fixtures, load_exercise
+    from grader.core.fixture_loader import read_fixture_files
 
     exercise = load_exercise(name)
     files = read_fixture_files(name, extra_dirs, exercise.validate_fixture)
@@ -80,7 +80,7 @@ def check_exercise(name: str, extra_dirs: list[Path], solutions_dir: Path, shape
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.progress import course_root
+    from grader.core.course_folder import course_root
 
     names = args.exercises or registry.known_exercises()
     for name in names:

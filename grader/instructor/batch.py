@@ -3,14 +3,14 @@
 Each submission (an ``*.ipynb`` file, or a folder per student holding the
 notebook) is graded by the same engine as `grade exercise-N`, in a fresh kernel
 under time and memory limits. `-j` runs that many warm worker processes
-(grader/warm.py), each grading one submission after another while the next
+(grader/core/warm.py), each grading one submission after another while the next
 one's kernel is already starting. Whatever happens to one submission (timeout,
 dead kernel, invalid file, a worker that dies or hangs: it is replaced) ends up
 as a row saying so; the batch always goes on. Progress is drawn on stderr: a
 live bar on a terminal, a line per submission otherwise.
 
 This isolates submissions from each other and from the batch; with ``--sandbox``
-each kernel also runs under bubblewrap (grader/sandbox.py): no network, no other
+each kernel also runs under bubblewrap (grader/core/sandbox.py): no network, no other
 submission or private fixture in sight, limits on processes and memory.
 """
 from __future__ import annotations
@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from grader import console, results
-from grader.errors import os_reason
-from grader.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
-from grader.points import shown as shown_points
-from grader.plural import quantity
+from grader.core import results
+from grader.core.errors import os_reason
+from grader.reports import console
+from grader.core.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
+from grader.core.plural import quantity
+from grader.core.points import shown as shown_points
 
 DEFAULT_TIMEOUT = 300.0
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
@@ -105,7 +106,7 @@ class BatchOptions:
     # Upper bound on one worker's life: notebook time + every check's time + margin.
     # Past it the batch kills the worker; the engine's own limits normally act first.
     hard_timeout: float = DEFAULT_TIMEOUT + WORKER_GRACE_SECONDS
-    sandbox: bool = False  # each kernel under bubblewrap (grader/sandbox.py)
+    sandbox: bool = False  # each kernel under bubblewrap (grader/core/sandbox.py)
 
 
 # ------------------------------------------------------------- submissions
@@ -261,8 +262,8 @@ def failure_row(submission: Submission, status: str, message: str, levels: list[
 
 
 def _worker_command(options: BatchOptions) -> list[str]:
-    """A warm worker (grader/warm.py) for this batch: it grades one task after another."""
-    command = [sys.executable, "-m", "grader.batch", "--serve", options.exercise, "--timeout", str(options.timeout)]
+    """A warm worker (grader/core/warm.py) for this batch: it grades one task after another."""
+    command = [sys.executable, "-m", "grader.instructor.batch", "--serve", options.exercise, "--timeout", str(options.timeout)]
     command += ["--memory-mb", str(options.memory_mb or 0)]  # 0: no limit
     for folder in options.fixture_dirs:
         command += ["--fixtures", str(folder)]
@@ -624,8 +625,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plan(exercise: str, fixture_dirs: tuple[Path, ...]):
-    from grader.engine import load_exercise
-    from grader.fixture_loader import load_fixtures
+    from grader.core.engine import load_exercise
+    from grader.core.fixture_loader import load_fixtures
 
     spec = load_exercise(exercise)
     fixtures = load_fixtures(exercise, fixture_dirs, spec.validate_fixture)
@@ -640,16 +641,16 @@ def plan_summary(exercise: str, fixture_dirs: tuple[Path, ...]) -> tuple[list[in
 
 def plan_max_points(exercise: str, fixture_dirs: tuple[Path, ...]) -> float:
     """What the whole exercise is worth; raises GraderError for bad points in the manifest."""
-    from grader.points import points_for
+    from grader.core.points import points_for
 
     _, plan = _plan(exercise, fixture_dirs)
     return sum(points_for(exercise, plan).values())
 
 
 def worker_deadline(timeout: float, checks: int) -> float:
-    from grader.engine import DEFAULT_CHECK_TIMEOUT
-    from grader.execution import MAX_RESTARTS
-    from grader.kernel import START_ATTEMPTS, STARTUP_TIMEOUT
+    from grader.core.engine import DEFAULT_CHECK_TIMEOUT
+    from grader.core.execution import MAX_RESTARTS
+    from grader.core.kernel import START_ATTEMPTS, STARTUP_TIMEOUT
 
     # The notebook's time limit starts when its kernel is ready, so a slow start
     # (or a second one, or a fresh kernel after a bad cell or check) comes on top of it.
@@ -658,7 +659,7 @@ def worker_deadline(timeout: float, checks: int) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader.errors import GraderError
+    from grader.core.errors import GraderError
 
     if args.jobs < 1:
         print("grade batch: -j precisa ser pelo menos 1.", file=sys.stderr)
@@ -678,7 +679,7 @@ def run(args: argparse.Namespace) -> int:
         levels, checks = plan_summary(args.exercise, fixture_dirs)
         max_points = plan_max_points(args.exercise, fixture_dirs)
         if args.sandbox:
-            from grader.sandbox import require
+            from grader.core.sandbox import require
 
             require()  # bwrap missing: say so now, never grade unsandboxed
     except GraderError as error:
@@ -727,14 +728,14 @@ def run(args: argparse.Namespace) -> int:
 
 def write_feedback(folder: Path | None, rows: list[Row]) -> None:
     if folder is not None:
-        from grader.feedback import write_pages
+        from grader.reports.feedback import write_pages
 
         write_pages(folder, rows, STATUS_WORDS)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        from grader.warm import serve
+        from grader.core.warm import serve
 
         sys.exit(serve(sys.argv[2:]))
     print("Use `grade batch ...`; este módulo só roda sozinho como processo de correção.", file=sys.stderr)

@@ -7,10 +7,10 @@ import json
 import textwrap
 import xml.etree.ElementTree as ET
 
-from grader.plural import quantity
-from grader.points import shown as shown_points
-from grader.report_view import Failure, LevelView, report_view
-from grader.results import GradeReport
+from grader.core.plural import quantity
+from grader.core.points import shown as shown_points
+from grader.core.results import GradeReport
+from grader.reports.report_view import Failure, LevelView, report_view
 
 PASS_WORD, FAIL_WORD = "PASSOU", "FALHOU"
 WIDTH = 100

@@ -20,8 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from grader.errors import GraderError, os_reason
-from grader.manifest import Exercise, Manifest, load_manifest
+from grader.core.course_folder import find_project_root, is_students_notebook
+from grader.core.errors import GraderError, os_reason
+from grader.core.manifest import Exercise, Manifest, load_manifest
 
 STATE_FILE_NAME = ".grade-state.json"
 STATE_VERSION = 1
@@ -31,55 +32,6 @@ PASSED_STATUSES = {"passed", "pass", "ok"}
 
 
 # ------------------------------------------------------------------ location
-
-
-def is_course_root(folder: Path) -> bool:
-    """A copy of the course: the students' exercises/ beside the course's pyproject.toml."""
-    return (folder / "exercises").is_dir() and (folder / "pyproject.toml").is_file()
-
-
-def installed_course_root() -> Path | None:
-    """The course this grader was installed from: ``pip install -e`` (what bootstrap.py does)
-    leaves the package inside the course folder, so the course is the package's parent."""
-    folder = Path(__file__).resolve().parent.parent
-    return folder if is_course_root(folder) else None
-
-
-def find_project_root(start: Path | None = None) -> Path | None:
-    """The course folder: the nearest one upward from ``start`` (cwd), else the one the grader
-    was installed from; None when neither is a course (a bare install run from elsewhere)."""
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if is_course_root(folder):
-            return folder
-    return installed_course_root()
-
-
-def course_root() -> Path:
-    """``find_project_root()``, or a Portuguese error saying where the course was looked for."""
-    root = find_project_root()
-    if root is None:
-        raise GraderError(
-            f"não encontrei a pasta do curso (a que tem exercises/ e pyproject.toml) a partir de {Path.cwd()}: "
-            "rode o comando dentro dela, ou diga o arquivo com --notebook."
-        )
-    return root
-
-
-def students_notebook(exercise: str, root: Path | None = None) -> Path | None:
-    """exercises/exercise-N.ipynb of the course: the only file whose grades `grade list` shows."""
-    root = root or find_project_root()
-    return None if root is None else root / "exercises" / f"{exercise}.ipynb"
-
-
-def is_students_notebook(exercise: str, notebook: Path) -> bool:
-    """Whether ``notebook`` is the student's own exercise file: the same file, however it is
-    named (a relative path, ``./`` or a symlink to it all count; a copy does not)."""
-    own = students_notebook(exercise)
-    try:
-        return own is not None and Path(notebook).resolve() == own.resolve()
-    except OSError:
-        return False
 
 
 def default_state_path() -> Path | None:
@@ -201,6 +153,19 @@ def record(exercise: str, report: Any, *, path: Path | None = None) -> None:
         save_state(state, path)
     except Exception as error:  # noqa: BLE001 - must never break a grading run
         warn(f"não consegui salvar o progresso ({error}).")
+
+
+def record_progress(exercise: str, report: Any, notebook: Path) -> None:
+    """Remember the result for `grade list`, but only when ``notebook`` is the student's own
+    exercises/exercise-N.ipynb: grading a copy, a solution or a submission changes nothing there."""
+    if not is_students_notebook(exercise, notebook):
+        print(f"(o progresso do `grade list` não mudou: ele acompanha só exercises/{exercise}.ipynb)",
+              file=sys.stderr)
+        return
+    try:
+        record(exercise, report)
+    except Exception as error:  # noqa: BLE001 - progress must never hide a grade
+        print(f"aviso: não consegui guardar o progresso ({error}).", file=sys.stderr)
 
 
 # ------------------------------------------------------------------ status

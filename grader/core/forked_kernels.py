@@ -1,9 +1,9 @@
-"""Kernels forked from a template process (grader/kernel_template.py), seen from the worker.
+"""Kernels forked from a template process (grader/core/kernel_template.py), seen from the worker.
 
 Starting a kernel and importing anthropic in it is most of the CPU a grading costs.
 A batch worker therefore keeps one ``KernelTemplate`` that has imported all of that
 once, and asks it for a fork per submission: ``forked_manager_class`` gives nbclient
-and the prelaunch (grader/warm.py) a kernel manager whose provisioner forks instead
+and the prelaunch (grader/core/warm.py) a kernel manager whose provisioner forks instead
 of running ``python -m ipykernel_launcher``.
 
 It is an optimisation only. Where the template cannot be had (no fork, no pidfd,
@@ -30,12 +30,13 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
-from grader.kernel import STARTUP_TIMEOUT
-from grader.kernel_template import receive, send
+import grader
+from grader.core.kernel import STARTUP_TIMEOUT
+from grader.core.kernel_template import receive, send
 
 ALWAYS_IMPORTED = ("ipykernel.ipkernel", "anthropic")  # what every exercise's kernel imports first
 SWITCH = "GRADE_KERNEL_TEMPLATE"  # "0" starts every kernel the usual way (to compare, or to rule the template out)
-_TEMPLATE_MAIN = "from grader.kernel_template import main; raise SystemExit(main())"
+_TEMPLATE_MAIN = "from grader.core.kernel_template import main; raise SystemExit(main())"
 
 
 def supported() -> bool:
@@ -64,12 +65,14 @@ def notebook_imports(notebook: Path) -> list[str]:
                 modules += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 modules.append(node.module)
+                if node.module == "grader":  # `from grader import check` imports check's module on first use
+                    modules += [grader.MODULE_OF[alias.name] for alias in node.names if alias.name in grader.MODULE_OF]
     return list(dict.fromkeys(modules))
 
 
 def template_modules(exercise: str) -> list[str]:
     """What the template imports for ``exercise``: the basics and the course's exercise notebook's imports."""
-    from grader.progress import students_notebook
+    from grader.core.course_folder import students_notebook
 
     return list(dict.fromkeys([*ALWAYS_IMPORTED, *notebook_imports(students_notebook(exercise))]))
 

@@ -32,7 +32,7 @@ class CheckResult:
     message: str = ""
     hint_ref: str = ""
     output: str = ""
-    points: float = 1.0  # what the check is worth (grader/points.py); earned only when it passes
+    points: float = 1.0  # what the check is worth (grader/core/points.py); earned only when it passes
     unwritten: str = ""  # the student's function or answer not written yet, when that is why it failed
 
     @property

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from grader.points import shown as shown_points
-from grader.render import html_report
-from grader.results import GradeReport
+from grader.core.points import shown as shown_points
+from grader.core.results import GradeReport
+from grader.reports.render import html_report
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#1f2328;line-height:1.45}

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import nbformat
 from nbformat.warnings import MissingIDFieldWarning
 
-from grader.errors import os_reason
-from grader.results import INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE
+from grader.core.errors import os_reason
+from grader.core.results import INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE
 
 
 class NotebookProblem(NamedTuple):

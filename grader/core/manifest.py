@@ -5,7 +5,7 @@ shape strictly and reports the first problem with the exact place in the file,
 in Portuguese, because instructors edit it by hand.
 """
 from __future__ import annotations
-from grader.errors import os_reason
+from grader.core.errors import os_reason
 
 import re
 from dataclasses import dataclass
@@ -37,7 +37,7 @@ class Level:
     title: str
     hints: tuple[str, ...]
     # What the level is worth (None: one point per check run) and the points of named
-    # checks within it; grader/points.py turns both into points per check.
+    # checks within it; grader/core/points.py turns both into points per check.
     points: float | None = None
     check_points: tuple[tuple[str, float], ...] = ()
 

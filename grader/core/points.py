@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Sequence
 
 from grader.checks.framework import PlannedCheck
-from grader.errors import GraderError
+from grader.core.errors import GraderError
 
 DEFAULT_POINTS = 1.0
 
 
 def _level_entry(exercise: str, level: int):
-    from grader import manifest
+    from grader.core import manifest
 
     try:
         entry = manifest.get_exercise(exercise)

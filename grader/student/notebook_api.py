@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader.environment import GRADER_ENV
-from grader.errors import GraderError
+from grader.core.environment import GRADER_ENV
+from grader.core.errors import GraderError
 
 __all__ = ["check", "fixture_checkpoint", "fixture_workspace"]
 
@@ -60,7 +60,7 @@ def notebook_to_grade(exercise: str) -> tuple[Path, str]:
     running = running_notebook()
     if running is not None and belongs_to(exercise, running):
         return running, ""
-    from grader.progress import course_root
+    from grader.core.course_folder import course_root
 
     own = course_root() / "exercises" / f"{exercise}.ipynb"
     if running is not None and running.resolve() != own.resolve():
@@ -70,7 +70,7 @@ def notebook_to_grade(exercise: str) -> tuple[Path, str]:
 
 
 def _show(report: Any) -> None:
-    from grader import render
+    from grader.reports import render
 
     if _in_jupyter():
         from IPython.display import HTML, display
@@ -115,14 +115,14 @@ def check(
         message = finished.stderr.strip().splitlines()[-1] if finished.stderr.strip() else "sem saída"
         print(f"Não consegui corrigir: {message}")
         return None
-    from grader.results import GradeReport
+    from grader.core.results import GradeReport
 
     _show(GradeReport.from_dict(data))
     return None
 
 
 def _fixture_data(exercise: str, name: str) -> dict:
-    from grader.fixture_loader import read_fixture_files
+    from grader.core.fixture_loader import read_fixture_files
 
     for item in read_fixture_files(exercise):
         if item.name == name:

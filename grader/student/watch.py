@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
-from grader import console
+from grader.reports import console
 
 DEFAULT_INTERVAL = 1.0
 # How many extra polls to wait for a file that keeps changing before grading anyway.
@@ -138,12 +138,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grader import render
-    from grader.cli import record_progress
-    from grader.fixture_loader import load_fixtures
-    from grader.progress import course_root
-    from grader.engine import grade, load_exercise
-    from grader.errors import GraderError
+    from grader.core.course_folder import course_root
+    from grader.core.engine import grade, load_exercise
+    from grader.core.errors import GraderError
+    from grader.core.fixture_loader import load_fixtures
+    from grader.reports import render
+    from grader.student.progress import record_progress
 
     try:  # a wrong name, fixture folder or course fails now, not on every save
         spec = load_exercise(args.exercise, args.level)

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.points import shown as shown_points
-from grader.results import CheckResult, GradeReport
+from grader.core.points import shown as shown_points
+from grader.core.results import CheckResult, GradeReport
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 CONFIG_NAME = "gradescope.json"
@@ -93,15 +93,15 @@ def write_results(path: Path, data: dict[str, Any]) -> None:
 
 
 def _fixture_names(folder: Path) -> set[str]:
-    from grader.fixture_loader import SUFFIXES
+    from grader.core.fixture_loader import SUFFIXES
 
     return {path.stem for path in folder.iterdir() if path.suffix in SUFFIXES} if folder.is_dir() else set()
 
 
 def grade_submission(config: dict[str, Any], source: Path, submission: Path) -> tuple[GradeReport, set[str]]:
-    from grader.batch import notebook_in_folder
-    from grader.engine import grade_with_fixtures, load_exercise
-    from grader.fixture_loader import load_fixtures
+    from grader.core.engine import grade_with_fixtures, load_exercise
+    from grader.core.fixture_loader import load_fixtures
+    from grader.instructor.batch import notebook_in_folder
 
     exercise = config["exercise"]
     spec = load_exercise(exercise)
@@ -129,7 +129,7 @@ def grade_submission(config: dict[str, Any], source: Path, submission: Path) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.gradescope", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.instructor.gradescope", description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, required=True, help="the autograder's source folder (/autograder/source)")
     parser.add_argument("--submission", type=Path, required=True, help="the student's files (/autograder/submission)")
     parser.add_argument("--results", type=Path, required=True, help="where results.json goes (/autograder/results/results.json)")
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                       "Avise o instrutor.",
             "tests": [],
         })
-        print(f"grader.gradescope: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"grader.instructor.gradescope: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     data = results_json(report, hidden_names, config.get("hidden_visibility", "after_due_date"), time.monotonic() - started)
     write_results(args.results, data)

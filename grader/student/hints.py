@@ -13,10 +13,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from grader import console
-from grader.errors import GraderError, os_reason
-from grader.manifest import Exercise, Level, UnknownExerciseError, load_manifest
-from grader.progress import first_unpassed_level, load_state, save_state, warn
+from grader.core.errors import GraderError, os_reason
+from grader.core.manifest import Exercise, Level, UnknownExerciseError, load_manifest
+from grader.reports import console
+from grader.student.progress import first_unpassed_level, load_state, save_state, warn
 
 def _counters(state: dict[str, Any], exercise: str) -> dict[str, Any]:
     """The exercise's tier counters, repaired if a hand edit left something else there."""

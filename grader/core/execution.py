@@ -3,7 +3,7 @@
 nbclient runs the notebook's code cells (errors recorded, execution goes on, per-cell and
 total time limits), then one extra request runs ``grader.checks.runner.run_from_file``
 inside the kernel. How the kernel is started, limited and watched lives in
-``grader.kernel``; this module decides what to do when something goes wrong:
+``grader.core.kernel``; this module decides what to do when something goes wrong:
 
 - a cell that ignores the interrupt at its time limit, or that runs out of memory (or
   ends holding most of the memory limit), is left out: the kernel is killed or
@@ -33,13 +33,12 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 
-from grader import kernel as kernels
 from grader.checks.framework import error_text
-from grader.environment import GRADER_ENV
-from grader.errors import os_reason
-from grader.sandbox import Sandbox, sandboxed_connection
-from grader.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
-from grader.results import (
+from grader.core import kernel as kernels
+from grader.core.environment import GRADER_ENV
+from grader.core.errors import os_reason
+from grader.core.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
+from grader.core.results import (
     GRADER_ERROR,
     KERNEL_DIED,
     KERNEL_START_FAILED,
@@ -47,6 +46,7 @@ from grader.results import (
     TIMEOUT,
     CellProblem,
 )
+from grader.core.sandbox import Sandbox, sandboxed_connection
 
 MAX_RESTARTS = 3  # fresh kernels one grading may start after the first, to go on past a bad cell or check
 HELD_MEMORY_SHARE = 0.5  # a notebook holding more than this share of the limit leaves the checks too little
@@ -93,7 +93,7 @@ class Execution:
     cell_problems: list[CellProblem] = field(default_factory=list)
     notebook_error: str | None = None  # the notebook could not be run to the end
     grading_error: str | None = None  # the checks could not all run
-    error_kind: str | None = None  # one of grader.results.ERROR_KINDS when either stopped short
+    error_kind: str | None = None  # one of grader.core.results.ERROR_KINDS when either stopped short
     records: list[dict] = field(default_factory=list)
     check_notes: dict[str, str] = field(default_factory=dict)  # check id -> why it has no result
     memory_exhausted: bool = False  # a cell or a check ran out of memory (grading went on)
@@ -311,7 +311,7 @@ class _Grading:
         )
         client.timeout_func = self.timeout_for
         if self.prelaunched is not None and self.generation == 1 and attempt == 1:
-            # A kernel started while the previous submission was graded (grader/warm.py):
+            # A kernel started while the previous submission was graded (grader/core/warm.py):
             # nbclient connects to it instead of starting one. If it died, attempt 2 starts afresh.
             client.km = self.prelaunched.take()
         return client

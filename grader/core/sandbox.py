@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.environment import GRADER_ENV
-from grader.errors import GraderError
+from grader.core.environment import GRADER_ENV
+from grader.core.errors import GraderError
 
 SANDBOX_UID_BASE = 61000  # unprivileged ids with no passwd entry; one per grading process
 SANDBOX_UID_SPAN = 4000
@@ -89,7 +89,7 @@ class Sandbox:
         if self.uid is None:
             # The limit counts every process of the user, the sandbox's and the rest of the session's.
             processes += _processes_of(os.getuid())
-        # Memory is capped by the grading itself (grader/kernel.py); as an unprivileged user
+        # Memory is capped by the grading itself (grader/core/kernel.py); as an unprivileged user
         # the kernel cannot raise that cap again.
         return ["prlimit", f"--nproc={processes}", f"--fsize={self.max_file_mb * 1024 * 1024}", "--"]
 

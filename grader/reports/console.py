@@ -68,7 +68,7 @@ def memory_mb(text: str) -> int:
 def output_file_problem(path: Path, what: str, example: str) -> str | None:
     """Why ``what`` (a file a command will write) could not be written at ``path``, checked before
     the long work that produces it; None when it can."""
-    from grader.errors import os_reason
+    from grader.core.errors import os_reason
 
     path = Path(path)
     if path.is_dir():

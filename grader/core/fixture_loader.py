@@ -15,9 +15,9 @@ from typing import Callable, Iterable, Sequence
 import yaml
 
 from grader.checks.framework import Fixture
-from grader.errors import FixtureError
+from grader.core.errors import FixtureError
 
-FIXTURES_ROOT = Path(__file__).with_name("fixtures")
+FIXTURES_ROOT = Path(__file__).parents[1] / "fixtures"  # grader/fixtures
 SUFFIXES = (".json", ".yaml", ".yml")
 
 

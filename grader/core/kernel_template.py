@@ -1,6 +1,6 @@
 """The kernel template process: imports once, then forks one fresh kernel per grading.
 
-A batch worker (grader/warm.py) starts this process beside itself. It imports what
+A batch worker (grader/core/warm.py) starts this process beside itself. It imports what
 every grading kernel of the exercise imports anyway (ipykernel, anthropic, the harness
 modules the exercise notebook uses) and then waits. For each kernel the worker asks
 for, it forks: the child becomes a kernel exactly as ``python -m ipykernel_launcher``
@@ -33,7 +33,7 @@ import sys
 import threading
 import traceback
 
-from grader.plural import quantity
+from grader.core.plural import quantity
 
 MESSAGE_LIMIT = 1 << 20  # one request (the kernel's environment) fits easily
 
@@ -144,7 +144,7 @@ def serve(channel: socket.socket) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -c 'from grader.kernel_template import main; raise SystemExit(main())' FD MODULE...``
+    """``python -c 'from grader.core.kernel_template import main; raise SystemExit(main())' FD MODULE...``
 
     In a forked kernel, the kernel's SystemExit comes out of here (through ``serve``).
     """

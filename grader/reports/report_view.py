@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.plural import quantity
-from grader.points import shown as shown_points
-from grader.results import CheckResult, GradeReport
+from grader.core.plural import quantity
+from grader.core.points import shown as shown_points
+from grader.core.results import CheckResult, GradeReport
 
 
 @dataclass
