@@ -160,6 +160,23 @@ def test_check_explains_a_grader_error(monkeypatch, capsys, tmp_path):
     assert "Não consegui corrigir: grade: Exercício desconhecido: 'exercise-42'" in capsys.readouterr().out
 
 
+def test_notebooks_import_from_grader_and_old_notebooks_from_the_old_paths():
+    # New notebooks write `from grader import ...`; a notebook saved before the grader was grouped
+    # by role (a student's work in progress, a submission in a batch) still imports the old paths.
+    import grader
+    from grader.core import fixture_loader
+    from grader.student import notebook_api
+
+    for name in ("check", "fixture_checkpoint", "fixture_workspace"):
+        old = __import__("grader.notebook_api", fromlist=[name])
+        assert getattr(grader, name) is getattr(notebook_api, name) is getattr(old, name), name
+    old_loader = __import__("grader.fixture_loader", fromlist=["FIXTURES_ROOT"])
+    assert grader.FIXTURES_ROOT == fixture_loader.FIXTURES_ROOT == old_loader.FIXTURES_ROOT
+    assert (grader.FIXTURES_ROOT / "exercise-4").is_dir()
+    with pytest.raises(AttributeError, match="no attribute 'load_fixtures'"):
+        grader.load_fixtures  # noqa: B018 - only the notebooks' names are public
+
+
 def test_fixture_helpers_give_fresh_copies(tmp_path):
     from grader.student.notebook_api import fixture_checkpoint, fixture_workspace
 

@@ -14,7 +14,9 @@ The layers of grader/, by role:
 - the reports (grader/reports/): import the core, never a command;
 - the student's commands (grader/student/) and the instructor's (grader/instructor/):
   import the core and the reports, never each other;
-- the `grade` command (grader/cli.py): dispatches to the commands; nothing in grader imports it.
+- the `grade` command (grader/cli.py): dispatches to the commands; nothing in grader imports it;
+- the old paths old notebooks import (grader/notebook_api.py, grader/fixture_loader.py): they
+  point at the new homes, and nothing in the project imports them.
 The grader never imports authoring.
 
 Fails on any import circle in the project, on core -> display, on harness -> grader or
@@ -148,10 +150,13 @@ def layer(module: str) -> str | None:
     return None
 
 
+GRADER_OLD_PATHS = {"grader.notebook_api", "grader.fixture_loader"}
 GRADER_COMMAND = "grader.cli"
 
 
 def grader_layer(module: str) -> str | None:
+    if module in GRADER_OLD_PATHS:
+        return "old path"
     if module == GRADER_COMMAND:
         return "command"
     for package, name in (("grader.core", "core"), ("grader.checks", "core"), ("grader.buggy_harnesses", "core"),
@@ -164,10 +169,11 @@ def grader_layer(module: str) -> str | None:
 
 # grader layer -> the grader layers it must never import
 GRADER_FORBIDDEN = {
-    "core": {"reports", "student", "instructor", "command"},
-    "reports": {"student", "instructor", "command"},
-    "student": {"instructor", "command"},
-    "instructor": {"student", "command"},
+    "core": {"reports", "student", "instructor", "command", "old path"},
+    "reports": {"student", "instructor", "command", "old path"},
+    "student": {"instructor", "command", "old path"},
+    "instructor": {"student", "command", "old path"},
+    "top": {"old path"},
 }
 
 
@@ -179,7 +185,9 @@ def grader_problems(graph: dict[str, set[str]]) -> list[str]:
             destination = grader_layer(target)
             if source is not None and in_package(target, "authoring"):
                 problems.append(f"{module} -> {target}: the grader never imports authoring")
-            if destination in GRADER_FORBIDDEN.get(source, set()):
+            if destination == "old path" and source != "old path":
+                problems.append(f"{module} -> {target}: only old notebooks import an old path")
+            elif destination in GRADER_FORBIDDEN.get(source, set()):
                 problems.append(f"{module} -> {target}: the grader's {source} never imports its {destination}")
     return problems
 
@@ -232,7 +240,8 @@ def test_the_graph_sees_the_arrows_it_judges():
         {f"harness.{layer(module)}" for module in graph if layer(module)}
     assert "grader.core.engine" in graph["grader.reports.report_view"] | graph["grader.reports.render"] | \
         graph["grader.student.watch"]  # watch imports the engine inside run()
-    assert {"core", "reports", "student", "instructor", "command", "top"} == \
+    assert "grader.student.notebook_api" in graph["grader.notebook_api"]
+    assert {"core", "reports", "student", "instructor", "command", "old path", "top"} == \
         {grader_layer(module) for module in graph if grader_layer(module)}
 
 
@@ -320,9 +329,10 @@ def test_a_planted_arrow_against_the_layers_is_refused(tmp_path, plants, arrows)
                  ["grader.student.watch -> grader.cli", "grader.student.hints -> grader.instructor.fixture_command",
                   "grader.instructor.gradescope -> grader.student.notebook_api"],
                  id="between-commands-or-up-to-the-grade-command"),
-    pytest.param({"grader/core/engine.py": "from authoring import site\n"},
-                 ["grader.core.engine -> authoring.site"],
-                 id="authoring"),
+    pytest.param({"grader/cli.py": "from grader.notebook_api import check\n",
+                  "grader/core/engine.py": "from authoring import site\n"},
+                 ["grader.cli -> grader.notebook_api", "grader.core.engine -> authoring.site"],
+                 id="an-old-path-or-authoring"),
 ])
 def test_a_planted_grader_arrow_against_the_layers_is_refused(tmp_path, plants, arrows):
     root = copy_of_project(tmp_path)
