@@ -117,8 +117,8 @@ def test_when_the_template_dies_kernels_start_as_before_and_grading_goes_on(exer
     forked = PrelaunchedKernel(None, template)
     assert forked._km.provisioner.pidfd is not None
     forked.discard()
-    template.process.kill()
-    template.process.wait()
+    template.server.process.kill()
+    template.server.process.wait()
 
     fallback = PrelaunchedKernel(None, template)
 
@@ -131,7 +131,7 @@ def test_when_the_template_dies_kernels_start_as_before_and_grading_goes_on(exer
 
 def test_a_template_that_would_fork_with_threads_refuses_and_kernels_start_as_before(tmp_path, capsys):
     (tmp_path / "starts_a_thread.py").write_text("import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
-    template = KernelTemplate(["starts_a_thread"], {**kernel_env(), "PYTHONPATH": str(tmp_path)})
+    template = KernelTemplate.own(["starts_a_thread"], {**kernel_env(), "PYTHONPATH": str(tmp_path)})
     try:
         prelaunched = PrelaunchedKernel(None, template)
         assert prelaunched._km.provisioner.pidfd is None and prelaunched._km.provisioner.process is not None
@@ -139,3 +139,75 @@ def test_a_template_that_would_fork_with_threads_refuses_and_kernels_start_as_be
         prelaunched.discard()
     finally:
         template.close()
+
+
+PARENT_PROBE = "import os\nraise RuntimeError(f'sonda template={FROM_TEMPLATE} pai={os.getppid()}')"
+
+
+def test_with_two_jobs_every_kernel_comes_from_the_batch_s_one_template(tmp_path):
+    """-j 2 imports anthropic once: both workers fork their kernels from the same template."""
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    for name in ("a", "b", "c", "d"):
+        write(_solution_with([MARKS_THE_KERNEL], [PARENT_PROBE]), entregas / f"{name}.ipynb")
+    submissions, _ = batch.find_submissions(entregas, "exercise-3")
+    levels, checks = batch.plan_summary("exercise-3", ())
+    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks))
+    started_workers = []
+    pool = batch.WorkerPool()
+    start = pool.start
+    pool.start = lambda command, stderr: started_workers.append(start(command, stderr)) or started_workers[-1]
+
+    rows = batch.grade_all(submissions, options, levels, jobs=2, pool=pool)
+
+    parents = {_probe(row)["pai"] for row in rows}
+    assert all(_probe(row)["template"] == "True" for row in rows)
+    assert len(started_workers) == 2 and len(parents) == 1
+    assert parents.isdisjoint({str(process.pid) for process in started_workers})  # the template, not a worker
+
+
+def _fork_idle_kernel(template: KernelTemplate, tmp_path, name: str) -> tuple[int, int]:
+    import sys
+
+    with open(tmp_path / f"{name}.log", "wb") as log:
+        forked = template.fork([sys.executable, "-m", "ipykernel_launcher", "-f", str(tmp_path / f"{name}.json")],
+                               {"env": kernel_env(), "cwd": str(tmp_path), "stdout": log, "stderr": log})
+    assert forked is not None, template.broken
+    return forked
+
+
+def _ended(pidfd: int, within: float = 10.0) -> bool:
+    import select
+
+    return bool(select.select([pidfd], [], [], within)[0])
+
+
+def test_a_worker_that_goes_away_takes_its_kernels_and_only_them(tmp_path):
+    from grader.core.forked_kernels import TemplateProcess
+
+    server = TemplateProcess(["ipykernel.ipkernel"], kernel_env())
+    first, second = KernelTemplate(server.address), KernelTemplate(server.address)
+    try:
+        _pid_1, pidfd_1 = _fork_idle_kernel(first, tmp_path, "k1")
+        pid_2, pidfd_2 = _fork_idle_kernel(second, tmp_path, "k2")
+
+        first.close()  # as when a worker dies or is killed past its deadline
+
+        assert _ended(pidfd_1)
+        assert not _ended(pidfd_2, within=1.0)  # the other worker's kernel goes on
+        assert second.exit_status(pid_2, wait=0.2) == -9  # (nothing known of it yet: it is alive)
+        server.close()  # the batch ends: every kernel with it, and the template itself
+        assert _ended(pidfd_2) and server.process.returncode == 0
+    finally:
+        second.close()
+        server.close()
+
+
+def test_a_worker_that_cannot_reach_the_template_starts_its_kernels_as_before(tmp_path, capsys):
+    template = KernelTemplate(str(tmp_path / "nobody-listens.sock"))
+    assert template.broken and "não atendeu" in template.broken
+    prelaunched = PrelaunchedKernel(None, template)
+    try:
+        assert prelaunched._km.provisioner.pidfd is None and prelaunched._km.provisioner.process is not None
+    finally:
+        prelaunched.discard()

@@ -554,7 +554,7 @@ def fake_workers(tmp_path, monkeypatch):
     returns a list that collects the pid of every worker started."""
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER, encoding="utf-8")
-    monkeypatch.setattr(batch, "_worker_command", lambda options: [sys.executable, str(script)])
+    monkeypatch.setattr(batch, "_worker_command", lambda options, template_address=None: [sys.executable, str(script)])
     started = []
     real_start = batch.WorkerPool.start
 

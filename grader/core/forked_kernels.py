@@ -1,10 +1,12 @@
 """Kernels forked from a template process (grader/core/kernel_template.py), seen from the worker.
 
 Starting a kernel and importing anthropic in it is most of the CPU a grading costs.
-A batch worker therefore keeps one ``KernelTemplate`` that has imported all of that
-once, and asks it for a fork per submission: ``forked_manager_class`` gives nbclient
-and the prelaunch (grader/core/warm.py) a kernel manager whose provisioner forks instead
-of running ``python -m ipykernel_launcher``.
+``grade batch`` therefore starts one ``TemplateProcess`` that imports all of that once
+for the whole batch; each worker holds a ``KernelTemplate`` (its connection to it) and
+asks it for a fork per submission: ``forked_manager_class`` gives nbclient and the
+prelaunch (grader/core/warm.py) a kernel manager whose provisioner forks instead of running
+``python -m ipykernel_launcher``. With ``-j 2`` the two workers share the one template,
+so a second job does not import anthropic a second time.
 
 It is an optimisation only. Where the template cannot be had (no fork, no pidfd,
 it refused or died, it does not answer), the provisioner launches the kernel as
@@ -19,8 +21,10 @@ import os
 import select
 import signal
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -77,34 +81,81 @@ def template_modules(exercise: str) -> list[str]:
     return list(dict.fromkeys([*ALWAYS_IMPORTED, *notebook_imports(students_notebook(exercise))]))
 
 
-class KernelTemplate:
-    """The worker's end of one template process."""
+class TemplateProcess:
+    """The template process of one batch, and the address its workers connect to."""
 
     def __init__(self, modules: list[str], env: dict[str, str]):
-        self._lock = threading.Lock()
-        self._exits: dict[int, int] = {}
-        self._ready = False
-        self.broken: str | None = None  # why forks are not asked for any more
+        self.broken: str | None = None
         self.process: subprocess.Popen | None = None
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._channel = ours
+        self._folder = tempfile.mkdtemp(prefix="grade-template-")  # mode 700: only this user connects
+        self.address = os.path.join(self._folder, "template.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
+            listener.bind(self.address)
+            listener.listen(64)
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _TEMPLATE_MAIN, str(theirs.fileno()), *modules],
-                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                [sys.executable, "-c", _TEMPLATE_MAIN, str(listener.fileno()), str(theirs.fileno()), *modules],
+                pass_fds=[listener.fileno(), theirs.fileno()], env=env,
+                # Nothing it prints belongs on the batch's terminal; a worker that finds it gone says so.
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
         except OSError as error:
             self.broken = f"o modelo de kernel não iniciou ({error})"
         finally:
+            listener.close()
             theirs.close()
 
     @classmethod
-    def start(cls, exercise: str, env: dict[str, str]) -> KernelTemplate | None:
+    def start(cls, exercise: str, env: dict[str, str]) -> TemplateProcess | None:
         """A template for ``exercise``'s kernels (importing in the background), or None where forks are
         not supported or ``GRADE_KERNEL_TEMPLATE=0`` turns it off."""
         if not supported() or os.environ.get(SWITCH) == "0":
             return None
         return cls(template_modules(exercise), env)
+
+    def close(self) -> None:
+        """End the template; it kills the kernels still running."""
+        with contextlib.suppress(OSError):
+            self._control.close()
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class KernelTemplate:
+    """A worker's connection to the batch's template process."""
+
+    def __init__(self, address: str | None, server: TemplateProcess | None = None):
+        self._lock = threading.Lock()
+        self._exits: dict[int, int] = {}
+        self._ready = False
+        self.broken: str | None = None  # why forks are not asked for any more
+        self.server = server  # the template process, when this connection started it
+        self._channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if server is not None and server.broken:
+            self.broken = server.broken
+            return
+        try:
+            self._channel.connect(address)
+        except (OSError, TypeError) as error:
+            self.broken = f"o modelo de kernel não atendeu ({error})"
+
+    @classmethod
+    def start(cls, exercise: str, env: dict[str, str]) -> KernelTemplate | None:
+        """A template process of its own and the connection to it (a grading outside a batch)."""
+        server = TemplateProcess.start(exercise, env)
+        return None if server is None else cls(server.address, server)
+
+    @classmethod
+    def own(cls, modules: list[str], env: dict[str, str]) -> KernelTemplate:
+        """A template importing exactly ``modules``, and the connection to it."""
+        server = TemplateProcess(modules, env)
+        return cls(server.address, server)
 
     @property
     def executable(self) -> str:
@@ -150,15 +201,11 @@ class KernelTemplate:
             self._exits.pop(pid, None)
 
     def close(self) -> None:
-        """End the template (its kernels end with it: they watch their parent)."""
+        """Leave the template (it kills this worker's kernels still running); end it if it is ours."""
         with contextlib.suppress(OSError):
             self._channel.close()
-        if self.process is not None:
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.server is not None:
+            self.server.close()
 
     # --- inside
 
@@ -211,9 +258,11 @@ class KernelTemplate:
     def _break(self, why: str) -> None:
         self.broken = why
         print(f"aviso: {why}; os próximos kernels iniciam do jeito comum.", file=sys.stderr)
-        if self.process is not None:
+        with contextlib.suppress(OSError):
+            self._channel.close()  # what it answers from now on is not to be trusted
+        if self.server is not None and self.server.process is not None:
             with contextlib.suppress(OSError):
-                self.process.kill()
+                self.server.process.kill()  # a template of its own that hangs is ended at once
 
 
 class ForkedProvisioner(LocalProvisioner):

@@ -1,24 +1,32 @@
 """The kernel template process: imports once, then forks one fresh kernel per grading.
 
-A batch worker (grader/core/warm.py) starts this process beside itself. It imports what
-every grading kernel of the exercise imports anyway (ipykernel, anthropic, the harness
-modules the exercise notebook uses) and then waits. For each kernel the worker asks
-for, it forks: the child becomes a kernel exactly as ``python -m ipykernel_launcher``
-would (its own session and process group, the grading folder as cwd, the environment
-the worker gives, stdout/stderr on the worker's log file, no other file descriptor of
-the template), and the template goes back to waiting. The template itself never runs
-anything but imports, so each kernel starts from a state nothing ran code in; what a
-submission changes in its kernel (a module global, a patched function) dies with it.
+``grade batch`` starts one template for the whole batch (grader/core/forked_kernels.py,
+``TemplateProcess``), and every worker of the batch (grader/core/warm.py) connects to it. It
+imports what every grading kernel of the exercise imports anyway (ipykernel, anthropic,
+the harness modules the exercise notebook uses) and then waits. For each kernel a worker
+asks for, it forks: the child becomes a kernel exactly as ``python -m ipykernel_launcher``
+would (its own session and process group, the grading folder as cwd, the environment the
+worker gives, stdout/stderr on the worker's log file, no other file descriptor of the
+template), and the template goes back to waiting. The template itself never runs anything
+but imports, so each kernel starts from a state nothing ran code in; what a submission
+changes in its kernel (a module global, a patched function) dies with it. One template
+for all workers means the imports are paid once per batch, not once per job.
 
-The protocol is one SOCK_SEQPACKET socket (one message per record, JSON):
+The protocol: a listening SOCK_SEQPACKET socket workers connect to (one message per
+record, JSON), and a control socket held by the batch:
 
-- template -> worker, once: ``{"ready": pid}`` or ``{"refused": why}``;
+- template -> worker, once per connection: ``{"ready": pid}`` or ``{"refused": why}``;
 - worker -> template: ``{"args": [...], "cwd": ..., "env": {...}}`` with the kernel's
   stdout and stderr descriptors attached; answer ``{"pid": n}`` with a pidfd of the
   kernel attached (so the worker can watch a process that is not its child), or
   ``{"error": why}``;
-- template -> worker, at any time: ``{"exited": pid, "status": code}`` when a kernel ends
-  (the template reaps its children; ``status`` is negative for a signal, as in subprocess).
+- template -> worker, at any time: ``{"exited": pid, "status": code}`` when one of that
+  worker's kernels ends (the template reaps its children; ``status`` is negative for a
+  signal, as in subprocess).
+
+A worker that goes away (it ended, or was killed past its deadline) takes its kernels
+with it: the template kills them. When the control socket closes (the batch ended or
+died) the template kills every kernel and exits.
 
 This module runs inside the template, so it imports nothing of jupyter_client.
 """
@@ -27,6 +35,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -54,8 +63,14 @@ def _status(wait_status: int) -> int:
     return -os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
 
 
-def _reaper(channel: socket.socket):
-    def reap(_signum, _frame) -> None:
+class Kernels:
+    """The kernels forked so far and the connection each one belongs to."""
+
+    def __init__(self) -> None:
+        self.owners: dict[int, socket.socket] = {}
+
+    def reap(self, _signum=None, _frame=None) -> None:
+        """SIGCHLD: tell each ended kernel's worker how it ended."""
         while True:
             try:
                 pid, wait_status = os.waitpid(-1, os.WNOHANG)
@@ -63,14 +78,24 @@ def _reaper(channel: socket.socket):
                 return
             if pid == 0:
                 return
-            try:
-                send(channel, {"exited": pid, "status": _status(wait_status)})
-            except OSError:
-                pass  # the worker is gone; the main loop ends on its own
-    return reap
+            channel = self.owners.pop(pid, None)
+            if channel is not None:
+                try:
+                    send(channel, {"exited": pid, "status": _status(wait_status)})
+                except OSError:
+                    pass  # that worker is gone
+
+    def kill(self, channel: socket.socket | None = None) -> None:
+        """Kill the kernels of ``channel`` (every kernel when None), with whatever they started."""
+        for pid, owner in list(self.owners.items()):
+            if channel is None or owner is channel:
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # each kernel leads its own process group
+                except OSError:
+                    pass
 
 
-def _become_kernel(channel: socket.socket, request: dict, fds: list[int]) -> None:
+def _become_kernel(request: dict, fds: list[int]) -> None:
     """In the forked child: turn into ``python -m ipykernel_launcher ARGS`` and never return."""
     try:
         os.setsid()  # its own process group, as jupyter_client gives a kernel: signals reach it and its children
@@ -81,7 +106,6 @@ def _become_kernel(channel: socket.socket, request: dict, fds: list[int]) -> Non
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
-        channel.close()
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # nothing of the template's leaks into the kernel
         os.chdir(request["cwd"])
         os.environ.clear()
@@ -102,31 +126,29 @@ def _become_kernel(channel: socket.socket, request: dict, fds: list[int]) -> Non
     raise SystemExit(0)
 
 
-def serve(channel: socket.socket) -> None:
-    signal.signal(signal.SIGCHLD, _reaper(channel))
-    while True:
-        request, fds = receive(channel)
-        if request is None:
-            return  # the worker closed its end: the batch is over, or the worker died
-        if len(fds) != 2:
-            for fd in fds:
-                os.close(fd)
-            send(channel, {"error": "o pedido não trouxe a saída e os erros do kernel"})
-            continue
-        # SIGCHLD waits until the pidfd is open, so the kernel cannot be reaped (and its
-        # pid reused) before the worker holds a handle on it.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+def _fork_kernel(channel: socket.socket, request: dict, fds: list[int], kernels: Kernels) -> None:
+    """Fork one kernel for the worker on ``channel`` and send it the kernel's pid and a pidfd."""
+    if len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        send(channel, {"error": "o pedido não trouxe a saída e os erros do kernel"})
+        return
+    # SIGCHLD waits until the pidfd is open and the kernel has an owner, so the kernel cannot
+    # be reaped (and its pid reused) before the worker holds a handle on it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
         try:
             pid = os.fork()
         except OSError as error:
             pid, failure = -1, str(error)
         if pid == 0:
-            # No try/finally of this loop around it: the kernel's SystemExit ends the process.
-            _become_kernel(channel, request, fds)
+            # No try/finally of the serving loop around it: the kernel's SystemExit ends the process.
+            _become_kernel(request, fds)
         for fd in fds:
             os.close(fd)
         pidfd = None
         if pid > 0:
+            kernels.owners[pid] = channel
             try:
                 pidfd = os.pidfd_open(pid)
             except OSError as error:
@@ -140,32 +162,68 @@ def serve(channel: socket.socket) -> None:
         finally:
             if pidfd is not None:
                 os.close(pidfd)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+
+
+def serve(listener: socket.socket, control: socket.socket, refusal: str | None = None) -> None:
+    """Answer every worker that connects until the batch closes ``control``."""
+    kernels = Kernels()
+    signal.signal(signal.SIGCHLD, kernels.reap)
+    workers: list[socket.socket] = []
+    try:
+        while True:
+            readable = select.select([control, listener, *workers], [], [])[0]
+            if control in readable:
+                return  # the batch ended (or died): nothing more to fork
+            if listener in readable:
+                worker, _address = listener.accept()
+                if refusal:
+                    send(worker, {"refused": refusal})
+                    worker.close()
+                else:
+                    send(worker, {"ready": os.getpid()})
+                    workers.append(worker)
+            for worker in (w for w in readable if w in workers):
+                try:
+                    request, fds = receive(worker)
+                except OSError:
+                    request, fds = None, []
+                if request is None:  # the worker ended or was killed: so do its kernels
+                    workers.remove(worker)
+                    kernels.kill(worker)
+                    worker.close()
+                    continue
+                _fork_kernel(worker, request, fds, kernels)
+    finally:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        kernels.kill()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -c 'from grader.core.kernel_template import main; raise SystemExit(main())' FD MODULE...``
+    """``python -c 'from grader.core.kernel_template import main; raise SystemExit(main())' LISTENER CONTROL MODULE...``
 
-    In a forked kernel, the kernel's SystemExit comes out of here (through ``serve``).
+    LISTENER and CONTROL are inherited descriptors. In a forked kernel, the kernel's
+    SystemExit comes out of here (through ``serve``).
     """
     argv = sys.argv[1:] if argv is None else argv
-    channel = socket.socket(fileno=int(argv[0]))
+    listener = socket.socket(fileno=int(argv[0]))
+    control = socket.socket(fileno=int(argv[1]))
     # As ipykernel_launcher does: the folder this started in is not where the kernel imports from.
     if sys.path and (sys.path[0] == "" or os.path.abspath(sys.path[0]) == os.getcwd()):
         del sys.path[0]
     # ipykernel reads its parent's pid from here once, when it is imported.
     os.environ["JPY_PARENT_PID"] = str(os.getpid())
     importlib.import_module("ipykernel.kernelapp")
-    for module in argv[1:]:
+    for module in argv[2:]:
         try:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the kernel imports it itself, and reports the error there
             pass
+    refusal = None
     if threading.active_count() != 1:
         # Forking copies only this thread; a lock another one holds would stay locked in every kernel.
         started = quantity(threading.active_count() - 1, "thread iniciada", "threads iniciadas")
-        send(channel, {"refused": f"{started} pelos imports"})
-        return 1
-    send(channel, {"ready": os.getpid()})
-    serve(channel)
+        refusal = f"{started} pelos imports"
+    serve(listener, control, refusal)
     return 0

@@ -10,9 +10,9 @@ While a submission is graded, the kernel for the next one is already starting: a
 folder, and the kernel imports IPython on its own, in parallel with the grading; the
 engine connects to it when that grading begins (``grade(..., prelaunched=...)``).
 Each submission still gets a fresh kernel that nothing ran in before. Outside the
-sandbox, the worker's kernels are forked from a template process that imported
-ipykernel and anthropic once (grader/core/forked_kernels.py); where it cannot, they start
-as before.
+sandbox, the worker's kernels are forked from the batch's template process, which
+imported ipykernel and anthropic once for every worker (grader/core/forked_kernels.py);
+where it cannot, they start as before.
 """
 from __future__ import annotations
 
@@ -116,6 +116,7 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
     parser.add_argument("--sandbox", action="store_true")
+    parser.add_argument("--template", help="address of the batch's kernel template process")
     args = parser.parse_args(argv)
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout = sys.stderr  # whatever else prints must not mix with the answers
@@ -125,10 +126,10 @@ def serve(argv: list[str]) -> int:
     from grader.core.sandbox import require
 
     template = None
-    if not args.sandbox:  # a sandboxed kernel starts in its own bwrap, never from a shared template
+    if args.template and not args.sandbox:  # a sandboxed kernel starts in its own bwrap, never from a template
         from grader.core.forked_kernels import KernelTemplate
 
-        template = KernelTemplate.start(args.exercise, kernel_env())  # imports while the checks load
+        template = KernelTemplate(args.template)
     spec = load_exercise(args.exercise)
     fixtures = load_fixtures(args.exercise, tuple(args.fixtures), spec.validate_fixture)
     sandbox = require() if args.sandbox else None

@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from grader.core import results
 from grader.core.errors import os_reason
@@ -261,7 +261,7 @@ def failure_row(submission: Submission, status: str, message: str, levels: list[
 # ----------------------------------------------------------------- worker
 
 
-def _worker_command(options: BatchOptions) -> list[str]:
+def _worker_command(options: BatchOptions, template_address: str | None = None) -> list[str]:
     """A warm worker (grader/core/warm.py) for this batch: it grades one task after another."""
     command = [sys.executable, "-m", "grader.instructor.batch", "--serve", options.exercise, "--timeout", str(options.timeout)]
     command += ["--memory-mb", str(options.memory_mb or 0)]  # 0: no limit
@@ -269,7 +269,27 @@ def _worker_command(options: BatchOptions) -> list[str]:
         command += ["--fixtures", str(folder)]
     if options.sandbox:
         command.append("--sandbox")
+    elif template_address:
+        command += ["--template", template_address]
     return command
+
+
+@contextlib.contextmanager
+def kernel_template(options: BatchOptions, needed: bool = True) -> Iterator[str | None]:
+    """The address of one kernel template for all of the batch's workers (None in the sandbox, or where
+    forked kernels are not available): its imports run while the workers start."""
+    if options.sandbox or not needed:
+        yield None
+        return
+    from grader.core.execution import kernel_env
+    from grader.core.forked_kernels import TemplateProcess
+
+    template = TemplateProcess.start(options.exercise, kernel_env())
+    try:
+        yield None if template is None or template.broken else template.address
+    finally:
+        if template is not None:
+            template.close()
 
 
 class WorkerPool:
@@ -315,16 +335,17 @@ class WorkerPool:
 class WarmWorker:
     """One job's worker process, started on first use and again after it dies or hangs."""
 
-    def __init__(self, options: BatchOptions, pool: WorkerPool):
+    def __init__(self, options: BatchOptions, pool: WorkerPool, template_address: str | None = None):
         self.options = options
         self.pool = pool
+        self.template_address = template_address
         self.process: subprocess.Popen | None = None
         self.stderr = tempfile.TemporaryFile()
 
     def run(self, notebook: Path, result: Path, more: bool, timeout: float) -> tuple[int | None, str]:
         """(0 when the worker answered, its exit code when it died, None past ``timeout``; its stderr)."""
         if self.process is None:
-            self.process = self.pool.start(_worker_command(self.options), self.stderr)
+            self.process = self.pool.start(_worker_command(self.options, self.template_address), self.stderr)
             if self.process is None:
                 return None, "cancelado"
         process = self.process
@@ -486,14 +507,19 @@ def grade_all(
     pool: WorkerPool | None = None,
 ) -> list[Row]:
     """Grade every submission with `jobs` warm workers at once; rows in submission order."""
-    pool = pool or WorkerPool()
+    with kernel_template(options, any(submission.notebook for submission in submissions)) as template_address:
+        return _grade_with_workers(submissions, options, levels, jobs, on_row, pool or WorkerPool(), template_address)
+
+
+def _grade_with_workers(submissions: list[Submission], options: BatchOptions, levels: list[int], jobs: int,
+                        on_row: Callable[[Row], None], pool: WorkerPool, template_address: str | None) -> list[Row]:
     tasks: queue.Queue = queue.Queue()
     for index, submission in enumerate(submissions):
         tasks.put((index, submission))
     finished: queue.Queue = queue.Queue()
 
     def job() -> None:
-        worker = WarmWorker(options, pool)
+        worker = WarmWorker(options, pool, template_address)
         try:
             while not pool.cancelled:
                 try:
