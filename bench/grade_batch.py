@@ -12,18 +12,21 @@ alike:
 - ``nbgrader autograde`` (one process for the whole class, a fresh kernel per student;
   bench/nbgrader_peer.py sets its course up; needs the optional ``bench`` extra and is
   skipped with a message without it);
-- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/core/warm.py, each forking its
-  kernels from a template process, grader/core/forked_kernels.py);
+- ``grade batch -j 1`` and ``-j 2`` (warm workers, grader/core/warm.py, forking their
+  kernels from the batch's one template process, grader/core/forked_kernels.py);
 - ``grade batch -j 1`` with ``GRADE_KERNEL_TEMPLATE=0`` (every kernel started and
   importing on its own, as before the template);
 - ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap; a sandboxed
   kernel never comes from a template);
-- a batch of one submission with ``-j 1``, whose CPU against the full batch's splits
-  the CPU into a fixed part per worker (starting the worker and the template) and a
-  part per submission.
+- a batch of one submission with ``-j 1``, whose CPU and wall time against the full
+  batch's split each into a fixed part per batch (the template importing, a worker
+  starting) and a part per submission.
 
-Beside the ratios it prints how many cores ``-j 1`` keeps busy (CPU / wall) and the
-most ``-j 2`` could gain on 2 cores: it needs at least its own CPU / 2 of wall time.
+Beside the ratios it prints how many cores ``-j 1`` keeps busy (CPU / wall), the most
+``-j 2`` could gain on 2 cores (it needs at least its own CPU / 2 of wall time), and the
+most it could gain given the batch's serial start (Amdahl's law: with a start of S
+seconds and p seconds per submission, N submissions take at least S + N p / 2 with two
+jobs; 1.9x needs S <= N p / 18).
 
 Targets: ``-j 1`` at most 0.8x nbgrader's time; ``-j 2`` at least 1.9x as fast as
 ``-j 1``; the sandbox adds at most 15% per submission. `bench/grade.py` prints these
@@ -192,7 +195,8 @@ def format_batch(timings: dict[str, dict], copies: int) -> str:
 
 
 def _bound(timings: dict, copies: int) -> list[str]:
-    """Why -j 2 can gain only so much on 2 cores: the cores -j 1 keeps busy, and -j 2's own CPU."""
+    """Why -j 2 can gain only so much on 2 cores: the cores -j 1 keeps busy, -j 2's own CPU, and the
+    batch's start (the template importing anthropic) that no number of jobs shortens."""
     if J1 not in timings or J2 not in timings:
         return []
     wall_1, cpu_1, cpu_2 = timings[J1]["wall"], timings[J1]["cpu"], timings[J2]["cpu"]
@@ -203,8 +207,17 @@ def _bound(timings: dict, copies: int) -> list[str]:
         rounds = len(timings[ONE]["rounds"])
         per_submission = (cpu_1 - timings[ONE]["cpu"]) / rounds / (copies - 1)
         fixed = timings[ONE]["cpu"] / rounds - per_submission
-        lines.append(f"  CPU de um lote: {fixed:.2f} s fixos por processo de correção (ele e o modelo de kernel "
+        lines.append(f"  CPU de um lote: {fixed:.2f} s fixos (o modelo de kernel e um processo de correção "
                      f"iniciando) + {per_submission:.2f} s por submissão")
+        # Amdahl: the start is serial, the submissions split between the two jobs.
+        step = (statistics.median(timings[J1]["rounds"]) - statistics.median(timings[ONE]["rounds"])) / (copies - 1)
+        start = statistics.median(timings[ONE]["rounds"]) - step
+        if step > 0 and start > 0:
+            best = (start + copies * step) / (start + -(-copies // 2) * step)
+            needed = copies * step / 18  # start <= N p / 18 makes (S + N p) / (S + N p / 2) >= 1.9
+            lines.append(f"  relógio: {start:.2f} s de partida (em série) + {step:.2f} s por submissão; com "
+                         f"{copies} submissões, -j 2 acelera no máximo {best:.2f}x (1,9x pediria uma partida "
+                         f"de até {needed:.2f} s)")
     return lines
 
 
