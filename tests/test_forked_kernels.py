@@ -211,3 +211,22 @@ def test_a_worker_that_cannot_reach_the_template_starts_its_kernels_as_before(tm
         assert prelaunched._km.provisioner.pidfd is None and prelaunched._km.provisioner.process is not None
     finally:
         prelaunched.discard()
+
+
+def test_a_kernel_that_ends_on_its_own_leaves_its_siblings_running(tmp_path):
+    """A kernel's exit unwinds through the template's serving loop it was forked in: that must not
+    end the other kernels the template had forked (another worker's, or the next one prelaunched)."""
+    import sys
+
+    template = KernelTemplate.own(["ipykernel.ipkernel"], kernel_env())
+    try:
+        pid_idle, pidfd_idle = _fork_idle_kernel(template, tmp_path, "idle")
+        with open(tmp_path / "short.log", "wb") as log:  # `--help` prints and exits: a kernel's SystemExit
+            short = template.fork([sys.executable, "-m", "ipykernel_launcher", "--help"],
+                                  {"env": kernel_env(), "cwd": str(tmp_path), "stdout": log, "stderr": log})
+        assert short is not None
+        pid_short, pidfd_short = short
+        assert _ended(pidfd_short) and template.exit_status(pid_short) == 0
+        assert not _ended(pidfd_idle, within=1.5), "the idle kernel died when its sibling exited"
+    finally:
+        template.close()
