@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,9 @@ def accepted_fields(number: int) -> set[str]:
         seen.update(f"{field}.{key}" if field else key for key in allowed)
         return original(data, allowed, field)
 
-    holders = [m for m in (module, fixture_shape) if getattr(m, "unknown_keys", None) is original]
+    # the validator may live in a module of the exercise's package (its fixtures.py)
+    parts = [m for name, m in list(sys.modules.items()) if name.startswith(module.__name__ + ".")]
+    holders = [m for m in (module, *parts, fixture_shape) if getattr(m, "unknown_keys", None) is original]
     for holder in holders:
         holder.unknown_keys = spy
     try:

@@ -14,14 +14,21 @@ from grader.core.engine import grade_with_fixtures, load_exercise
 from grader.core.manifest import UnknownExerciseError
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECK_MODULES = sorted((ROOT / "grader" / "checks").glob("exercise_*.py"))
+# each exercise's checks: one module, exercise_N.py, or a package, exercise_N/
+CHECK_MODULES = sorted(path for path in (ROOT / "grader" / "checks").glob("exercise_*")
+                       if path.suffix == ".py" or (path / "__init__.py").is_file())
+
+
+def source_of(checks: Path) -> str:
+    paths = sorted(checks.rglob("*.py")) if checks.is_dir() else [checks]
+    return "".join(path.read_text(encoding="utf-8") for path in paths)
 
 
 def test_no_check_module_writes_titles_of_its_own():
     assert len(CHECK_MODULES) == 6
     for path in CHECK_MODULES:
         number = path.stem.split("_")[1]
-        assert f'EXERCISE = Exercise("exercise-{number}")\n' in path.read_text(encoding="utf-8"), path.name
+        assert f'EXERCISE = Exercise("exercise-{number}")\n' in source_of(path), path.name
 
 
 def test_every_exercise_reads_its_titles_from_the_manifest():

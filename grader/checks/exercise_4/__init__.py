@@ -1,0 +1,35 @@
+"""Checks for exercise-4: side effects and idempotence.
+
+Level 1 grades a structured answer (``ANSWERS``: operation -> "idempotente" /
+"não idempotente"). Level 2 grades ``load_effects(path)`` and
+``save_effect(path, tool_use_id, record)``. Level 3 grades the three-way
+``reconcile(cp, effects_path)`` on every fixture. Level 4 grades
+``run_tool_uses(tool_uses, ctx)`` with the approval gate, on worlds the checks build.
+
+A level-3 fixture (``grader/fixtures/exercise-4/*.json``) is a crash scene:
+
+    {
+      "description": "...",
+      "checkpoint": {version, task, turns, tokens_used, messages, pending_tool_use},
+      "effects": {"<tool_use_id>": {tool, input_hash, status, result, recorded_at}},  # optional
+      "workspace": {"files": {...}, "outbox": [...], "tickets": [...]},              # optional
+      "expect": {
+        "ways": {"<tool_use_id>": "reuse" | "rerun" | "run" | "confirm"},   # {} = nothing pending
+        "outbox_after": 1,    # optional
+        "tickets_after": 0    # optional
+      }
+    }
+
+"reuse": a receipt is in the ledger, the recorded result comes back and nothing runs.
+"rerun": a read-only call runs again once. "run": a high-impact call that never took
+effect runs exactly once with idempotency_key == tool_use_id and leaves a receipt.
+"confirm": an intent whose effect the external system already holds: nothing runs and
+the receipt becomes committed.
+"""
+from __future__ import annotations
+
+# importing each level declares its checks on EXERCISE, in level order
+from grader.checks.exercise_4 import level_1, level_2, level_3, level_4  # noqa: F401
+from grader.checks.exercise_4.fixtures import EXERCISE, validate_fixture
+
+__all__ = ["EXERCISE", "validate_fixture"]
