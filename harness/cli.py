@@ -292,7 +292,7 @@ def fork(args: argparse.Namespace) -> int:
               f"{parent['timeline_id']} para {args.into}, com livro-razão em branco e dry-run ligado; "
               f"{pending_note(scene)}")
         return 0
-    info = fork_run(args.workdir, turn, args.into, point)
+    info = fork_run(args.workdir, turn, args.into, point, say=lambda text: print(text, file=sys.stderr))
     origin = info["parent"]
     print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
           f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")

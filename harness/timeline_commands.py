@@ -13,6 +13,7 @@ bifurcar é começar outra execução com a cena dele.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ from harness.lifecycle import (
     fenced,
     load_run_checkpoint,
     new_run_checkpoint,
+    process_alive,
     release_lease,
     save_run_checkpoint,
     set_status,
@@ -85,21 +87,75 @@ def fork_preview(run_dir, turn, new_run_dir, point=None):
     return path, parent, scene_only(read_point(path))
 
 
-def fork_run(run_dir, turn, new_run_dir, point=None):
+def fork_run(run_dir, turn, new_run_dir, point=None, say=print):
     """``fork_from`` e o que uma execução da lição 6 pede a mais: uma cópia do mundo do cenário e
-    um checkpoint.json v2 com identidade própria (veja ``forked_run``)."""
+    um checkpoint.json v2 com identidade própria (veja ``forked_run``).
+
+    Tudo ou nada: a nova linha é montada numa pasta de obra ao lado do destino e só ganha o
+    nome dele no fim, com um rename. Um processo morto no meio deixa, no máximo, uma pasta de
+    obra, que a próxima bifurcação para o mesmo destino apaga (e diz que apagou).
+    """
     require_run_dir(run_dir)
     check_fork_target(run_dir, new_run_dir)
     source = load_run_checkpoint(Path(run_dir) / CHECKPOINT_FILE)  # lido antes de criar qualquer coisa
-    info = fork_from(run_dir, turn, new_run_dir, point)
-    world = Path(run_dir) / WORLD_DIR
-    if world.is_dir():
-        shutil.copytree(world, Path(new_run_dir) / WORLD_DIR)
-    scene = scene_only(read_point(Path(new_run_dir) / CHECKPOINT_FILE))  # a cena que fork_from copiou
-    copied = point_filename(info["parent"]["turn"], info["parent"]["point"])
-    state = forked_run(source, scene, copied, {"timeline_id": info["timeline_id"], "parent": info["parent"]})
-    save_run_checkpoint(state, Path(new_run_dir) / CHECKPOINT_FILE, crash_points=False)
+    target = Path(new_run_dir)
+    for leftover in abandoned_fork_folders(target):
+        shutil.rmtree(leftover)
+        say(f"uma bifurcação anterior para {target} foi interrompida no meio; a pasta incompleta "
+            f"{leftover.name} foi apagada e a bifurcação recomeça do zero")
+    staging = target.parent / f"{STAGING_PREFIX.format(name=target.name)}{os.getpid()}"
+    try:
+        info = fork_from(run_dir, turn, staging, point)
+        world = Path(run_dir) / WORLD_DIR
+        if world.is_dir():
+            shutil.copytree(world, staging / WORLD_DIR)
+        scene = scene_only(read_point(staging / CHECKPOINT_FILE))  # a cena que fork_from copiou
+        copied = point_filename(info["parent"]["turn"], info["parent"]["point"])
+        state = forked_run(source, scene, copied, {"timeline_id": info["timeline_id"], "parent": info["parent"]})
+        save_run_checkpoint(state, staging / CHECKPOINT_FILE, crash_points=False)
+        put_in_place(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # um erro comum não deixa obra; uma queda, a próxima apaga
+        raise
     return info
+
+
+# A pasta de obra de uma bifurcação: oculta, ao lado do destino, com o pid de quem a monta.
+STAGING_PREFIX = ".{name}.bifurcando-"
+
+
+def abandoned_fork_folders(target):
+    """As pastas de obra de bifurcações para ``target`` cujo processo já morreu."""
+    prefix = STAGING_PREFIX.format(name=target.name)
+    if not target.parent.is_dir():
+        return []
+    found = []
+    for folder in target.parent.iterdir():
+        pid = folder.name[len(prefix):]
+        if folder.name.startswith(prefix) and pid.isdigit() and not process_alive(int(pid)):
+            found.append(folder)
+    return sorted(found)
+
+
+def put_in_place(staging, target):
+    """O rename que publica a bifurcação: atômico, e só sobre uma pasta vazia (ou nenhuma)."""
+    try:
+        os.rename(staging, target)
+    except OSError as error:
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            raise TimelineError(f"{target.name} deixou de estar vazia enquanto a bifurcação era montada; "
+                                f"escolha uma pasta nova") from None
+        raise
+    fsync_folder(target.parent)
+
+
+def fsync_folder(folder):
+    """O rename sobrevive também a uma queda de energia (o passo 4 de ``write_json_atomic``)."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def forked_run(source, scene, point_id, timeline):

@@ -161,11 +161,12 @@ def wait_until_stopped(process: subprocess.Popen, timeout=60.0) -> None:
     raise AssertionError("process did not reach its stop point in time")
 
 
-def fork_harness(args, env_updates=None, output_path=None) -> int:
+def fork_harness(args, env_updates=None, output_path=None, in_child=None) -> int:
     """Run ``harness.cli.main(args)`` in a forked child and return its pid.
 
     The child is a separate process with its own memory (it can be SIGKILLed like any
     other), but it skips the interpreter start-up and imports, so hundreds fit in a test.
+    ``in_child`` runs in the child just before ``main`` (to plant a fault there, never here).
     """
     from harness import cli, crash
 
@@ -185,6 +186,8 @@ def fork_harness(args, env_updates=None, output_path=None) -> int:
             os.environ.pop(key, None)
         os.environ.update(env_updates or {})
         crash.reset_crash_counts()
+        if in_child is not None:
+            in_child()
         code = cli.main(list(args))
     except BaseException as error:  # the child must never fall back into pytest
         try:
@@ -211,8 +214,40 @@ def wait_child(pid, timeout=60.0) -> int:
         time.sleep(0.002)
 
 
-def run_forked(args, env_updates=None, output_path=None, timeout=60.0) -> int:
-    return wait_child(fork_harness(args, env_updates, output_path), timeout)
+def run_forked(args, env_updates=None, output_path=None, timeout=60.0, in_child=None) -> int:
+    return wait_child(fork_harness(args, env_updates, output_path, in_child), timeout)
+
+
+# The calls through which a command changes files: a SIGKILL just before the n-th of them is a
+# crash at the n-th step of whatever the command writes (a mkdir, a copy, an fsync, a rename...).
+FILESYSTEM_CALLS = ("open", "mkdir", "rename", "replace", "unlink", "rmdir", "fsync", "sendfile", "utime",
+                    "chmod", "symlink", "link")
+
+
+def kill_before_filesystem_call(number, tally_path):
+    """For ``in_child``: count every filesystem call in ``tally_path`` (one byte each) and SIGKILL
+    the process right before call ``number`` (0: never, just count)."""
+    import builtins
+
+    tally = os.open(tally_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    write, kill, getpid = os.write, os.kill, os.getpid
+
+    def counted(call):
+        def step(*args, **kwargs):
+            write(tally, b".")
+            if number and os.fstat(tally).st_size >= number:
+                kill(getpid(), signal.SIGKILL)
+            return call(*args, **kwargs)
+        return step
+
+    for name in FILESYSTEM_CALLS:
+        if hasattr(os, name):
+            setattr(os, name, counted(getattr(os, name)))
+    builtins.open = counted(builtins.open)
+
+
+def filesystem_calls(tally_path) -> int:
+    return Path(tally_path).stat().st_size if Path(tally_path).exists() else 0
 
 
 def wait_child_stopped(pid, timeout=60.0) -> None:

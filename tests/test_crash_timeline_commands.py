@@ -1,0 +1,99 @@
+"""`python -m harness fork` and `rewind` on the file store, SIGKILLed before each filesystem call they make.
+
+A command killed at any step must leave either nothing or the whole result: a fork target
+that exists resumes to exactly the world it copied, and a rewind is either not begun or
+finished by the next command, with the checkpoint and the sequence telling the same story.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.stores.files import FileStore
+from tests.durability_checks import (
+    emails,
+    filesystem_calls,
+    kill_before_filesystem_call,
+    run_forked,
+)
+
+KILLED = -signal.SIGKILL
+
+
+@pytest.fixture
+def finished(tmp_path):
+    """A team-email run that sent its one email and completed."""
+    run_dir = tmp_path / "original"
+    assert run_forked(["run", "--scenario", "team-email", "--workdir", str(run_dir)]) == 0
+    assert len(emails(run_dir)) == 1
+    return run_dir
+
+
+def killed_at_each_step(command, tmp_path):
+    """Run ``command(step)`` once to count its filesystem calls, then once per call with a
+    SIGKILL right before it; yields (step, exit code) for each killed run."""
+    tally = tmp_path / "tally-count"
+    assert run_forked(command(0), in_child=lambda: kill_before_filesystem_call(0, tally)) == 0
+    total = filesystem_calls(tally)
+    assert total > 5, f"the command made only {total} filesystem calls"
+    for step in range(1, total + 1):
+        tally = tmp_path / f"tally-{step}"
+        yield step, run_forked(command(step), in_child=lambda tally=tally, step=step:
+                               kill_before_filesystem_call(step, tally))
+
+
+def leftovers_beside(target: Path) -> list[str]:
+    return sorted(path.name for path in target.parent.iterdir() if path.name.startswith(f".{target.name}."))
+
+
+def test_a_fork_killed_at_any_step_leaves_nothing_or_a_run_that_resumes_to_the_copied_email(finished, tmp_path,
+                                                                                             capfd):
+    outbox = (finished / "world" / "outbox.jsonl").read_bytes()
+    targets = tmp_path / "forks"
+    targets.mkdir()
+
+    def fork(step):
+        return ["fork", "--workdir", str(finished), "--to", "2-A", "--into", str(targets / f"fork-{step}")]
+
+    killed = left_behind = 0
+    for step, code in killed_at_each_step(fork, tmp_path):
+        target = targets / f"fork-{step}"
+        if code == 0:
+            continue  # the kill point was after the fork's last filesystem call
+        assert code == KILLED, (step, code, capfd.readouterr())
+        killed += 1
+        if not target.exists():
+            # A later fork into the same folder is not blocked, and says what it cleared away.
+            staging = leftovers_beside(target)
+            left_behind += bool(staging)
+            capfd.readouterr()
+            assert run_forked(fork(step)) == 0, (step, capfd.readouterr())
+            err = capfd.readouterr().err
+            for name in staging:
+                assert f"para {target} foi interrompida no meio; a pasta incompleta {name} foi apagada" in err, err
+        assert leftovers_beside(target) == [], (step, leftovers_beside(target))
+        assert run_forked(["run", "--workdir", str(target), "--resume"]) == 0, (step, capfd.readouterr())
+        assert FileStore(target).load()["status"] == "completed", step
+        assert (target / "world" / "outbox.jsonl").read_bytes() == outbox, step  # the copied email, no other
+    assert killed > 5 and left_behind > 5, (killed, left_behind)
+
+
+def test_a_fork_under_way_in_a_live_process_is_left_alone(finished, tmp_path, capsys):
+    """Only the work folder of a dead process is cleared; a live one's is another fork's, under way."""
+    from harness import cli
+
+    target = tmp_path / "ramo"
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        live = tmp_path / f".ramo.bifurcando-{other.pid}"
+        live.mkdir()
+        (live / "meio.json").write_text("{}")
+        assert cli.main(["fork", "--workdir", str(finished), "--to", "1", "--into", str(target)]) == 0
+    finally:
+        other.kill()
+        other.wait()
+    assert "interrompida" not in capsys.readouterr().err
+    assert (live / "meio.json").exists() and (target / "checkpoint.json").exists()
