@@ -1,1 +1,1 @@
-"""Exercise checks: one ``exercise_N.py`` module per exercise (see README.md)."""
+"""Exercise checks: one ``exercise_N`` package per exercise (see README.md)."""

@@ -1,4 +1,4 @@
-"""Which exercises the grader knows: one ``grader/checks/exercise_N.py`` module each."""
+"""Which exercises the grader knows: one ``grader/checks/exercise_N`` package (or module) each."""
 from __future__ import annotations
 
 import importlib

@@ -1,218 +1,31 @@
-"""Checks for exercise-3: resuming from a checkpoint.
-
-Level 1 grades ``resume_action(cp)`` on every fixture. Level 2 grades the root cause
-of the duplicate-email incident (``ROOT_CAUSE``) and the fixed ``reconcile(cp)`` on
-every fixture. What a fixture expects is data (``grader/fixtures/exercise-3/*.json``):
-
-    {
-      "description": "...",
-      "checkpoint": {version, task, turns, tokens_used, messages, pending_tool_use},
-      "workspace": {"files": {...}, "outbox": [...], "tickets": [...]},   # optional
-      "expect": {
-        "resume_action": {"<tool_use_id>": "rerun" | "is_error", ...},   # {} = nothing pending
-        "outbox_after": 1,     # optional: emails in the outbox after reconcile
-        "tickets_after": 0     # optional: tickets in the store after reconcile
-      }
-    }
-
-Level 2 derives what ``reconcile`` must do from ``expect.resume_action``: "rerun" ids
-must run exactly once and carry the real result; "is_error" ids must never run and get
-an ``is_error`` tool_result.
-"""
+"""Level 2: the incident's root cause, and ``reconcile`` answering every pending call without repeating an effect."""
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
-
-from grader.checks.fixture_shape import (
-    checkpoint_problems,
-    count_problems,
-    pending_ids,
-    problem,
-    required_text,
-    unknown_keys,
-    workspace_problems,
+from grader.checks.exercise_3.fixtures import (
+    EXERCISE,
+    call_by_id,
+    checks_world,
+    high_impact_tools,
+    ids_expecting,
+    pending_calls,
 )
-from grader.checks.framework import (
-    CheckFailed,
-    Context,
-    Exercise,
-    Fixture,
-    StudentProblem,
-    block_text,
-    content_blocks,
-    plain_text,
-    show,
+from grader.checks.exercise_3.messages import (
+    ROOT_CAUSE_ANSWER,
+    ROOT_CAUSE_FEEDBACK,
+    ROOT_CAUSE_OPTIONS,
+    UNCLASSIFIED_RULE,
 )
+from grader.checks.exercise_3.reconcile_probe import (
+    _effect_note,
+    answer_message,
+    missing_result_message,
+    reconciled,
+    result_for,
+    says_outcome_unknown,
+    world_changes,
+)
+from grader.checks.framework import CheckFailed, Context, Fixture, block_text, content_blocks, show
 from grader.core.plural import quantity
-
-EXERCISE = Exercise("exercise-3")
-
-ACTIONS = ("rerun", "is_error")
-UNCLASSIFIED_RULE = (
-    "não está em READ_ONLY_TOOLS (nem em HIGH_IMPACT_TOOLS: ninguém a classificou). Fora do conjunto das "
-    "inofensivas, ela cai no caminho cauteloso e nunca roda de novo. A ação é \"is_error\": pergunte \"está em "
-    "READ_ONLY_TOOLS?\", não \"está em HIGH_IMPACT_TOOLS?\"."
-)
-# Words that tell the model the outcome is unknown (compared without accents, in lower case).
-UNCERTAINTY_WORDS = ("desconhecid", "incert", "nao sei", "nao se sabe", "nao sabemos", "sem saber",
-                     "como saber", "para saber", "possivel saber", "impossivel saber", "talvez", "pode ter",
-                     "unknown", "uncertain")
-
-# Level 2's multiple-choice answer. The options are written out in the exercise notebook.
-ROOT_CAUSE_OPTIONS = ("A", "B", "C", "D")
-ROOT_CAUSE_ANSWER = "B"
-ROOT_CAUSE_FEEDBACK = {
-    "A": (
-        "A alternativa A culpa um checkpoint corrompido, mas o checkpoint é gravado com arquivo "
-        "temporário + os.replace e estava inteiro: o pending_tool_use era verdadeiro. O segundo "
-        "e-mail saiu porque alguém executou a chamada pendente de novo."
-    ),
-    "C": (
-        "A alternativa C culpa o modelo, mas o segundo envio acontece dentro do reconcile, antes "
-        "de o modelo ser chamado de novo: quem reenviou foi o harness."
-    ),
-    "D": (
-        "A alternativa D culpa a ordem dos pontos de gravação, mas ela está certa (A depois da "
-        "resposta, B depois do resultado). Entre A e B sempre existe uma janela em que o efeito já "
-        "aconteceu e o registro não; o erro é o que o reconcile faz com essa incerteza."
-    ),
-}
-
-
-# ----------------------------------------------------------------- fixture shape
-
-
-@EXERCISE.fixture_validator
-def validate_fixture(data: dict) -> list[str]:
-    problems = unknown_keys(data, {"description", "checkpoint", "workspace", "expect"})
-    problems += required_text(data, "description", "description")
-    problems += checkpoint_problems(data.get("checkpoint"))
-    problems += workspace_problems(data.get("workspace"))
-    expect = data.get("expect")
-    if not isinstance(expect, dict):
-        return problems + [problem("expect", "obrigatório, deveria ser um objeto com resume_action")]
-    problems += unknown_keys(expect, {"resume_action", "outbox_after", "tickets_after"}, "expect")
-    actions = expect.get("resume_action")
-    if not isinstance(actions, dict):
-        problems.append(problem("expect.resume_action", "obrigatório, deveria mapear tool_use_id -> \"rerun\" ou \"is_error\" ({} quando nada está pendente)"))
-    else:
-        for key, action in actions.items():
-            if action not in ACTIONS:
-                problems.append(problem(f"expect.resume_action.{key}", f"deveria ser \"rerun\" ou \"is_error\" (é {action!r})"))
-        ids = pending_ids(data.get("checkpoint"))
-        if ids is not None and sorted(map(str, actions)) != sorted(map(str, ids)):
-            problems.append(problem(
-                "expect.resume_action",
-                f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
-            ))
-    return problems + count_problems(expect, ("outbox_after", "tickets_after"), "expect")
-
-
-# ----------------------------------------------------------------- fixture helpers
-
-
-def pending_calls(fixture: Fixture) -> list[dict]:
-    return list(fixture.data["checkpoint"].get("pending_tool_use") or [])
-
-
-def ids_expecting(fixture: Fixture, action: str) -> list[str]:
-    actions = fixture.expect.get("resume_action", {})
-    return [call["id"] for call in pending_calls(fixture) if actions.get(call["id"]) == action]
-
-
-def call_by_id(fixture: Fixture, tool_use_id: str) -> dict:
-    return next(call for call in pending_calls(fixture) if call["id"] == tool_use_id)
-
-
-def high_impact_tools() -> frozenset:
-    from grader.checks.reference import HIGH_IMPACT_TOOLS
-
-    return HIGH_IMPACT_TOOLS
-
-
-def checks_world(fixture: Fixture) -> bool:
-    expect = fixture.expect
-    return bool(ids_expecting(fixture, "is_error")) or "outbox_after" in expect or "tickets_after" in expect
-
-
-# ----------------------------------------------------------------- level 1
-
-
-@EXERCISE.check(
-    level=1,
-    per_fixture=True,
-    title="resume_action decide a ação de retomada",
-    criterion=(
-        "Cada chamada pendente recebe \"rerun\" (ferramenta em READ_ONLY_TOOLS) ou \"is_error\" "
-        "(qualquer outra: de alto impacto ou sem classificação); {} quando nada está pendente. A função só "
-        "decide: não executa ferramentas nem altera o checkpoint."
-    ),
-)
-def resume_action_decides(ctx: Context, fixture: Fixture) -> None:
-    resume_action = ctx.student_function("resume_action")
-    checkpoint = fixture.checkpoint()
-    with ctx.tools(fixture, "resume_action") as spy:
-        observed = ctx.call(resume_action, checkpoint)
-    expected = fixture.expect["resume_action"]
-    if spy.calls:
-        names = ", ".join(sorted({call.name for call in spy.calls}))
-        raise CheckFailed(
-            f"resume_action executou {names}: ela só decide o que fazer; quem executa é o reconcile.",
-            expected="nenhuma ferramenta executada", observed=f"executou {names}",
-        )
-    if observed is None:
-        raise CheckFailed(
-            "resume_action devolveu None: devolva um dict (vazio, {}, quando nada está pendente).",
-            expected=expected, observed=observed,
-        )
-    if not isinstance(observed, dict):
-        raise CheckFailed(
-            f"resume_action deveria devolver um dict tool_use_id -> ação, mas devolveu {type(observed).__name__}.",
-            expected=expected, observed=observed,
-        )
-    if observed != expected:
-        raise CheckFailed(diagnose_actions(fixture, expected, observed), expected=expected, observed=observed)
-    if checkpoint != fixture.data["checkpoint"]:
-        raise CheckFailed(
-            "resume_action alterou o checkpoint que recebeu: ela só deve ler.",
-            expected="checkpoint intacto", observed="checkpoint modificado",
-        )
-
-
-def diagnose_actions(fixture: Fixture, expected: dict, observed: dict) -> str:
-    if not expected:
-        return "Nada está pendente (pending_tool_use é None): não há o que reconciliar, devolva {}."
-    names = {call["id"]: call["name"] for call in pending_calls(fixture)}
-    for key in observed:
-        if key not in expected:
-            return (
-                f"A chave {key!r} não é o id de nenhuma chamada pendente: as chaves são os "
-                f"tool_use_id de pending_tool_use ({', '.join(expected)})."
-            )
-    for key, action in expected.items():
-        if key not in observed:
-            return f"Faltou decidir a chamada {key} ({names[key]})."
-        got = observed[key]
-        if got == action:
-            continue
-        if got not in ACTIONS:
-            return f"Ação desconhecida {got!r} para {key}: use \"rerun\" ou \"is_error\"."
-        if action == "rerun":
-            return (
-                f"`{names[key]}` ({key}) é somente leitura: executar de novo não muda nada no mundo, "
-                "então a ação é \"rerun\"."
-            )
-        if names[key] not in high_impact_tools():
-            return f"`{names[key]}` ({key}) {UNCLASSIFIED_RULE}"
-        return (
-            f"`{names[key]}` ({key}) é de alto impacto e não há registro de que rodou: reexecutar "
-            "pode repetir o efeito. A ação é \"is_error\"."
-        )
-    return "O resultado difere do esperado."
-
-
-# ----------------------------------------------------------------- level 2: root cause
 
 
 @EXERCISE.check(
@@ -236,77 +49,6 @@ def root_cause_identified(ctx: Context) -> None:
             ROOT_CAUSE_FEEDBACK[letter],
             expected="a alternativa que explica o segundo envio", observed=letter,
         )
-
-
-# ----------------------------------------------------------------- level 2: reconcile
-
-
-@dataclass
-class ReconcileRun:
-    before: dict
-    after: dict
-    calls: list  # ToolCall records from the spy
-    emails_before: int
-    emails_after: int
-    tickets_before: int
-    tickets_after: int
-
-
-def reconciled(ctx: Context, fixture: Fixture) -> ReconcileRun:
-    """The student's reconcile, run once per fixture on instrumented tools (memoized)."""
-
-    def run() -> ReconcileRun:
-        reconcile = ctx.student_function("reconcile")
-        checkpoint = fixture.checkpoint()
-        with ctx.tools(fixture, "reconcile") as spy:
-            emails_before, tickets_before = len(spy.emails()), len(spy.tickets())
-            returned = ctx.call(reconcile, checkpoint)
-            emails_after, tickets_after = len(spy.emails()), len(spy.tickets())
-        if returned is None:
-            raise StudentProblem(
-                "reconcile devolveu None: ela deve devolver o checkpoint reconciliado (return cp)."
-            )
-        if not isinstance(returned, dict) or not isinstance(returned.get("messages"), list):
-            raise StudentProblem(
-                f"reconcile deveria devolver o checkpoint (um dict com messages), mas devolveu {show(returned, 120)}."
-            )
-        return ReconcileRun(
-            before=copy.deepcopy(fixture.data["checkpoint"]),
-            after=copy.deepcopy(returned),
-            calls=list(spy.calls),
-            emails_before=emails_before,
-            emails_after=emails_after,
-            tickets_before=tickets_before,
-            tickets_after=tickets_after,
-        )
-
-    return ctx.memo(f"reconcile:{fixture.name}", run)
-
-
-def answer_message(run: ReconcileRun) -> tuple[dict | None, int]:
-    """(the message right after the original last message, how many messages were added),
-    when the original history is still there as a prefix."""
-    before, after = run.before["messages"], run.after["messages"]
-    if after[: len(before)] != before:
-        return None, len(after) - len(before)
-    added = after[len(before):]
-    return (added[0] if added else None), len(added)
-
-
-def result_for(run: ReconcileRun, tool_use_id: str) -> dict | None:
-    message, _ = answer_message(run)
-    if message is None:
-        return None
-    return next((b for b in content_blocks(message, "tool_result") if b.get("tool_use_id") == tool_use_id), None)
-
-
-def missing_result_message(run: ReconcileRun, tool_use_id: str) -> str:
-    before, after = run.before["messages"], run.after["messages"]
-    later = after[len(before) + 1:] if after[: len(before)] == before else []
-    if any(b.get("tool_use_id") == tool_use_id for m in later for b in content_blocks(m, "tool_result")):
-        return (f"O tool_result de {tool_use_id} está numa mensagem separada: os resultados de todas as "
-                "chamadas pendentes vão juntos na mensagem logo depois da do assistente.")
-    return f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente."
 
 
 @EXERCISE.check(
@@ -626,25 +368,6 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
             f"exatamente {expect['tickets_after']}.",
             expected=expect["tickets_after"], observed=run.tickets_after,
         )
-
-
-def says_outcome_unknown(text: str) -> bool:
-    return any(word in plain_text(text) for word in UNCERTAINTY_WORDS)
-
-
-def world_changes(run: ReconcileRun) -> list[str]:
-    """What reconcile did to the outbox and the tickets, in words ([] when nothing)."""
-    changes = []
-    if run.emails_after != run.emails_before:
-        changes.append(f"a caixa de saída passou de {run.emails_before} para {quantity(run.emails_after, 'e-mail', 'e-mails')}")
-    if run.tickets_after != run.tickets_before:
-        changes.append(f"os chamados passaram de {run.tickets_before} para {run.tickets_after}")
-    return changes
-
-
-def _effect_note(run: ReconcileRun) -> str:
-    notes = world_changes(run)
-    return (" Resultado: " + "; ".join(notes) + ".") if notes else ""
 
 
 @EXERCISE.check(

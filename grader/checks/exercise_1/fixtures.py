@@ -1,0 +1,125 @@
+"""Exercise 1 and the shape of its fixtures (items to classify, scripted runs), as ``grade fixtures`` checks them, with the run each script implies."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from grader.checks.fixture_shape import problem, required_text, scripted_run_problems, unknown_keys
+from grader.checks.framework import Exercise, Fixture, plain_text, response_tokens
+from grader.core.plural import quantity
+
+
+EXERCISE = Exercise("exercise-1")
+
+
+MEMORY, RUN_STATE = "memória", "estado de execução"
+
+
+LABELS = (MEMORY, RUN_STATE)
+
+
+def normalized_label(value: Any) -> str | None:
+    """"Memoria", " estado de execucao " and friends -> the canonical label; None if neither."""
+    if not isinstance(value, str):
+        return None
+    return {"memoria": MEMORY, "estado de execucao": RUN_STATE}.get(plain_text(value))
+
+
+@dataclass(frozen=True)
+class ExpectedRun:
+    calls: int
+    tokens: int
+    messages: int
+    status: str
+    entered: int  # responses that enter the conversation as assistant messages
+
+
+def action_of(response: dict) -> str:
+    from grader.checks.reference import STOP_REASON_ACTIONS
+
+    return STOP_REASON_ACTIONS.get(response.get("stop_reason"), "failed")
+
+
+def expected_run(data: dict) -> ExpectedRun | None:
+    """What a correct loop does on this script: calls, tokens_used, messages, final status."""
+    responses = data.get("responses")
+    if not isinstance(responses, list) or not responses:
+        return None
+    limit = data.get("max_turns", len(responses))
+    calls = tokens = entered = 0
+    messages = 1
+    status = "running"
+    for response in responses[:limit]:
+        calls += 1
+        tokens += response_tokens(response)
+        action = action_of(response)
+        if action in ("refused", "failed"):
+            status = action
+            break
+        entered += 1
+        messages += 2 if action == "run_tools" else 1
+        if action == "completed":
+            status = action
+            break
+    return ExpectedRun(calls, tokens, messages, status, entered)
+
+
+def kept_out(response: dict) -> bool:
+    """A refused or cut answer: nothing of it runs and it stays out of the conversation."""
+    return action_of(response) in ("refused", "failed")
+
+
+def has_kept_out_answer(fixture: Fixture) -> bool:
+    return fixture.data.get("kind") == "run" and any(kept_out(r) for r in fixture.data.get("responses", []))
+
+
+def block_keys(message: dict) -> list:
+    """What identifies an answer's content: each block's type with its text or tool_use id."""
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [(b.get("type"), b.get("text", b.get("id"))) for b in blocks if isinstance(b, dict)]
+
+
+def kept_out_ids(fixture: Fixture) -> set:
+    return {block.get("id") for response in fixture.data.get("responses", []) if kept_out(response)
+            for block in response.get("content", []) if block.get("type") == "tool_use"}
+
+
+@EXERCISE.fixture_validator
+def validate_fixture(data: dict) -> list[str]:
+    kind = data.get("kind")
+    if kind == "classification":
+        problems = unknown_keys(data, {"description", "kind", "items"})
+        problems += required_text(data, "description", "description")
+        items = data.get("items")
+        if not isinstance(items, dict) or not items:
+            return problems + [problem("items", "obrigatório, deveria mapear item -> {answer, why}")]
+        for key, item in items.items():
+            if not isinstance(item, dict) or item.get("answer") not in LABELS:
+                problems.append(problem(f"items.{key}.answer", f"deveria ser {LABELS[0]!r} ou {LABELS[1]!r}"))
+            elif not isinstance(item.get("why"), str) or not item["why"].strip():
+                problems.append(problem(f"items.{key}.why", "obrigatório: a explicação mostrada quando o item está errado"))
+        return problems
+    if kind == "run":
+        return validate_run_fixture(data)
+    return [problem("kind", f"deveria ser \"classification\" ou \"run\" (é {kind!r})")]
+
+
+def validate_run_fixture(data: dict) -> list[str]:
+    problems = scripted_run_problems(data)
+    if problems:
+        return problems
+    run = expected_run(data)
+    if run.status == "running" and run.calls < data.get("max_turns", 10**9):
+        problems.append(problem("responses", "o roteiro acaba antes de a execução terminar; acrescente uma resposta final ou defina max_turns"))
+    expect = data.get("expect")
+    if not isinstance(expect, dict):
+        return problems + [problem("expect", "obrigatório, deveria ser {model_calls, tokens_used, status}")]
+    problems += unknown_keys(expect, {"model_calls", "tokens_used", "status"}, "expect")
+    if expect.get("model_calls") != run.calls:
+        problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {quantity(run.calls, 'chamada', 'chamadas')} (está {expect.get('model_calls')!r})"))
+    if expect.get("tokens_used") != run.tokens:
+        problems.append(problem("expect.tokens_used", f"pela soma do usage do roteiro, deveria ser {run.tokens} (está {expect.get('tokens_used')!r})"))
+    if expect.get("status") != run.status:
+        problems.append(problem("expect.status", f"pela regra do stop_reason, a execução termina em {run.status!r} (está {expect.get('status')!r})"))
+    return problems

@@ -1,0 +1,29 @@
+"""Checks for exercise-2: writing and reading checkpoint.json, and the save points A and B.
+
+Level 1 grades ``save_checkpoint(state, path)`` by observation: the file it leaves, the
+folder around it, spies on ``os.replace`` / ``os.rename`` / ``os.fsync``, and two crashes
+in the middle of a write (every file opened for writing stops accepting bytes after a
+few hundred characters; and a state that ``json`` cannot serialize past its middle).
+
+Level 2 runs ``load_checkpoint(path)`` on every ``load`` fixture; level 3 runs the
+student's ``run_agent(client, state, checkpoint_path, max_turns=...)`` on every ``run``
+fixture with ``save_checkpoint`` swapped for a spy that records each saved state.
+
+Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
+
+    {"description": "...", "kind": "load",
+     "file": {"absent": true} | {"json": <any>} | {"text": "...", "drop_last_bytes": 1},
+     "expect": {"load_checkpoint": "None" | "checkpoint" | "CheckpointError",
+                "mentions": ["2", "1"]}}          # texts the error message must contain
+
+    {"description": "...", "kind": "run", "task": "...", "workspace": {"files": {...}},
+     "responses": [<compact scripted responses>], "max_turns": 5,   # optional
+     "expect": {"saves": 5}}                        # 2 per tool turn, 1 for the final turn
+"""
+from __future__ import annotations
+
+# importing each level declares its checks on EXERCISE, in level order
+from grader.checks.exercise_2 import level_1, level_2, level_3  # noqa: F401
+from grader.checks.exercise_2.fixtures import EXERCISE, validate_fixture
+
+__all__ = ["EXERCISE", "validate_fixture"]

@@ -1,0 +1,224 @@
+"""Level 3: ``run_agent`` saves point A after the model's decision and point B after the tools, every turn."""
+from __future__ import annotations
+
+from grader.checks.exercise_2.fixtures import EXERCISE, has_tool_turns, scripted_turns
+from grader.checks.exercise_2.run_probe import (
+    checkpointed_run,
+    expected_points,
+    find_save,
+    point_of,
+    require_run,
+    tokens_after_each_turn,
+    tool_uses_of,
+)
+from grader.checks.exercise_2.save_probe import read_checkpoint_file
+from grader.checks.framework import CheckFailed, Context, Fixture, is_kind, nothing_observed, show
+from grader.core.plural import quantity
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Duas gravações por turno com ferramentas, uma no turno final",
+    criterion="save_checkpoint é chamado duas vezes em cada turno com ferramentas (A e B) e uma vez no turno final (A).",
+)
+def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    wanted = expected_points(fixture)
+    observed = [(point_of(save), save.state.get("turns")) for save in run.saves]
+    if observed == wanted:
+        return
+    if not run.saves:
+        message = "save_checkpoint nunca foi chamado: o loop precisa gravar o checkpoint nos pontos A e B."
+    elif run.saves[0].state.get("turns") == 0:
+        message = "A primeira gravação aconteceu antes do primeiro turno: os pontos são A (depois da resposta) e B (depois dos resultados)."
+    elif len(observed) < len(wanted):
+        message = (f"Houve {quantity(len(observed), 'gravação', 'gravações')}; um loop com os pontos A e B faz {len(wanted)} nesta "
+                   "tarefa (A e B em cada turno com ferramentas, só A no final).")
+    else:
+        message = f"As gravações não seguem a sequência A, B, A, B, ..., A: houve {len(observed)}, esperava {len(wanted)}."
+    raise CheckFailed(message, expected=[f"{p}{t}" for p, t in wanted], observed=[f"{p}{t}" for p, t in observed])
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Ponto A: a decisão do modelo, com pending_tool_use preenchido",
+    criterion=(
+        "Em cada ponto A, a última mensagem gravada é a do assistente com seus tool_use, e "
+        "pending_tool_use lista exatamente esses pedidos como {id, name, input} (None no turno final)."
+    ),
+)
+def point_a_records_the_decision(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    for turn, response in enumerate(scripted_turns(fixture.data), start=1):
+        save = find_save(run, "A", turn)
+        if save is None:
+            raise CheckFailed(
+                f"Não há ponto A no turno {turn}: logo depois de acrescentar a resposta do modelo a messages "
+                "(antes de executar qualquer ferramenta), grave o checkpoint.",
+                expected=f"uma gravação com turns={turn} terminando na mensagem do assistente", observed="nenhuma",
+            )
+        last = save.state["messages"][-1]
+        used = [b.get("id") for b in last.get("content", []) if isinstance(b, dict) and b.get("type") == "tool_use"]
+        wanted_calls = tool_uses_of(response)
+        if used != [c["id"] for c in wanted_calls]:
+            raise CheckFailed(
+                f"No ponto A do turno {turn}, a última mensagem não traz os tool_use da resposta do modelo.",
+                expected=[c["id"] for c in wanted_calls], observed=used,
+            )
+        pending = save.state.get("pending_tool_use")
+        wanted = wanted_calls or None
+        if pending != wanted:
+            if wanted and isinstance(pending, list) and len(pending) == len(wanted) and all(
+                    isinstance(p, dict) and "type" in p for p in pending):
+                detail = "guarde só {id, name, input} de cada pedido (tool_uses_in faz isso), não o bloco inteiro."
+            elif wanted and isinstance(pending, list) and len(pending) < len(wanted):
+                detail = f"o modelo pediu {len(wanted)} ferramentas neste turno; todas ficam pendentes."
+            elif wanted is None:
+                detail = "no turno final não há pedido nenhum: pending_tool_use é None."
+            else:
+                detail = "ele lista os tool_use da resposta que ainda não têm resultado."
+            raise CheckFailed(
+                f"No ponto A do turno {turn}, pending_tool_use está errado: {detail}",
+                expected=wanted, observed=pending,
+            )
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Ponto A é gravado antes de qualquer ferramenta rodar",
+    criterion="Quando o ponto A de um turno é gravado, nenhuma ferramenta desse turno foi executada ainda.",
+)
+def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    executed_before = 0
+    for turn, response in enumerate(scripted_turns(fixture.data), start=1):
+        save = find_save(run, "A", turn)
+        if save is None:
+            raise nothing_observed(
+                f"não há ponto A gravado no turno {turn}, então não dá para saber se ele veio antes das "
+                "ferramentas (grave o checkpoint logo depois de acrescentar a resposta do modelo)",
+                expected=f"o ponto A do turno {turn}",
+            )
+        if save.tools_run != executed_before:
+            raise CheckFailed(
+                f"O ponto A do turno {turn} foi gravado quando "
+                f"{quantity(save.tools_run - executed_before, 'ferramenta do turno já tinha rodado', 'ferramentas do turno já tinham rodado')}: "
+                "se o processo morresse enquanto elas rodavam, o disco não saberia que o modelo as pediu. "
+                "Grave A antes de executar.",
+                expected=f"{executed_before} ferramentas executadas até o ponto A", observed=save.tools_run,
+            )
+        executed_before += len(tool_uses_of(response))
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="tokens_used soma o usage de cada resposta",
+    criterion=(
+        "Em cada ponto A, tokens_used já soma input_tokens + output_tokens de todas as respostas do "
+        "modelo até a desse turno, inclusive (como no loop da lição 1)."
+    ),
+)
+def tokens_used_adds_every_response(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    before = 0
+    for turn, wanted in enumerate(tokens_after_each_turn(fixture), start=1):
+        save = find_save(run, "A", turn)
+        if save is None:
+            raise nothing_observed(
+                f"não há ponto A gravado no turno {turn}, então não dá para ver o tokens_used desse turno",
+                expected=f"o ponto A do turno {turn} com tokens_used={wanted}",
+            )
+        used = save.state.get("tokens_used")
+        if used != wanted:
+            detail = ("a resposta deste turno não foi somada" if used == before else
+                      "some input_tokens + output_tokens de cada resposta ao que já havia")
+            raise CheckFailed(
+                f"No ponto A do turno {turn}, tokens_used vale {show(used, 40)}, mas deveria ser {wanted}: {detail} "
+                "(take_response faz essa soma). Um checkpoint com tokens_used errado esconde o custo real da "
+                "tarefa de quem a retoma.",
+                expected=wanted, observed=used,
+            )
+        before = wanted
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=has_tool_turns,
+    title="Ponto B: os resultados registrados, pending_tool_use de volta a None",
+    criterion=(
+        "Em cada ponto B, a última mensagem gravada é a do usuário com um tool_result por pedido do "
+        "turno, e pending_tool_use é None."
+    ),
+)
+def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    turns = scripted_turns(fixture.data)
+    for turn, response in enumerate(turns, start=1):
+        calls = tool_uses_of(response) if response.get("stop_reason") == "tool_use" else []
+        if not calls:
+            continue
+        save = find_save(run, "B", turn)
+        if save is None:
+            raise CheckFailed(
+                f"Não há ponto B no turno {turn}: depois de acrescentar os tool_result a messages, grave o checkpoint de novo.",
+                expected=f"uma gravação com turns={turn} terminando nos tool_result", observed="nenhuma",
+            )
+        last = save.state["messages"][-1]
+        answered = [b.get("tool_use_id") for b in last.get("content", []) if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if answered != [c["id"] for c in calls]:
+            raise CheckFailed(
+                f"No ponto B do turno {turn}, a última mensagem deveria trazer os tool_result de todos os pedidos.",
+                expected=[c["id"] for c in calls], observed=answered,
+            )
+        if save.state.get("pending_tool_use") is not None:
+            raise CheckFailed(
+                f"No ponto B do turno {turn}, pending_tool_use continua {show(save.state.get('pending_tool_use'), 120)}: "
+                "com os resultados registrados nada está pendente; volte-o a None antes de gravar. Senão, "
+                "uma retomada reconciliaria de novo chamadas que já têm resultado.",
+                expected="None", observed=save.state.get("pending_tool_use"),
+            )
+        if save.tools_run < sum(len(tool_uses_of(r)) for r in turns[:turn]):
+            raise CheckFailed(
+                f"O ponto B do turno {turn} foi gravado antes de as ferramentas do turno terminarem.",
+                expected="B depois das ferramentas", observed=f"{save.tools_run} execuções até B",
+            )
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="O checkpoint final em disco é o estado devolvido",
+    criterion="Ao terminar, checkpoint.json (a última gravação) é igual ao estado que run_agent devolve.",
+)
+def final_checkpoint_is_the_returned_state(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    if not isinstance(run.state, dict):
+        raise CheckFailed(
+            f"run_agent deveria devolver o estado, mas devolveu {show(run.state, 120)}.",
+            expected="o estado de execução", observed=run.state,
+        )
+    on_disk = read_checkpoint_file(run.path)
+    if on_disk != run.state:
+        raise CheckFailed(
+            "O último checkpoint gravado não é igual ao estado devolvido: alguma mudança no estado "
+            "aconteceu depois da última gravação (ou a última gravação não aconteceu).",
+            expected=f"turns={run.state.get('turns')}, {len(run.state.get('messages', []))} mensagens",
+            observed=on_disk if isinstance(on_disk, str) else
+            f"turns={on_disk.get('turns')}, {len(on_disk.get('messages', []))} mensagens",
+        )

@@ -1,0 +1,93 @@
+"""Level 3's probe: the student's ``run_agent`` run on a scripted conversation, every save point it writes recorded."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.checks.exercise_2.fixtures import scripted_turns
+from grader.checks.exercise_2.save_probe import CHECKPOINT_NAME
+from grader.checks.framework import Context, Fixture, StudentProblem, response_tokens
+
+
+@dataclass
+class SavePoint:
+    state: dict
+    tools_run: int  # tool executions that had happened when this save was made
+
+
+@dataclass
+class CheckpointedRun:
+    saves: list[SavePoint]
+    state: Any
+    path: Path
+    problem: StudentProblem | None = None
+
+
+def checkpointed_run(ctx: Context, fixture: Fixture) -> CheckpointedRun:
+    """The student's run_agent on this fixture with save_checkpoint spied on (memoized)."""
+
+    def compute() -> CheckpointedRun:
+        from grader.checks.reference import make_stub_client, new_run_state, write_json_atomic
+
+        run_agent = ctx.student_function("run_agent")
+        folder = ctx.fresh_dir(f"run-{fixture.name}")
+        path = folder / CHECKPOINT_NAME
+        client = make_stub_client(fixture.data["responses"])
+        options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
+        saves: list[SavePoint] = []
+        with ctx.tools(fixture, "run_agent") as tools:
+
+            def save_checkpoint(state, checkpoint_path):
+                """The grader's spy: records a copy of each saved state, then saves for real."""
+                saves.append(SavePoint(copy.deepcopy(state), len(tools.calls)))
+                write_json_atomic(checkpoint_path, state)
+
+            with ctx.replaced_global("save_checkpoint", save_checkpoint):
+                state, problem_found = ctx.call_or_problem(
+                    run_agent, client, new_run_state(fixture.data["task"]), path, **options
+                )
+        return CheckpointedRun(saves, state, path, problem_found)
+
+    return ctx.memo(f"checkpointed:{fixture.name}", compute)
+
+
+def point_of(save: SavePoint) -> str:
+    messages = save.state.get("messages") or [{}]
+    return "A" if isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant" else "B"
+
+
+def expected_points(fixture: Fixture) -> list[tuple[str, int]]:
+    points = []
+    for turn, response in enumerate(scripted_turns(fixture.data), start=1):
+        points.append(("A", turn))
+        if response.get("stop_reason") == "tool_use":
+            points.append(("B", turn))
+    return points
+
+
+def tool_uses_of(response: dict) -> list[dict]:
+    return [{"id": b["id"], "name": b["name"], "input": b["input"]}
+            for b in response["content"] if b.get("type") == "tool_use"]
+
+
+def find_save(run: CheckpointedRun, point: str, turn: int) -> SavePoint | None:
+    for save in run.saves:
+        if point_of(save) == point and save.state.get("turns") == turn:
+            return save
+    return None
+
+
+def require_run(run: CheckpointedRun) -> None:
+    if run.problem is not None:
+        raise run.problem
+
+
+def tokens_after_each_turn(fixture: Fixture) -> list[int]:
+    """tokens_used a correct loop holds at each point A: the usage of every response so far."""
+    total, sums = 0, []
+    for response in scripted_turns(fixture.data):
+        total += response_tokens(response)
+        sums.append(total)
+    return sums

@@ -1,0 +1,237 @@
+"""Level 2: ``rewind_to`` puts a turn's scene back without running anything."""
+from __future__ import annotations
+
+from grader.checks.exercise_5.fixtures import EXERCISE, RUN_FOLDER, _point, active_point_name, write_run_dir
+from grader.checks.exercise_5.probes import differences, files_of, snapshot
+from grader.checks.exercise_5.rewind_probe import (
+    TORN_AFTER_CHARACTERS,
+    has_later_points,
+    has_rewind,
+    readable_json,
+    returned_scene,
+    rewound,
+)
+from grader.checks.framework import CheckFailed, Context, Fixture, describe_error, nothing_observed, show
+from grader.core.plural import quantity
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_rewind,
+    title="Volta à cena do último ponto do turno",
+    criterion=(
+        "rewind_to(run_dir, turn) devolve a cena gravada no último ponto do turno (B quando existe), "
+        "com turns e tokens_used daquele ponto e todo o histórico até ali, sem nada a mais."
+    ),
+)
+def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
+    run = rewound(ctx, fixture)
+    scene = returned_scene(run)
+    source = run.source
+    for key in ("turns", "tokens_used", "task"):
+        if scene.get(key) != source[key]:
+            hint = ""
+            if key == "turns" and isinstance(scene.get(key), int) and scene[key] != run.turn:
+                hint = f" A cena devolvida é de outro turno (turns={scene[key]}): procure os pontos do turno {run.turn}."
+            raise CheckFailed(
+                f"{key} da cena devolvida é {show(scene.get(key), 60)}, mas no último ponto do turno "
+                f"{run.turn} (turn-{run.turn:03d}-{run.point}.json) é {show(source[key], 60)}.{hint}",
+                expected=source[key], observed=scene.get(key),
+            )
+    messages, recorded = scene["messages"], source["messages"]
+    if messages[: len(recorded)] != recorded:
+        shorter = len(messages) < len(recorded)
+        raise CheckFailed(
+            f"As mensagens não são as de turn-{run.turn:03d}-{run.point}.json"
+            + (": faltam mensagens. Voltou ao ponto A, que é anterior ao B do mesmo turno?" if shorter else "."),
+            expected=f"{len(recorded)} mensagens gravadas no ponto", observed=f"{len(messages)} mensagens",
+        )
+    extra = len(messages) - len(recorded)
+    if extra > 0:
+        raise CheckFailed(
+            f"A cena devolvida tem {quantity(extra, 'mensagem', 'mensagens')} a mais do que o ponto gravado: rebobinar não "
+            "acrescenta nada, nem os tool_result das chamadas que ficaram abertas (quem os produz é a "
+            "próxima execução, pelo livro-razão e pela válvula).",
+            expected=f"{len(recorded)} mensagens", observed=f"{len(messages)} mensagens",
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_rewind,
+    title="Rebobinar não executa nada; chamadas abertas continuam pendentes",
+    criterion=(
+        "rewind_to não executa nenhuma ferramenta e não mexe no livro-razão nem no mundo. Num turno que "
+        "só tem o ponto A, as chamadas abertas continuam em pending_tool_use, exatamente como foram "
+        "gravadas, e nenhum ponto novo é gravado: quem as resolve é a próxima execução, pelo livro-razão "
+        "e pela válvula de aprovação, como depois de uma queda."
+    ),
+)
+def rewind_runs_nothing(ctx: Context, fixture: Fixture) -> None:
+    run = rewound(ctx, fixture)
+    scene = returned_scene(run)
+    if run.calls or run.world_changed:
+        names = ", ".join(sorted({c.name for c in run.calls})) or "uma ferramenta"
+        world = f" e mudou o mundo ({run.world_changed})" if run.world_changed else ""
+        raise CheckFailed(
+            f"A rebobinagem executou {names}{world}. Rebobinar só move estado: uma chamada aberta fica "
+            "pendente, e a próxima execução a resolve pelo livro-razão e pela válvula de aprovação (que "
+            "pode perguntar a uma pessoa antes de um e-mail sair).",
+            expected="nenhuma ferramenta executada", observed=run.world_changed or names,
+        )
+    for name in ("effects.json", "approvals.json"):
+        if run.before.get(name) != run.after.get(name):
+            raise CheckFailed(
+                f"A rebobinagem alterou {name}. Ela não grava intenções, recibos nem decisões: o livro-razão "
+                "e as aprovações só mudam quando uma ferramenta passa de fato por eles.",
+                expected=f"{name} intacto", observed="alterado" if name in run.after else "apagado ou criado",
+            )
+    pending = run.source["pending_tool_use"]
+    if scene.get("pending_tool_use") != pending:
+        closed = pending and not scene.get("pending_tool_use")
+        raise CheckFailed(
+            ("As chamadas abertas do ponto A foram fechadas na rebobinagem. Deixe-as pendentes: fechar "
+             "é decidir o que fazer com cada uma (reaproveitar um recibo, rodar de novo, pedir aprovação), "
+             "e isso é trabalho da próxima execução." if closed else
+             f"pending_tool_use da cena devolvida não é o do ponto turn-{run.turn:03d}-{run.point}.json."),
+            expected=pending, observed=scene.get("pending_tool_use"),
+        )
+    created = sorted(set(filter(None, map(active_point_name, run.after))) - set(filter(None, map(active_point_name, run.before))))
+    if created:
+        raise CheckFailed(
+            f"A rebobinagem gravou {', '.join(created)} na sequência: um ponto que nenhuma execução "
+            "gravou. Rebobinar só escolhe um ponto que já existe.",
+            expected="nenhum ponto novo", observed=created,
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_later_points,
+    title="Os pontos posteriores saem da sequência ativa, sem serem apagados",
+    criterion=(
+        "Depois de rebobinar para o turno T, nenhum ponto de turno maior que T fica diretamente em "
+        "checkpoints/ (eles vão para uma subpasta, como rewound-001/, com os mesmos bytes), e os "
+        "pontos até T continuam lá, intactos."
+    ),
+)
+def later_points_set_aside(ctx: Context, fixture: Fixture) -> None:
+    run = rewound(ctx, fixture)
+    returned_scene(run)
+    later = [n for n in run.active_after if _point(n)[0] > run.turn]
+    if later:
+        raise CheckFailed(
+            f"Depois de rebobinar para o turno {run.turn}, a sequência ativa ainda tem {', '.join(later)}. "
+            "Se eles ficarem, pick_latest_point vai devolver um ponto de uma história abandonada. "
+            "Mova-os para uma subpasta (set_aside_points_after faz isso).",
+            expected=f"nenhum ponto depois do turno {run.turn}", observed=later,
+        )
+    before_points = {k: v for k, v in run.before.items() if active_point_name(k)}
+    kept_bytes = list(run.after.values())
+    for relative, data in before_points.items():
+        turn, point = _point(active_point_name(relative))
+        if turn > run.turn:
+            if data not in kept_bytes:
+                raise CheckFailed(
+                    f"{relative} sumiu: a rebobinagem tira os pontos posteriores da sequência ativa, mas "
+                    "não apaga a história (guarde-os numa subpasta, como rewound-001/).",
+                    expected=f"{relative} guardado numa subpasta", observed="apagado",
+                )
+        elif run.after.get(relative) != data:
+            raise CheckFailed(
+                f"{relative} (até o turno {run.turn}) foi apagado ou alterado: os pontos anteriores ficam como estão.",
+                expected="intacto", observed="alterado" if relative in run.after else "apagado",
+            )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_rewind,
+    title="Uma queda no meio da rebobinagem não deixa arquivo pela metade",
+    criterion=(
+        "Se o processo morre no meio de uma escrita da rebobinagem (o corretor faz a escrita parar depois "
+        "de alguns bytes), todo arquivo .json da pasta da execução continua inteiro e legível: o "
+        "checkpoint.json e os pontos são gravados com troca atômica."
+    ),
+)
+def rewind_survives_a_torn_write(ctx: Context, fixture: Fixture) -> None:
+    from grader.checks.write_spies import observed_writes
+
+    rewind_to = ctx.student_function("rewind_to")
+    with ctx.tools(fixture, "rewind-torn") as spy:
+        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
+        before = files_of(snapshot(run_dir))
+        with observed_writes(ctx, crash_after=TORN_AFTER_CHARACTERS) as budget:
+            ctx.call_or_problem(rewind_to, run_dir, fixture.expect["rewind"]["turn"])
+        after = files_of(snapshot(run_dir))
+    if not budget["crashed"]:
+        raise nothing_observed(
+            "rewind_to não escreveu nenhum arquivo por open() (nem pelas funções do harness), então a queda no "
+            "meio da escrita não pôde ser simulada", expected="a cena gravada em checkpoint.json")
+    torn = sorted(path for path, data in after.items() if path.endswith(".json") and not readable_json(data)
+                  and (path not in before or readable_json(before[path])))
+    if torn:
+        raise CheckFailed(
+            f"O processo morreu no meio de uma escrita da rebobinagem e {', '.join(torn)} ficou pela metade: "
+            "a próxima retomada não consegue ler a execução. Grave com as funções do harness (save_checkpoint, "
+            "save_point), que escrevem num temporário e só então trocam pelo arquivo verdadeiro.",
+            expected="todo .json inteiro e legível", observed=f"{', '.join(torn)} pela metade",
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=has_rewind,
+    title="A cena vira o checkpoint.json",
+    criterion="Depois de rebobinar, checkpoint.json guarda exatamente a cena devolvida: é dali que o loop continua.",
+)
+def checkpoint_json_is_the_scene(ctx: Context, fixture: Fixture) -> None:
+    run = rewound(ctx, fixture)
+    scene = returned_scene(run)
+    if run.checkpoint_json != scene:
+        turns = run.checkpoint_json.get("turns") if isinstance(run.checkpoint_json, dict) else run.checkpoint_json
+        raise CheckFailed(
+            f"checkpoint.json não é a cena devolvida (lá, turns={show(turns, 40)}): grave a cena com "
+            "save_checkpoint(cena, run_dir / CHECKPOINT_FILE), senão a próxima retomada continua da "
+            "história abandonada.",
+            expected=f"a cena do turno {run.turn}", observed=f"turns={show(turns, 40)}",
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=lambda fixture: "rewind_missing_turn" in fixture.expect,
+    title="Um turno sem pontos é um erro claro, e nada muda",
+    criterion="rewind_to para um turno sem nenhum ponto levanta TimelineError e não mexe em nenhum arquivo.",
+)
+def unknown_turn_is_refused(ctx: Context, fixture: Fixture) -> None:
+    from harness.timeline import TimelineError
+
+    rewind_to = ctx.student_function("rewind_to")
+    turn = fixture.expect["rewind_missing_turn"]
+    with ctx.tools(fixture, "rewind-missing") as spy:
+        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
+        before = snapshot(run_dir)
+        returned, error = ctx.call_catching(rewind_to, run_dir, turn)
+        changed = differences(before, snapshot(run_dir))
+    if error is None:
+        raise CheckFailed(
+            f"rewind_to(run_dir, {turn}) devolveu {show(returned, 80)}, mas o turno {turn} não tem nenhum "
+            "ponto: levante TimelineError dizendo qual turno falta.",
+            expected="TimelineError", observed=show(returned, 80),
+        )
+    if not isinstance(error, TimelineError):
+        raise CheckFailed(
+            f"rewind_to(run_dir, {turn}) levantou {describe_error(error)}. Um turno sem pontos "
+            "merece um erro que explique isso (TimelineError), não um erro qualquer de Python.",
+            expected="TimelineError", observed=type(error).__name__,
+        )
+    if changed:
+        raise CheckFailed(f"O pedido impossível mexeu na pasta ({changed}): recuse antes de mudar qualquer coisa.",
+                          expected="pasta intacta", observed=changed)

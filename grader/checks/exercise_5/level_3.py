@@ -1,0 +1,189 @@
+"""Level 3: ``fork_from`` starts a new timeline from a turn and leaves the original alone."""
+from __future__ import annotations
+
+import json
+
+from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE
+from grader.checks.exercise_5.fork_probe import creation_time_problem, fork_timeline, forked, has_fork
+from grader.checks.exercise_5.probes import differences, files_of
+from grader.checks.framework import CheckFailed, Context, Fixture, nothing_observed, show
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=has_fork,
+    title="A linha original fica idêntica, byte a byte",
+    criterion=(
+        "fork_from só lê a pasta original: depois da bifurcação, e depois de a nova linha continuar, "
+        "nenhum arquivo da original foi criado, alterado, movido ou apagado."
+    ),
+)
+def original_untouched(ctx: Context, fixture: Fixture) -> None:
+    run = forked(ctx, fixture)
+    if not files_of(run.fork_files):
+        raise nothing_observed(
+            "fork_from não gravou nenhum arquivo em new_run_dir, então não houve bifurcação cujo efeito na "
+            "pasta original conferir", expected="a nova linha gravada em new_run_dir")
+    for moment, after in (("a bifurcação", run.original_after_fork), ("a nova linha continuar", run.original_after_run)):
+        changed = differences(run.original_before, after)
+        if changed:
+            raise CheckFailed(
+                f"Depois de {moment}, a pasta original mudou: {changed}. Tudo o que é da nova linha "
+                "(timeline.json, pontos, livro-razão, checkpoint.json) vai para new_run_dir.",
+                expected="pasta original intacta", observed=changed,
+            )
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=has_fork,
+    title="Identidade própria, origem registrada, dry-run ligado",
+    criterion=(
+        "timeline.json da nova linha tem um timeline_id novo, parent = {timeline_id da original, turn, "
+        "point do ponto copiado}, dry_run true e created_at (utc_now(), o instante da bifurcação); "
+        "fork_from devolve esse mesmo conteúdo."
+    ),
+)
+def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
+    run = forked(ctx, fixture)
+    info = fork_timeline(run)
+    spec = fixture.expect["fork"]
+    parent_id = spec["parent_timeline_id"]
+    timeline_id = info.get("timeline_id")
+    if not isinstance(timeline_id, str) or not timeline_id.strip():
+        raise CheckFailed("timeline.json precisa de um timeline_id (texto) novo: use new_timeline_id().",
+                          expected="um id novo", observed=timeline_id)
+    if timeline_id == parent_id:
+        raise CheckFailed(
+            f"A nova linha tem o mesmo timeline_id da original ({parent_id}): copiar a pasta copia a "
+            "identidade junto, e aí nada distingue uma linha da outra. Gere um id novo.",
+            expected=f"um id diferente de {parent_id}", observed=timeline_id,
+        )
+    expected_parent = {"timeline_id": parent_id, "turn": spec["turn"], "point": spec["point"]}
+    if info.get("parent") != expected_parent:
+        raise CheckFailed(
+            "parent deveria registrar de onde a linha veio: o timeline_id da original (de "
+            "load_timeline(run_dir); \"principal\" quando a original não tem timeline.json), o turno e "
+            "o ponto copiado.",
+            expected=expected_parent, observed=info.get("parent"),
+        )
+    if info.get("dry_run") is not True:
+        raise CheckFailed(
+            "dry_run deveria ser true: duas linhas compartilham o mesmo mundo, e sem dry-run a nova "
+            "linha repete os efeitos de alto impacto da original.",
+            expected=True, observed=info.get("dry_run"),
+        )
+    created_at_problem = creation_time_problem(info.get("created_at"), run.called_between)
+    if created_at_problem:
+        raise CheckFailed(created_at_problem, expected="utc_now() no instante da bifurcação",
+                          observed=info.get("created_at", "<ausente>"))
+    if run.returned != info:
+        raise CheckFailed("fork_from deveria devolver o conteúdo de timeline.json da nova linha.",
+                          expected=info, observed=show(run.returned, 200))
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=has_fork,
+    title="Sequência própria e livro-razão em branco",
+    criterion=(
+        "A sequência da nova linha começa com um único ponto, a cópia do ponto escolhido, com as "
+        "chamadas abertas dele ainda pendentes; checkpoint.json é essa cena; o livro-razão da nova "
+        "linha (effects.json) é gravado, em branco; e a bifurcação não executa nenhuma ferramenta."
+    ),
+)
+def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
+    run = forked(ctx, fixture)
+    if run.fork_calls:
+        names = ", ".join(sorted({c.name for c in run.fork_calls}))
+        raise CheckFailed(
+            f"A bifurcação executou {names}. Ela só copia estado: as chamadas abertas do ponto copiado "
+            "seguem pendentes, e a nova linha as resolve, em dry-run, quando continuar.",
+            expected="nenhuma ferramenta executada", observed=names,
+        )
+    expected_name = f"turn-{run.turn:03d}-{run.point}.json"
+    if run.fork_points != [expected_name]:
+        copied_all = len(run.fork_points) > 1
+        raise CheckFailed(
+            f"A sequência da nova linha deveria começar só com {expected_name}"
+            + (": parece que a sequência inteira da original foi copiada. A nova linha tem a própria "
+               "história, que começa no ponto da bifurcação." if copied_all else "."),
+            expected=[expected_name], observed=run.fork_points,
+        )
+    scene = json.loads(run.fork_files[f"{CHECKPOINTS}/{expected_name}"])
+    recorded = run.source["messages"]
+    if not isinstance(scene, dict) or scene.get("messages", [])[: len(recorded)] != recorded \
+            or scene.get("turns") != run.source["turns"]:
+        raise CheckFailed(f"{expected_name} da nova linha não é a cena de turn-{run.turn:03d}-{run.point}.json da original.",
+                          expected=f"turns={run.source['turns']}, {len(recorded)} mensagens",
+                          observed=f"turns={scene.get('turns')}, {len(scene.get('messages', []))} mensagens")
+    if scene.get("pending_tool_use") != run.source["pending_tool_use"] or len(scene["messages"]) != len(recorded):
+        raise CheckFailed(
+            "As chamadas abertas do ponto copiado deveriam seguir pendentes na nova linha: fechá-las na "
+            "bifurcação é decidir por ela. A nova linha as resolve, em dry-run, quando continuar.",
+            expected=run.source["pending_tool_use"], observed=scene.get("pending_tool_use"),
+        )
+    raw = run.fork_files.get("checkpoint.json")
+    if raw is None or json.loads(raw) != scene:
+        raise CheckFailed("checkpoint.json da nova linha deveria ser a cena do ponto copiado: é dali que ela continua.",
+                          expected=expected_name, observed="ausente" if raw is None else "outra cena")
+    ledger_raw = run.fork_files.get("effects.json")
+    if ledger_raw is None:
+        raise CheckFailed(
+            "new_run_dir não tem effects.json: o livro-razão em branco também é gravado "
+            "(write_json_atomic(new_run_dir / EFFECTS_FILE, {})). Uma pasta com checkpoint e sem livro-razão "
+            "parece, para a retomada do harness, uma execução de antes do livro-razão (lições 2 e 3), e as "
+            "chamadas abertas seriam fechadas sem ele.",
+            expected="effects.json com {}", observed=sorted(files_of(run.fork_files)),
+        )
+    try:
+        ledger = json.loads(ledger_raw)
+    except ValueError:
+        raise CheckFailed("effects.json da nova linha não é JSON válido.", expected={},
+                          observed=ledger_raw[:80]) from None
+    if ledger_raw is not None and ledger_raw == run.original_before.get("effects.json") and ledger:
+        raise CheckFailed(
+            "O livro-razão da original foi copiado para a nova linha. Os recibos de lá são fatos da "
+            "outra linha; a nova começa com o livro-razão em branco.",
+            expected={}, observed=sorted(ledger),
+        )
+    if ledger != {}:
+        raise CheckFailed("O livro-razão da nova linha deveria começar em branco ({}).",
+                          expected={}, observed=sorted(ledger) if isinstance(ledger, dict) else ledger)
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=has_fork,
+    title="Em dry-run, a nova linha não toca o mundo",
+    criterion=(
+        "Quando a nova linha continua e decide mandar um e-mail, a caixa de saída e os chamados "
+        "ficam idênticos, byte a byte: o dry-run simula as ferramentas de alto impacto."
+    ),
+)
+def dry_run_keeps_the_world(ctx: Context, fixture: Fixture) -> None:
+    run = forked(ctx, fixture)
+    if run.world_changed_by_fork:
+        raise CheckFailed(f"A própria bifurcação mudou o mundo ({run.world_changed_by_fork}).",
+                          expected="mundo intacto", observed=run.world_changed_by_fork)
+    if run.continuation_problem:
+        raise CheckFailed(
+            "Não deu para continuar a nova linha com o loop da lição (run_timeline): "
+            f"{run.continuation_problem}. Ela precisa de checkpoint.json e timeline.json em new_run_dir.",
+            expected="a nova linha continua", observed=run.continuation_problem,
+        )
+    if not run.continuation_sent and not run.world_changed_by_run:
+        raise nothing_observed(
+            "a nova linha continuou, mas não chegou a responder à decisão de mandar o e-mail, então não deu "
+            "para ver o dry-run em ação (o checkpoint.json da nova linha é a cena do ponto copiado?)",
+            expected="o send_email da nova linha respondido em dry-run")
+    if run.world_changed_by_run:
+        raise CheckFailed(
+            f"A nova linha continuou, decidiu mandar um e-mail, e o mundo mudou ({run.world_changed_by_run}). "
+            "Sem dry-run, as duas linhas dobram o efeito: grave dry_run true em timeline.json.",
+            expected="caixa de saída intacta", observed=run.world_changed_by_run,
+        )
