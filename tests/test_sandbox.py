@@ -131,6 +131,73 @@ def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_st
         assert processes_of(box.uid) == []  # every process of the sandbox died with it
 
 
+SIBLING_PROBE = (
+    # Another kernel of the same worker (the next one, prelaunched) runs beside this one: it can be
+    # seen in /proc, but neither signalled, nor entered, nor read; its grading folder cannot be listed.
+    "import os, signal\nachados = []\n"
+    "for nome in os.listdir('/proc'):\n"
+    "    if not nome.isdigit() or int(nome) in (os.getpid(), 1):\n"
+    "        continue\n"
+    "    for tentativa in (lambda: os.kill(int(nome), signal.SIGKILL), lambda: os.listdir(f'/proc/{nome}/cwd'),\n"
+    "                      lambda: open(f'/proc/{nome}/environ').read()):\n"
+    "        try:\n"
+    "            tentativa()\n"
+    "            achados.append(nome)\n"
+    "        except (PermissionError, ProcessLookupError, FileNotFoundError):\n"
+    "            pass\n"
+    "try:\n    os.listdir(os.path.dirname(os.getcwd()))\n    achados.append('pasta das correcoes')\n"
+    "except PermissionError:\n    pass\n"
+    "import sys\nraise RuntimeError(f'vizinhos alcancados={achados} modelo={\"anthropic\" in sys.modules} uid={os.getuid()}')"
+)
+# Left running after its kernel ends: it must not live on into the next kernel of the same user.
+STRAY = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n    os._exit(0)")
+
+
+def test_batch_sandbox_forks_confined_kernels_that_stop_the_same_attacks(tmp_path, monkeypatch):
+    """As root, grade batch --sandbox forks each kernel from one sandboxed template per worker, each
+    as its own user: the attacks of the per-kernel sandbox are stopped just the same."""
+    if sandbox.sandbox_uid() is None:
+        pytest.skip("kernels forked in one sandbox need root (to give each its own user id)")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_SECRET)
+    entregas = tmp_path / "entregas"
+    entregas.mkdir()
+    other = tmp_path / "outra-turma.ipynb"
+    other.write_text(json.dumps({"segredo": SECRET}))
+    private = write_new_fixtures(tmp_path / "privadas")
+    listener = Listener()
+    try:
+        for name in ("ana", "bia", "caio"):
+            hostile = solution_notebook()
+            cells = [*attack_cells(other, private / "pending-grep.json", listener.port), SIBLING_PROBE, STRAY]
+            hostile.cells[0:0] = [nbformat.v4.new_code_cell(source) for source in cells]
+            write(hostile, entregas / f"{name}.ipynb")
+        submissions, _ = batch.find_submissions(entregas, "exercise-3")
+        levels, checks = batch.plan_summary("exercise-3", (private,))
+        options = batch.BatchOptions(exercise="exercise-3", sandbox=True, fixture_dirs=(private,),
+                                     hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks))
+        rows = batch.grade_all(submissions, options, levels, jobs=1)
+    finally:
+        listener.close()
+
+    users = set()
+    for row in rows:
+        assert row.status == batch.PASSED, row.message  # the answers after the attacks all count
+        problems = {problem.cell: problem for problem in row.report.cell_problems}
+        assert sorted(problems) == [1, 2, 3, 4, 5, 7], [p.message for p in row.report.cell_problems]
+        assert problems[1].ename == problems[2].ename == "FileNotFoundError"
+        assert problems[3].ename == "OSError" and "Read-only file system" in problems[3].evalue
+        assert problems[4].ename in {"ConnectionRefusedError", "OSError"}
+        forks = int(problems[5].evalue.split("depois de ")[1].split()[0])
+        assert forks < sandbox.DEFAULT_MAX_PROCESSES
+        assert "vizinhos alcancados=[]" in problems[7].evalue and "modelo=True" in problems[7].evalue
+        users.add(int(problems[7].evalue.split("uid=")[1]))
+        text = json.dumps(row.report.to_dict(), ensure_ascii=False)
+        assert ENV_SECRET not in text and SECRET not in text
+    assert listener.accepted == 0 and not (ROOT / "grader" / "invadido.txt").exists()
+    assert len(users) == 2 and 0 not in users  # two users, alternating: neighbours never share one
+    assert all(processes_of(uid) == [] for uid in users)  # the strays died at the latest with the batch
+
+
 @pytest.mark.parametrize("exercise", [f"exercise-{n}" for n in range(1, 7)])
 def test_every_solution_scores_everything_under_grade_sandbox(exercise, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
@@ -173,3 +240,33 @@ def test_without_bwrap_sandbox_refuses_to_grade_and_says_how_to_install(tmp_path
         assert not (tmp_path / "n.csv").exists()
     finally:
         sandbox._probe.cache_clear()
+
+
+def test_a_sandboxed_kernel_whose_template_fails_starts_in_a_bubblewrap_of_its_own(tmp_path, monkeypatch):
+    """Never unsandboxed: when the worker's template cannot fork, the kernel's whole command (bwrap
+    around it) runs, as it does without a template."""
+    from grader.core.warm import PrelaunchedKernel, kernel_users, sandboxed_template
+
+    if sandbox.sandbox_uid() is None:
+        pytest.skip("kernels forked in one sandbox need root")
+    monkeypatch.setattr("tempfile.tempdir", None)  # the worker points it at its folder; undone after
+    box = sandbox.require()
+    template = sandboxed_template("exercise-3", box)
+    try:
+        users = kernel_users(box, template)
+        forked = PrelaunchedKernel(next(users), template)
+        assert forked._km.provisioner.pidfd is not None  # from the template
+        forked.discard()
+        template.server.process.kill()
+        template.server.process.wait()
+
+        fallback = PrelaunchedKernel(next(users), template)
+        try:
+            process = fallback._km.provisioner.process
+            assert fallback._km.provisioner.pidfd is None and process is not None
+            assert process.args[0] == "bwrap" and "--unshare-net" in process.args
+        finally:
+            fallback.discard()
+    finally:
+        template.close()
+    assert not template.scratch.exists()

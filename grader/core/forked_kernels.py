@@ -84,7 +84,7 @@ def template_modules(exercise: str) -> list[str]:
 class TemplateProcess:
     """The template process of one batch, and the address its workers connect to."""
 
-    def __init__(self, modules: list[str], env: dict[str, str]):
+    def __init__(self, modules: list[str], env: dict[str, str], wrapper: list[str] = ()):
         self.broken: str | None = None
         self.process: subprocess.Popen | None = None
         self._folder = tempfile.mkdtemp(prefix="grade-template-")  # mode 700: only this user connects
@@ -95,7 +95,7 @@ class TemplateProcess:
             listener.bind(self.address)
             listener.listen(64)
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _TEMPLATE_MAIN, str(listener.fileno()), str(theirs.fileno()), *modules],
+                [*wrapper, sys.executable, "-c", _TEMPLATE_MAIN, str(listener.fileno()), str(theirs.fileno()), *modules],
                 pass_fds=[listener.fileno(), theirs.fileno()], env=env,
                 # Nothing it prints belongs on the batch's terminal; a worker that finds it gone says so.
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -107,12 +107,13 @@ class TemplateProcess:
             theirs.close()
 
     @classmethod
-    def start(cls, exercise: str, env: dict[str, str]) -> TemplateProcess | None:
+    def start(cls, exercise: str, env: dict[str, str], wrapper: list[str] = ()) -> TemplateProcess | None:
         """A template for ``exercise``'s kernels (importing in the background), or None where forks are
-        not supported or ``GRADE_KERNEL_TEMPLATE=0`` turns it off."""
+        not supported or ``GRADE_KERNEL_TEMPLATE=0`` turns it off. ``wrapper`` runs it inside
+        something (bubblewrap, for ``--sandbox``)."""
         if not supported() or os.environ.get(SWITCH) == "0":
             return None
-        return cls(template_modules(exercise), env)
+        return cls(template_modules(exercise), env, wrapper)
 
     def close(self) -> None:
         """End the template; it kills the kernels still running."""
@@ -136,6 +137,7 @@ class KernelTemplate:
         self._ready = False
         self.broken: str | None = None  # why forks are not asked for any more
         self.server = server  # the template process, when this connection started it
+        self.scratch: Path | None = None  # a folder of grading folders, removed on close
         self._channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if server is not None and server.broken:
             self.broken = server.broken
@@ -161,13 +163,16 @@ class KernelTemplate:
     def executable(self) -> str:
         return os.path.realpath(sys.executable)
 
-    def fork(self, cmd: list[str], kwargs: dict[str, Any]) -> tuple[int, int] | None:
-        """(pid, pidfd) of a kernel forked for this launch, or None to launch it the usual way."""
+    def fork(self, cmd: list[str], kwargs: dict[str, Any], confine: dict | None = None) -> tuple[int, int] | None:
+        """(pid, pidfd) of a kernel forked for this launch, or None to launch it the usual way.
+
+        ``pid`` is the number the template gave it (the key of its exit notice); ``confine``
+        (a user id and limits) is applied in the child before it becomes a kernel."""
         if self.broken or not self._forkable(cmd, kwargs):
             return None
         outputs = [self._descriptor(kwargs.get("stdout"), 1), self._descriptor(kwargs.get("stderr"), 2)]
         request = {"args": cmd[3:], "cwd": str(kwargs.get("cwd") or os.getcwd()),
-                   "env": dict(kwargs.get("env") or os.environ)}
+                   "env": dict(kwargs.get("env") or os.environ), "confine": confine}
         with self._lock:
             try:
                 if not self._ready and not self._wait_ready():
@@ -206,6 +211,8 @@ class KernelTemplate:
             self._channel.close()
         if self.server is not None:
             self.server.close()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     # --- inside
 
@@ -265,21 +272,51 @@ class KernelTemplate:
                 self.server.process.kill()  # a template of its own that hangs is ended at once
 
 
+def pid_of(pidfd: int) -> int | None:
+    """The pid of the process ``pidfd`` refers to, as this process's PID namespace numbers it.
+
+    A template inside a sandbox numbers its kernels in the sandbox's own namespace; signals
+    and /proc sampled from here need this namespace's number (Linux shows it in fdinfo)."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None  # 0: not visible from here; -1: already gone
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _kernel_part(cmd: list[str]) -> list[str] | None:
+    """``python -m ipykernel_launcher ...`` at the end of a wrapped command, or None."""
+    for start in range(len(cmd) - 2):
+        if cmd[start + 1:start + 3] == ["-m", "ipykernel_launcher"]:
+            return cmd[start:]
+    return None
+
+
 class ForkedProvisioner(LocalProvisioner):
     """LocalProvisioner whose kernel is forked from a ``KernelTemplate`` when it can be."""
 
     template: KernelTemplate | None = None
+    confine: dict | None = None  # user id and limits for a kernel forked inside a sandbox
     pidfd: int | None = None
+    template_pid: int | None = None  # the kernel's number in the template's namespace
 
     @property
     def has_process(self) -> bool:
         return self.pidfd is not None or super().has_process
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
-        forked = self.template.fork(cmd, kwargs) if self.template is not None else None
+        # A sandboxed kernel's command is bubblewrap's around the kernel's own: the template forks
+        # the kernel part (inside its own sandbox); if it cannot, the whole wrapped command runs.
+        own = _kernel_part(cmd) if self.confine else cmd
+        forked = self.template.fork(own, kwargs, self.confine) if self.template is not None and own else None
         if forked is None:
             return await super().launch_kernel(cmd, **kwargs)
-        self.pid, self.pidfd = forked
+        self.template_pid, self.pidfd = forked
+        self.pid = pid_of(self.pidfd) or self.template_pid
         self.pgid = self.pid  # the child made itself a session (and group) leader
         self.cwd = kwargs.get("cwd")
         return self.connection_info
@@ -290,14 +327,14 @@ class ForkedProvisioner(LocalProvisioner):
     async def poll(self) -> int | None:
         if self.pidfd is None:
             return await super().poll()
-        return self.template.exit_status(self.pid) if self._gone() else None
+        return self.template.exit_status(self.template_pid) if self._gone() else None
 
     async def wait(self) -> int | None:
         if self.pidfd is None:
             return await super().wait()
         while not self._gone():
             await asyncio.sleep(0.1)
-        status = self.template.exit_status(self.pid)
+        status = self.template.exit_status(self.template_pid)
         self._close_pidfd()
         return status
 
@@ -329,11 +366,12 @@ class ForkedProvisioner(LocalProvisioner):
             with contextlib.suppress(OSError):
                 os.close(self.pidfd)
             self.pidfd = None
-            self.template.forget(self.pid)
+            self.template.forget(self.template_pid)
 
 
-def forked_manager_class(template: KernelTemplate, base: Any = AsyncKernelManager) -> Any:
-    """A jupyter_client KernelManager class whose kernels come from ``template`` (or start as usual)."""
+def forked_manager_class(template: KernelTemplate, base: Any = AsyncKernelManager, confine: dict | None = None) -> Any:
+    """A jupyter_client KernelManager class whose kernels come from ``template`` (or start as usual);
+    ``confine`` is what a sandboxed template applies to each kernel (Sandbox.confinement)."""
 
     class ForkedKernelManager(base):
         async def _async_pre_start_kernel(self, **kw: Any) -> Any:
@@ -341,6 +379,7 @@ def forked_manager_class(template: KernelTemplate, base: Any = AsyncKernelManage
                 self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
                 self.provisioner = ForkedProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
                 self.provisioner.template = template
+                self.provisioner.confine = confine
             return await super()._async_pre_start_kernel(**kw)
 
     return ForkedKernelManager

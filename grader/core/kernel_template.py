@@ -35,6 +35,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -68,6 +69,8 @@ class Kernels:
 
     def __init__(self) -> None:
         self.owners: dict[int, socket.socket] = {}
+        self.users: dict[int, int] = {}  # kernel pid -> the user id it runs as (sandboxed kernels)
+        self.ended_users: set[int] = set()  # users whose kernel ended: what it left running is killed
         self.template = os.getpid()  # a forked kernel inherits this object: it must never act on it
 
     def reap(self, _signum=None, _frame=None) -> None:
@@ -80,6 +83,8 @@ class Kernels:
             if pid == 0:
                 return
             channel = self.owners.pop(pid, None)
+            if pid in self.users:
+                self.ended_users.add(self.users.pop(pid))
             if channel is not None:
                 try:
                     send(channel, {"exited": pid, "status": _status(wait_status)})
@@ -98,6 +103,56 @@ class Kernels:
                     pass
 
 
+    def clear_user(self, uid: int) -> None:
+        """Kill every process running as ``uid``: what an ended kernel started (and the kernel, if
+        it still runs), before its user id is given to the next kernel. Call with SIGCHLD blocked."""
+        if os.getpid() != self.template:
+            return
+        self.ended_users.discard(uid)
+        try:
+            helper = os.fork()
+        except OSError:
+            return
+        if helper == 0:
+            try:
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)  # as uid: every process it may signal, that is its own
+            except BaseException:  # noqa: BLE001 - nothing of the template runs in this child
+                pass
+            os._exit(0)
+        os.waitpid(helper, 0)
+        self.reap()  # the kernels it ended, told to their workers
+
+
+    def clear_ended_users(self) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        try:
+            for uid in list(self.ended_users):
+                if uid in self.users.values():
+                    self.ended_users.discard(uid)  # a new kernel has it: its fork cleared it already
+                else:
+                    self.clear_user(uid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+
+
+def _confine(confine: dict) -> None:
+    """Become the sandbox's unprivileged user for this kernel, with its limits (kernel child only).
+
+    The limits come first: once the user id is dropped, they can no longer be raised. As
+    that user, RLIMIT_NPROC counts its processes (it never applies to root)."""
+    processes, file_bytes = int(confine["max_processes"]), int(confine["max_file_bytes"])
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    uid = int(confine["uid"])
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise PermissionError(f"o kernel não passou ao usuário {uid}")
+
+
 def _become_kernel(request: dict, fds: list[int]) -> None:
     """In the forked child: turn into ``python -m ipykernel_launcher ARGS`` and never return."""
     try:
@@ -110,6 +165,8 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # nothing of the template's leaks into the kernel
+        if request.get("confine"):
+            _confine(request["confine"])  # before anything it reads: its folder is its user's alone
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -140,6 +197,9 @@ def _fork_kernel(channel: socket.socket, request: dict, fds: list[int], kernels:
     # be reaped (and its pid reused) before the worker holds a handle on it.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     try:
+        uid = (request.get("confine") or {}).get("uid")
+        if uid is not None:
+            kernels.clear_user(int(uid))  # whatever an earlier kernel of this user left running
         try:
             pid = os.fork()
         except OSError as error:
@@ -152,6 +212,8 @@ def _fork_kernel(channel: socket.socket, request: dict, fds: list[int], kernels:
         pidfd = None
         if pid > 0:
             kernels.owners[pid] = channel
+            if uid is not None:
+                kernels.users[pid] = int(uid)
             try:
                 pidfd = os.pidfd_open(pid)
             except OSError as error:
@@ -176,7 +238,8 @@ def serve(listener: socket.socket, control: socket.socket, refusal: str | None =
     workers: list[socket.socket] = []
     try:
         while True:
-            readable = select.select([control, listener, *workers], [], [])[0]
+            kernels.clear_ended_users()
+            readable = select.select([control, listener, *workers], [], [], 0.5)[0]
             if control in readable:
                 return  # the batch ended (or died): nothing more to fork
             if listener in readable:
@@ -201,6 +264,9 @@ def serve(listener: socket.socket, control: socket.socket, refusal: str | None =
     finally:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         kernels.kill()
+        kernels.ended_users.update(kernels.users.values())
+        kernels.users.clear()
+        kernels.clear_ended_users()
 
 
 def main(argv: list[str] | None = None) -> int:

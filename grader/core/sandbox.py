@@ -19,6 +19,14 @@ The kernel that executes a student's notebook starts as
   runs as an unprivileged user id of its own (one per grading process), where the
   limit holds.
 
+As root, ``grade batch --sandbox`` starts the kernels faster: each worker runs one
+bubblewrap (``template_bwrap_arguments``: the same mounts and namespaces, with the
+worker's folder of grading folders writable) holding a kernel template, and each kernel
+is forked there and, before running anything, lowers its limits and becomes a user id
+of its own (grader/core/kernel_template.py, ``_confine``). Kernels of one worker then
+share a PID namespace, but not a user: they cannot signal, trace or enter each other,
+and what an ended kernel's user left running is killed before that id serves again.
+
 What the sandbox does not stop is described in docs/instrutores.md: the checks run in
 the same kernel as the student's code, so that code can tamper with them.
 """
@@ -38,6 +46,8 @@ from grader.core.errors import GraderError
 
 SANDBOX_UID_BASE = 61000  # unprivileged ids with no passwd entry; one per grading process
 SANDBOX_UID_SPAN = 4000
+SANDBOX_PAIR_BASE = 100000  # two ids per worker whose kernels share one sandbox (kernel_uids)
+SANDBOX_PAIR_SPAN = 50000
 DEFAULT_MAX_PROCESSES = 128  # threads count too: the kernel itself uses about ten
 DEFAULT_MAX_FILE_MB = 256
 # The only variables of the grader's environment a sandboxed kernel gets: locale, search paths and
@@ -80,6 +90,11 @@ class Sandbox:
         """Hand a file the grader wrote (the kernel's connection file, mode 600) to the kernel's user."""
         if self.uid is not None:
             os.chown(path, self.uid, self.uid)
+
+    def confinement(self) -> dict[str, int]:
+        """What a sandboxed kernel template applies to a kernel it forks for this sandbox."""
+        return {"uid": self.uid, "max_processes": self.max_processes,
+                "max_file_bytes": self.max_file_mb * 1024 * 1024}
 
     def command(self, kernel_cmd: list[str], workdir: Path) -> list[str]:
         return [*bwrap_arguments(workdir), *self._limits(), *self._user(), *kernel_cmd]
@@ -131,7 +146,9 @@ def readable_paths() -> list[Path]:
     return sorted({p for p in kept if not any(p != q and q in p.parents for q in kept)})
 
 
-def bwrap_arguments(workdir: Path) -> list[str]:
+def _isolation_arguments(writable: Path) -> list[str]:
+    """bwrap's namespaces and mounts: the system, the Python environment and the packages read-only,
+    ``writable`` (a grading folder, or a worker's folder of grading folders) the only place to write."""
     args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--die-with-parent", "--hostname", "correcao"]
     if os.geteuid() != 0:
@@ -156,21 +173,42 @@ def bwrap_arguments(workdir: Path) -> list[str]:
         make_parents(path)
         args += ["--ro-bind", str(path), str(path)]
     make_parents(Path("/tmp/x"))  # an empty /tmp the kernel cannot write to
-    make_parents(workdir)
-    args += ["--clearenv"]
+    make_parents(writable)
+    return [*args, "--bind", str(writable), str(writable)]
+
+
+def kernel_environment(workdir: Path) -> dict[str, str]:
+    """The whole environment of a sandboxed kernel: locale and search paths from the grader's, none of
+    its other variables, and its home, temp and runtime folders inside its grading folder."""
+    env = {name: os.environ[name] for name in KERNEL_ENV_ALLOWED if name in os.environ}
+    env.update({GRADER_ENV: "1", "HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"),
+                "IPYTHONDIR": str(workdir / "home" / ".ipython"), "JUPYTER_RUNTIME_DIR": str(workdir)})
+    return env
+
+
+def bwrap_arguments(workdir: Path) -> list[str]:
+    args = [*_isolation_arguments(workdir), "--clearenv"]
+    for name, value in kernel_environment(workdir).items():
+        args += ["--setenv", name, value]
+    # JPY_PARENT_PID is not passed: inside its PID namespace the kernel's parent is the
+    # sandbox's init, which ipykernel would take for a dead grader; --die-with-parent
+    # ties it to the grader instead.
+    return [*args, "--chdir", str(workdir), "--"]
+
+
+def template_bwrap_arguments(scratch: Path) -> list[str]:
+    """bwrap for a worker's kernel template (root only): one sandbox for the worker's kernels, each
+    forked into a user id of its own with its limits (kernel_template._confine). It keeps only the
+    capabilities to switch users and to kill what an ended kernel's user left running."""
+    args = [*_isolation_arguments(scratch), "--clearenv"]
     for name in KERNEL_ENV_ALLOWED:
         if name in os.environ:
             args += ["--setenv", name, os.environ[name]]
-    args += ["--setenv", GRADER_ENV, "1",
-             "--bind", str(workdir), str(workdir), "--chdir", str(workdir),
-             "--setenv", "HOME", str(workdir / "home"), "--setenv", "TMPDIR", str(workdir / "tmp"),
-             "--setenv", "IPYTHONDIR", str(workdir / "home" / ".ipython"),
-             "--setenv", "JUPYTER_RUNTIME_DIR", str(workdir),
-             # JPY_PARENT_PID is not passed: inside its PID namespace the kernel's parent is the
-             # sandbox's init, which ipykernel would take for a dead grader; --die-with-parent
-             # ties it to the grader instead.
-             "--"]
-    return args
+    args += ["--setenv", GRADER_ENV, "1", "--setenv", "HOME", str(scratch), "--chdir", str(scratch),
+             "--cap-drop", "ALL"]
+    for capability in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL"):
+        args += ["--cap-add", capability]
+    return [*args, "--"]
 
 
 def sandbox_uid() -> int | None:
@@ -178,6 +216,13 @@ def sandbox_uid() -> int | None:
     if os.geteuid() != 0:
         return None
     return SANDBOX_UID_BASE + os.getpid() % SANDBOX_UID_SPAN
+
+
+def kernel_uids() -> tuple[int, int]:
+    """Two unprivileged user ids for a worker whose kernels are forked in one sandbox (root only):
+    the kernel being graded and the next one, prelaunched beside it, never share a user."""
+    first = SANDBOX_PAIR_BASE + (os.getpid() % SANDBOX_PAIR_SPAN) * 2
+    return first, first + 1
 
 
 @functools.lru_cache(maxsize=1)
@@ -213,10 +258,11 @@ def require(max_processes: int = DEFAULT_MAX_PROCESSES) -> Sandbox:
     return Sandbox(uid=sandbox_uid(), max_processes=max_processes)
 
 
-def sandboxed_connection(workdir: Path, sandbox: Sandbox, generation: int = 1) -> dict[str, Any]:
+def sandboxed_connection(workdir: Path, sandbox: Sandbox, generation: int = 1, wrap: bool = True) -> dict[str, Any]:
     """Kernel manager settings for a sandboxed kernel. It has no network to reach the grader
     over TCP, only its own folder, which holds its sockets and its connection file (given
-    to the kernel's user). Each kernel of one grading (``generation``) has its own names."""
+    to the kernel's user). Each kernel of one grading (``generation``) has its own names.
+    ``wrap=False`` leaves the command alone: a sandboxed template forks the kernel instead."""
     from jupyter_client.manager import AsyncKernelManager
 
     name = "kernel" if generation == 1 else f"kernel{generation}"
@@ -224,16 +270,17 @@ def sandboxed_connection(workdir: Path, sandbox: Sandbox, generation: int = 1) -
         "transport": "ipc",
         "ip": str(workdir / name),
         "connection_file": str(workdir / f"{name}-connection.json"),
-        "manager_class": sandboxed_manager_class(AsyncKernelManager, sandbox, workdir),
+        "manager_class": sandboxed_manager_class(AsyncKernelManager, sandbox, workdir, wrap),
     }
 
 
-def sandboxed_manager_class(base: Any, sandbox: Sandbox, workdir: Path) -> Any:
+def sandboxed_manager_class(base: Any, sandbox: Sandbox, workdir: Path, wrap: bool = True) -> Any:
     """A jupyter_client KernelManager class that starts its kernel inside ``sandbox``."""
 
     class SandboxedKernelManager(base):
         def format_kernel_cmd(self, extra_arguments=None):
-            return sandbox.command(super().format_kernel_cmd(extra_arguments), workdir)
+            command = super().format_kernel_cmd(extra_arguments)
+            return sandbox.command(command, workdir) if wrap else command
 
         def write_connection_file(self, **kwargs):
             super().write_connection_file(**kwargs)

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 from grader.checks.framework import describe_error
 from grader.core import kernel as kernels
 from grader.core.execution import kernel_env
-from grader.core.sandbox import Sandbox, sandboxed_connection
+from grader.core.sandbox import Sandbox, kernel_environment, sandboxed_connection
 
 DONE = "done"
 
@@ -37,6 +37,7 @@ class PrelaunchedKernel:
     """A kernel started ahead of its grading, in the folder that grading will use."""
 
     def __init__(self, sandbox: Sandbox | None = None, template: Any = None) -> None:
+        self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
@@ -51,16 +52,20 @@ class PrelaunchedKernel:
         else:
             settings = kernels.kernel_connection(self.workdir, 1, 1)
         manager_class = settings.pop("manager_class", AsyncKernelManager)
+        env = kernel_env()
         if template is not None:
             from grader.core.forked_kernels import forked_manager_class
 
-            manager_class = forked_manager_class(template, manager_class)
+            confine = sandbox.confinement() if sandbox is not None else None
+            manager_class = forked_manager_class(template, manager_class, confine)
+            if sandbox is not None:
+                env = kernel_environment(self.workdir)  # what bubblewrap would have given it
         km = manager_class(kernel_name="python3", **settings)
         try:
             # The same launch nbclient would do (its in-memory history argument included).
             run_sync(km.start_kernel)(
                 extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
-                env=kernel_env(), stderr=self._stderr, stdout=self._stderr,
+                env=env, stderr=self._stderr, stdout=self._stderr,
             )
             self._km = km
         except Exception:  # noqa: BLE001 - the grading then starts its own kernel
@@ -125,14 +130,17 @@ def serve(argv: list[str]) -> int:
     from grader.core.fixture_loader import load_fixtures
     from grader.core.sandbox import require
 
+    sandbox = require() if args.sandbox else None
     template = None
-    if args.template and not args.sandbox:  # a sandboxed kernel starts in its own bwrap, never from a template
+    if sandbox is not None:
+        template = sandboxed_template(args.exercise, sandbox)
+    elif args.template:
         from grader.core.forked_kernels import KernelTemplate
 
         template = KernelTemplate(args.template)
     spec = load_exercise(args.exercise)
     fixtures = load_fixtures(args.exercise, tuple(args.fixtures), spec.validate_fixture)
-    sandbox = require() if args.sandbox else None
+    users = kernel_users(sandbox, template)
 
     def grade_one(notebook: Path, prelaunched: PrelaunchedKernel | None):
         return grade_with_fixtures(
@@ -142,17 +150,17 @@ def serve(argv: list[str]) -> int:
             cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout / 2),
             total_timeout=args.timeout,
             memory_limit_mb=args.memory_mb,
-            sandbox=sandbox,
+            sandbox=prelaunched.sandbox if prelaunched is not None else sandbox,
             prelaunched=prelaunched,
         )
 
-    spare: PrelaunchedKernel | None = PrelaunchedKernel(sandbox, template)
+    spare: PrelaunchedKernel | None = PrelaunchedKernel(next(users), template)
     try:
         for line in sys.stdin:
             task = json.loads(line)
             current, spare = spare, None
             if task.get("more"):
-                spare = PrelaunchedKernel(sandbox, template)  # starts while this submission is graded
+                spare = PrelaunchedKernel(next(users), template)  # starts while this submission is graded
             try:
                 write_payload(Path(task["result"]), grade_payload(grade_one, Path(task["notebook"]), current))
             finally:
@@ -165,3 +173,39 @@ def serve(argv: list[str]) -> int:
         if template is not None:
             template.close()
     return 0
+
+
+def sandboxed_template(exercise: str, sandbox: Sandbox) -> Any:
+    """The worker's kernel template inside one bubblewrap sandbox, or None where it cannot be had.
+
+    Only as root: the template forks each kernel into a user id of its own (two, alternating,
+    so the kernel graded and the next one never share one), with the sandbox's process and file
+    limits, and kills whatever an ended kernel's user left running before that id is used again.
+    Every grading folder is made inside one folder the sandbox may write to (mode 711: a kernel
+    reaches its own folder, mode 700 and its user's, and cannot list the others). Not as root,
+    each kernel starts in a bubblewrap of its own, as without a template."""
+    from grader.core.forked_kernels import SWITCH, KernelTemplate, TemplateProcess, supported
+    from grader.core.sandbox import template_bwrap_arguments
+
+    if sandbox.uid is None or not supported() or os.environ.get(SWITCH) == "0":
+        return None
+    scratch = Path(tempfile.mkdtemp(prefix="grade-sandbox-"))
+    scratch.chmod(0o711)
+    tempfile.tempdir = str(scratch)  # every grading folder of this worker is made in there
+    server = TemplateProcess.start(exercise, kernel_env(), wrapper=template_bwrap_arguments(scratch))
+    template = KernelTemplate(server.address, server)
+    template.scratch = scratch  # removed with everything in it when the worker ends
+    return template
+
+
+def kernel_users(sandbox: Sandbox | None, template: Any) -> Iterator[Sandbox | None]:
+    """The sandbox of each kernel this worker starts, in turn (its user id alternating when a
+    sandboxed template forks them); None without a sandbox."""
+    import dataclasses
+    import itertools
+
+    from grader.core.sandbox import kernel_uids
+
+    if sandbox is None or template is None:
+        return itertools.repeat(sandbox)
+    return (dataclasses.replace(sandbox, uid=uid) for uid in itertools.cycle(kernel_uids()))
