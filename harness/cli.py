@@ -64,6 +64,7 @@ from harness.timeline import (
     timeline_frames,
 )
 from harness.timeline_commands import (
+    REWIND_JOURNAL,
     fork_in_store,
     fork_preview,
     fork_run,
@@ -72,6 +73,7 @@ from harness.timeline_commands import (
     require_run_dir,
     rewind_in_store,
     rewind_run,
+    settle_interrupted_rewind,
 )
 
 
@@ -386,12 +388,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def files_run_dir(args: argparse.Namespace):
+    """A pasta da execução em arquivos que o comando vai usar; None num banco ou sem pasta."""
+    if args.store != "files":
+        return None
+    if args.command == "run" and not args.workdir and (args.scenario or args.run):
+        return Path("runs") / (args.scenario or args.run)  # o padrão do run
+    return Path(args.workdir) if getattr(args, "workdir", None) else None
+
+
+def settle_what_a_crash_left(args: argparse.Namespace) -> None:
+    """Antes de qualquer comando numa pasta: uma rebobinagem que caiu no meio é terminada, e dito."""
+    run_dir = files_run_dir(args)
+    if run_dir is not None and (run_dir / REWIND_JOURNAL).exists():
+        refuse_another_stores_run("files", run_dir)
+        note = settle_interrupted_rewind(run_dir)
+        if note:
+            print(note, file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return args.func(args)
     try:
+        settle_what_a_crash_left(args)
         return args.func(args)
     except UsageError as error:
         parser.error(str(error))

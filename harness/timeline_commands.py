@@ -14,11 +14,13 @@ bifurcar é começar outra execução com a cena dele.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import shutil
 from pathlib import Path
 
+from harness.checkpoint import write_json_atomic
 from harness.lifecycle import (
     CHECKPOINT_FILE,
     acquire_lease,
@@ -36,9 +38,12 @@ from harness.timeline import (
     SCENE_FIELDS,
     TimelineError,
     check_fork_target,
+    checkpoints_dir,
     fork_from,
     fork_source,
+    list_points,
     new_timeline_id,
+    parse_point_name,
     point_filename,
     read_point,
     rewind_scene,
@@ -64,19 +69,94 @@ def require_run_dir(run_dir):
 
 
 def rewind_run(run_dir, turn, point=None):
-    """``rewind_to`` sob a posse da execução.
+    """``rewind_to`` sob a posse da execução, e à prova de queda no meio.
 
     A cena é conferida antes (um pedido impossível não toca nem no lease.json) e a rebobinagem
     acontece com o fencing token conferido: com um worker rodando, LeaseHeld e nada muda.
+    Rebobinar move vários arquivos (os pontos depois do escolhido, e o checkpoint.json), e
+    nenhum rename junta todos: antes do primeiro, o plano vai para o rewind.json, e quem
+    achar esse arquivo termina a rebobinagem (``settle_interrupted_rewind``).
     """
     require_run_dir(run_dir)
     rewind_scene(run_dir, turn, point)
     lease = acquire_lease(run_dir, owner=f"{os.getpid()}:rebobinar")
     try:
         with fenced(lease):
-            return rewind_to(run_dir, turn, point)
+            finish_rewind(run_dir)  # uma rebobinagem anterior que caiu no meio termina primeiro
+            path, _ = rewind_scene(run_dir, turn, point)
+            write_json_atomic(Path(run_dir) / REWIND_JOURNAL, {"point": path.name, "aside": free_aside_name(run_dir)})
+            return finish_rewind(run_dir)
     finally:
         release_lease(lease)
+
+
+REWIND_JOURNAL = "rewind.json"  # a rebobinagem em curso: o ponto escolhido e a pasta dos que saem
+ASIDE_NAME = re.compile(r"rewound-\d{3,}")
+
+
+def free_aside_name(run_dir):
+    """O nome da próxima pasta rewound-NNN, o mesmo que ``set_aside_points_after`` escolheria."""
+    number = 1
+    while (checkpoints_dir(run_dir) / f"rewound-{number:03d}").exists():
+        number += 1
+    return f"rewound-{number:03d}"
+
+
+def read_rewind_journal(run_dir):
+    """O plano de uma rebobinagem em curso (ou interrompida); None se não há."""
+    path = Path(run_dir) / REWIND_JOURNAL
+    try:
+        journal = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        journal = error
+    if not (isinstance(journal, dict) and isinstance(journal.get("point"), str) and parse_point_name(journal["point"])
+            and isinstance(journal.get("aside"), str) and ASIDE_NAME.fullmatch(journal["aside"])):
+        raise TimelineError(f"{path} ilegível: ele guarda uma rebobinagem interrompida, mas não diz qual. "
+                            f"Confira a linha do tempo (timeline), apague o {REWIND_JOURNAL} e rebobine de novo")
+    return journal
+
+
+def finish_rewind(run_dir):
+    """Leva até o fim a rebobinagem do rewind.json (sob a posse); a cena gravada, ou None se não há.
+
+    Cada passo pode ser repetido: os pontos depois do escolhido que ainda estão na sequência
+    vão para a pasta do plano, e ``rewind_to`` (que já não acha nada para tirar) grava o
+    checkpoint.json. Só então o plano some.
+    """
+    journal = read_rewind_journal(run_dir)
+    if journal is None:
+        return None
+    turn, point = parse_point_name(journal["point"])
+    aside = checkpoints_dir(run_dir) / journal["aside"]
+    for path in list_points(run_dir):
+        if parse_point_name(path.name) > (turn, point):
+            aside.mkdir(exist_ok=True)
+            os.replace(path, aside / path.name)
+    state = rewind_to(run_dir, turn, point)
+    (Path(run_dir) / REWIND_JOURNAL).unlink()
+    return state
+
+
+def settle_interrupted_rewind(run_dir):
+    """Termina, sob a posse, uma rebobinagem que um processo morto deixou no meio.
+
+    Devolve a frase que conta o que aconteceu, ou None se não havia nada a terminar. Com a
+    posse nas mãos de um processo vivo (a rebobinagem ainda está andando), LeaseHeld.
+    """
+    journal = read_rewind_journal(run_dir)
+    if journal is None:
+        return None
+    lease = acquire_lease(run_dir, owner=f"{os.getpid()}:rebobinar")
+    try:
+        with fenced(lease):
+            if finish_rewind(run_dir) is None:
+                return None  # outro processo terminou antes
+    finally:
+        release_lease(lease)
+    return (f"uma rebobinagem para {journal['point']} tinha sido interrompida no meio; ela foi concluída "
+            f"agora, antes deste comando")
 
 
 def fork_preview(run_dir, turn, new_run_dir, point=None):

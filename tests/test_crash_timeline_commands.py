@@ -6,6 +6,7 @@ finished by the next command, with the checkpoint and the sequence telling the s
 """
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ from harness.stores.files import FileStore
 from tests.durability_checks import (
     emails,
     filesystem_calls,
+    final_run_problems,
     kill_before_filesystem_call,
     run_forked,
 )
@@ -97,3 +99,60 @@ def test_a_fork_under_way_in_a_live_process_is_left_alone(finished, tmp_path, ca
         other.wait()
     assert "interrompida" not in capsys.readouterr().err
     assert (live / "meio.json").exists() and (target / "checkpoint.json").exists()
+
+
+def point_names(run_dir: Path) -> dict[str, list[str]]:
+    """Every save point file of the run, by the folder it sits in (checkpoints/ or a rewound-NNN/)."""
+    folders = {}
+    for path in sorted((run_dir / "checkpoints").rglob("turn-*.json")):
+        folders.setdefault(str(path.parent.relative_to(run_dir)), []).append(path.name)
+    return folders
+
+
+def test_a_rewind_killed_at_any_step_is_finished_or_never_begun_for_the_next_command(finished, tmp_path, capfd):
+    originals = tmp_path / "runs"
+    originals.mkdir()
+    every_point = point_names(finished)["checkpoints"]
+
+    def copy_for(step):
+        run_dir = originals / f"run-{step}"
+        if not run_dir.exists():
+            shutil.copytree(finished, run_dir)
+        return run_dir
+
+    def rewind(step):
+        return ["rewind", "--workdir", str(copy_for(step)), "--to", "2-A"]
+
+    killed = interrupted = 0
+    for step, code in killed_at_each_step(rewind, tmp_path):
+        run_dir = copy_for(step)
+        assert code in (0, KILLED), (step, code, capfd.readouterr())
+        killed += code == KILLED
+        planned = (run_dir / "rewind.json").exists()
+        interrupted += planned
+        capfd.readouterr()
+        assert run_forked(["run", "--workdir", str(run_dir), "--resume"]) == 0, (step, capfd.readouterr())
+        if planned:
+            assert "uma rebobinagem para turn-002-A.json tinha sido interrompida no meio; ela foi concluída agora" \
+                in capfd.readouterr().err, step
+        folders = point_names(run_dir)
+        # Never begun: the whole sequence in place. Finished: turns 2-B and 3-A set aside together in
+        # one folder, and written again by the resumed run. Never anything in between.
+        assert folders.pop("checkpoints") == every_point, (step, folders)
+        assert list(folders.values()) in ([], [["turn-002-B.json", "turn-003-A.json"]]), (step, folders)
+        assert final_run_problems(run_dir) == [], step
+        assert not (run_dir / "rewind.json").exists(), step
+    assert killed > 5 and interrupted > 3, (killed, interrupted)
+
+
+@pytest.mark.parametrize("plan", ["{", '{"point": "turn-002-A.json", "aside": "../fora"}', '{"point": "x", "aside": "rewound-001"}'])
+def test_an_unreadable_rewind_plan_is_bad_input_and_moves_nothing(finished, capsys, plan):
+    from harness import cli
+
+    (finished / "rewind.json").write_text(plan)
+    before = point_names(finished)
+    for command in (["status"], ["run", "--resume"], ["rewind", "--to", "1"]):
+        assert cli.main([*command, "--workdir", str(finished)]) == 2, command
+        err = capsys.readouterr().err
+        assert "rewind.json ilegível" in err and "apague o rewind.json e rebobine de novo" in err, err
+    assert point_names(finished) == before
