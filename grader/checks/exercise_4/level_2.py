@@ -17,9 +17,9 @@ from grader.checks.exercise_4.probes import (
     world,
 )
 from grader.checks.framework import (
+    NOT_IMPLEMENTED_PREFIX,
     CheckFailed,
     Context,
-    NOT_IMPLEMENTED_PREFIX,
     StudentProblem,
     nothing_observed,
     show,

@@ -6,11 +6,11 @@ import json
 from grader.checks.exercise_4.fixtures import EXERCISE
 from grader.checks.exercise_4.probes import Raised
 from grader.checks.exercise_4.turn_probe import (
-    Clock,
     EMAIL,
     ENSURE,
     NOTES,
     READ,
+    Clock,
     approve_all,
     results_by_id,
     run_turn,
