@@ -18,8 +18,8 @@ Todos os comandos aceitam os três; ``submit`` e ``worker`` são só do PostgreS
 
 O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pausada,
 11 esperando aprovação, 12 cancelada, 13 falhada, 14 recusada pelo modelo (refusal),
-137 derrubada (CRASH_AFTER), 4 outro worker tem a posse, 5 posse perdida no meio,
-2 entrada ruim.
+137 derrubada (CRASH_AFTER), 130 interrompida com Ctrl-C (fica pausada), 4 outro worker tem a posse,
+5 posse perdida no meio, 2 entrada ruim, erro da API ou disco que não aceita gravar.
 """
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+import anthropic
+
 from harness.approval import ApprovalError
-from harness.cli_text import ArgumentParser
+from harness.cli_text import INTERRUPTED, ArgumentParser
 from harness.checkpoint import CheckpointError, load_checkpoint
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import (
@@ -54,6 +56,7 @@ from harness.runner import (
     execute_run,
 )
 from harness.scenarios import list_scenarios, load_scenario
+from harness.stopping import describe_api_error, describe_disk_error, pause_stopped_run
 from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
 from harness.timeline import (
     CHECKPOINTS_DIR,
@@ -330,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMANDO")
     run_parser = add_run_arguments(sub.add_parser("run", help="roda (ou retoma) um cenário"))
-    run_parser.set_defaults(func=execute_run)
+    run_parser.set_defaults(func=run_command)
 
     status_parser = sub.add_parser("status", help="mostra status, turnos, aprovação pendente e posse")
     status_parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução")
@@ -388,13 +391,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_workdir(args: argparse.Namespace):
+    """A pasta do ``run``: a de --workdir, ou o padrão runs/CENÁRIO (o mesmo de ``execute_run``)."""
+    if args.workdir or not (args.scenario or args.run):
+        return args.workdir and Path(args.workdir)
+    return Path("runs") / (args.scenario or args.run)
+
+
 def files_run_dir(args: argparse.Namespace):
     """A pasta da execução em arquivos que o comando vai usar; None num banco ou sem pasta."""
     if args.store != "files":
         return None
-    if args.command == "run" and not args.workdir and (args.scenario or args.run):
-        return Path("runs") / (args.scenario or args.run)  # o padrão do run
+    if args.command == "run":
+        return run_workdir(args)
     return Path(args.workdir) if getattr(args, "workdir", None) else None
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``run``: ``execute_run``, e uma linha em vez de um traceback quando ele para sem cair.
+
+    Ctrl-C (130) e um erro da API (2) deixam a execução pausada, não "caída" (veja
+    ``harness.stopping``); um disco que recusa a gravação (2) não grava mais nada: a última
+    cena gravada continua inteira, e a retomada segue dela.
+    """
+    try:
+        return execute_run(args)
+    except KeyboardInterrupt:
+        state = pause_run_of(args, "interrompida com Ctrl-C")
+        print(f"interrompida (Ctrl-C): {after_the_stop(args, state)}", file=sys.stderr)
+        return INTERRUPTED
+    except anthropic.APIError as error:
+        problem = describe_api_error(error)
+        state = pause_run_of(args, problem)
+        print(f"parou: {problem}. {after_the_stop(args, state)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"parou: {describe_disk_error(error)}. A última cena gravada continua inteira; resolvido isso, "
+              f"retome com --resume", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def pause_run_of(args: argparse.Namespace, reason: str):
+    """``pause_stopped_run`` na execução do ``run`` (a cena, ou None se não havia o que pausar)."""
+    if run_workdir(args) is None:
+        return None
+    with open_store(args.store, run_workdir(args), run=args.run) as store:
+        return pause_stopped_run(store, reason)
+
+
+def after_the_stop(args: argparse.Namespace, state) -> str:
+    """Como a execução ficou depois de um ``run`` interrompido, e o comando que a retoma."""
+    if state is None:
+        return "nenhuma cena tinha sido gravada ainda"
+    if state["status"] != "paused":
+        return f"a execução ficou '{state['status']}'"
+    located = argparse.Namespace(**{**vars(args), "workdir": str(run_workdir(args))})
+    with run_store(located) as store:
+        command = resume_command(located, store)
+    return (f"a execução ficou pausada no turno {state['turns']} (não conta como queda); "
+            f"continue com: {command}")
 
 
 def settle_what_a_crash_left(args: argparse.Namespace) -> None:
