@@ -477,3 +477,6 @@ def main(argv: list[str] | None = None) -> int:
             EffectsLedgerError, StoreError) as error:
         print(f"não deu: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as error:  # a pasta só de leitura, o disco cheio: nada do que já estava gravado se perde
+        print(f"não deu: {describe_disk_error(error)}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -85,6 +85,6 @@ def describe_api_error(error):
 
 def describe_disk_error(error):
     """Uma linha sobre um OSError de gravação: o arquivo, o erro do sistema e o que fazer."""
-    where = error.filename or "a pasta da execução"
+    where = error.filename2 or error.filename or "a pasta da execução"  # num rename, o destino
     advice = DISK_ADVICE.get(error.errno, "confira o disco e a pasta")
     return f"não deu para gravar em {where}: {error.strerror or error}; {advice}"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from harness.runner import EXIT_BAD_INPUT
+from harness.stores.sqlite import SqliteStore
 
 
 def crashed_sqlite_run(folder):
@@ -18,10 +20,10 @@ def crashed_sqlite_run(folder):
     return folder / "run.sqlite3"
 
 
-def tamper(database, statement):
+def tamper(database, statement, params=()):
     connection = sqlite3.connect(database)
     connection.execute("UPDATE leases SET released = 0")  # the store's own guard lets a released lease edit
-    connection.execute(statement)
+    connection.execute(statement, params)
     connection.execute("UPDATE leases SET released = 1")
     connection.commit()
     connection.close()
@@ -40,3 +42,75 @@ def test_a_lying_row_is_bad_input_for_status_and_resume(tmp_path, statement, wor
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == EXIT_BAD_INPUT, (command, done.stderr)
         assert words in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def harness(folder, *command):
+    return subprocess.run([sys.executable, "-m", "harness", *command, "--workdir", str(folder), "--store", "sqlite"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def one_clean_line(done):
+    lines = done.stderr.strip().splitlines()
+    return len(lines) == 1 and "Traceback" not in done.stderr
+
+
+# Each row edited as an outside tester did, the words the message must hold, and the statement that
+# puts the row back as it was (the run must not be lost: repaired, it resumes to one email).
+DOCTORED_ROWS = {
+    "fields-not-json": ("UPDATE runs SET fields = 'não é json'", "runs.fields", "fields"),
+    "timeline-null": ("UPDATE runs SET timeline = 'null'", "runs.timeline", "timeline"),
+    "lease-token-text": ("UPDATE leases SET token = 'abc'", "leases.token", None),
+}
+# Commands that never read the doctored row may succeed (timeline and fork only read the run, not its lease).
+MAY_SUCCEED = {"lease-token-text": {"timeline", "fork"}}
+
+
+@pytest.mark.parametrize("case", DOCTORED_ROWS)
+def test_a_doctored_row_is_one_line_and_exit_2_for_every_command_and_the_run_survives(tmp_path, case):
+    statement, words, column = DOCTORED_ROWS[case]
+    folder = tmp_path / "execucao"
+    database = crashed_sqlite_run(folder)
+    connection = sqlite3.connect(database)
+    saved = connection.execute("SELECT fields, timeline FROM runs").fetchone()
+    token = connection.execute("SELECT token FROM leases").fetchone()[0]
+    connection.close()
+    tamper(database, statement)
+    for command in (["status"], ["run", "--resume"], ["timeline"], ["rewind", "--to", "1"],
+                    ["fork", "--to", "1", "--into", str(tmp_path / "ramo")], ["pause"]):
+        done = harness(folder, *command)
+        assert "Traceback" not in done.stderr, (command, done.stderr)
+        if done.returncode == 0 and command[0] in MAY_SUCCEED.get(case, ()):
+            continue
+        assert done.returncode == EXIT_BAD_INPUT and one_clean_line(done), (command, done.stderr)
+        assert words in done.stderr and str(database) in done.stderr, (command, done.stderr)
+    fenced = ", token = (SELECT token FROM leases)"  # the token the failed commands' leases moved on to
+    repair = {"fields": (f"UPDATE runs SET fields = ?{fenced}", saved[0]),
+              "timeline": (f"UPDATE runs SET timeline = ?{fenced}", saved[1]),
+              None: ("UPDATE leases SET token = ?", token)}[column]
+    tamper(database, *repair[:1], repair[1:])
+    done = harness(folder, "run", "--resume")
+    assert done.returncode == 0, done.stderr
+    with SqliteStore(folder) as store:
+        assert len(store.world().emails()) == 1 and store.load()["status"] == "completed"
+
+
+@pytest.mark.parametrize("pages", ["every-page-but-the-header", "one-page"])
+def test_random_bytes_in_the_database_pages_are_one_line_and_exit_2(tmp_path, pages):
+    folder = tmp_path / "execucao"
+    database = crashed_sqlite_run(folder)
+    data = bytearray(database.read_bytes())
+    page = 4096
+    noise = random.Random(7)
+    starts = range(page, len(data), page) if pages != "one-page" else [page]  # page 1 keeps the header
+    for start in starts:
+        data[start:start + page] = bytes(noise.randrange(256) for _ in range(page))
+    database.write_bytes(bytes(data))
+    seen = {}
+    for command in (["status"], ["run", "--resume"], ["timeline"], ["rewind", "--to", "1"], ["pause"]):
+        done = harness(folder, *command)
+        seen[command[0]] = done.returncode
+        assert "Traceback" not in done.stderr, (command, done.stderr)
+        if done.returncode != 0:  # a command that never reads a damaged page may well succeed
+            assert done.returncode == EXIT_BAD_INPUT and one_clean_line(done), (command, done.stderr)
+            assert str(database) in done.stderr and "corrompido" in done.stderr, (command, done.stderr)
+    assert seen["run"] == EXIT_BAD_INPUT, seen  # the resume reads the whole run: it must see the damage

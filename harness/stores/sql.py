@@ -36,6 +36,7 @@ from harness.lifecycle import (
     RUN_STATUSES,
     V2_FIELDS,
     Lease,
+    LeaseFileError,
     LeaseHeld,
     LeaseLost,
     _check_fields,
@@ -212,8 +213,17 @@ class SqlStore(RunStore):
         if row is None:
             return None
         owner, host, pid, token, acquired_at, expires_at, released = row
-        return {"owner": owner, "host": host, "pid": pid, "token": token, "acquired_at": acquired_at,
-                "expires_at": expires_at, "released": bool(released)}
+        record = {"owner": owner, "host": host, "pid": pid, "token": token, "acquired_at": acquired_at,
+                  "expires_at": expires_at, "released": bool(released)}
+        for field in ("token", "pid", "expires_at"):
+            value = record[field]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    (field != "expires_at" and not isinstance(value, int)):
+                raise LeaseFileError(
+                    f"{self.describe()}: leases.{field} da execução {self.run} vale {value!r}, não um número. Sem "
+                    f"saber quem tem a posse, ninguém grava nesta execução: corrija a linha ou, se nenhum worker "
+                    f"está rodando, apague-a (a próxima posse recomeça do token 1)")
+        return record
 
     def read_lease(self):
         return self._lease_row()
@@ -319,9 +329,10 @@ class SqlStore(RunStore):
             row = self._run_row()
             if row is None:
                 return None
-            run_id, task, status, head_seq, fields, _timeline = row
+            run_id, task, status, head_seq, fields, timeline = row
             scene = self._scene_at(head_seq, task)
-        state = {"version": 2, **json.loads(fields), "run_id": run_id, "status": status, **scene}
+        self._timeline_of(timeline)  # uma linha do tempo ilegível é dita aqui, não no meio da retomada
+        state = {"version": 2, **self._json_object(fields, "runs.fields"), "run_id": run_id, "status": status, **scene}
         where = self.describe()
         _check_fields(state, CHECKPOINT_FIELDS, where)
         _check_fields(state, V2_FIELDS, where)
@@ -584,7 +595,27 @@ class SqlStore(RunStore):
         row = self._run_row()
         if row is None:
             return {"timeline_id": "principal", "parent": None, "dry_run": False}
-        return json.loads(row[5])
+        return self._timeline_of(row[5])
+
+    def _timeline_of(self, text):
+        timeline = self._json_object(text, "runs.timeline")
+        if not isinstance(timeline.get("timeline_id"), str) or not isinstance(timeline.get("dry_run"), bool):
+            raise self._unreadable("runs.timeline", "esperava timeline_id (texto) e dry_run (true/false)")
+        return timeline
+
+    def _json_object(self, text, column):
+        """O objeto JSON guardado em ``column`` (tabela.coluna) da execução; CheckpointError se não é um."""
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError, RecursionError):
+            raise self._unreadable(column, "não é JSON válido") from None
+        if not isinstance(value, dict):
+            raise self._unreadable(column, f"esperava um objeto JSON, encontrei {type(value).__name__}")
+        return value
+
+    def _unreadable(self, column, problem):
+        return CheckpointError(f"{self.describe()}: {column} da execução {self.run} {problem}; nada foi alterado. "
+                               f"Restaure a linha (ou uma cópia do banco) e tente de novo")
 
     def scenario_name(self):
         row = self._x("SELECT scenario FROM runs WHERE run = ?", (self.run,)).fetchone()

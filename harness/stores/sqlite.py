@@ -25,6 +25,7 @@ DATABASE_FILE = "run.sqlite3"
 RUN_KEY = "principal"        # um arquivo por pasta de execução: a chave é sempre a mesma
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 10.0  # quanto um escritor espera o outro terminar a transação dele
+DAMAGED_FILE_CODES = (11, 26)  # SQLITE_CORRUPT e SQLITE_NOTADB: o arquivo, não a consulta, está errado
 
 
 def fence_triggers():
@@ -54,11 +55,21 @@ class SqliteStore(SqlStore):
     def _db(self):
         if self._connection is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            try:
+            with self._damage_said():
                 self._connection = self._open()
-            except sqlite3.DatabaseError as error:  # "file is not a database": um arquivo estragado
-                raise StoreError(f"{self.path}: não é um banco SQLite legível ({error}); nada foi alterado") from None
         return self._connection
+
+    @contextlib.contextmanager
+    def _damage_said(self):
+        """Um arquivo estragado ("file is not a database", "database disk image is malformed"), ao abrir
+        ou no meio de qualquer consulta, vira um StoreError que diz qual arquivo e o que fazer."""
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF not in DAMAGED_FILE_CODES:
+                raise
+            raise StoreError(f"{self.path}: o banco SQLite está corrompido ({error}); nada foi alterado. "
+                             f"Restaure uma cópia do arquivo (ou comece a execução de novo, sem --resume)") from None
 
     def _open(self):
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
@@ -80,27 +91,30 @@ class SqliteStore(SqlStore):
         return self.path.exists() and super().exists()
 
     def _execute(self, sql, params=()):
-        return self._db().execute(sql, params)
+        with self._damage_said():
+            return self._db().execute(sql, params)
 
     @contextlib.contextmanager
     def _transaction(self):
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")  # a trava de escrita já no começo: nada de upgrade no meio
-        try:
-            yield
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        with self._damage_said():
+            db.execute("BEGIN IMMEDIATE")  # a trava de escrita já no começo: nada de upgrade no meio
+            try:
+                yield
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     @contextlib.contextmanager
     def _reading(self):
         db = self._db()
-        db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            db.execute("COMMIT")
+        with self._damage_said():
+            db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                db.execute("COMMIT")
 
     def _is_fence_error(self, error):
         return FENCE_MESSAGE in str(error)
