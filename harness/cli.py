@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import socket
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ from harness.lifecycle import (
     RunNotResumable,
     control_run,
     load_run_checkpoint,
+    process_alive,
 )
 from harness.runner import (
     EXIT_BAD_INPUT,
@@ -113,10 +115,20 @@ def show_status(args: argparse.Namespace) -> int:
             pending = state["pending_approval"]
             print(f"aguarda aprovação: {pending['name']} ({pending['id']}) entrada={pending['input']}")
         if lease is not None:
-            situation = "liberada" if lease.get("released") else (
-                "vencida" if lease["expires_at"] <= time.time() else "em uso")
-            print(f"posse: token {lease['token']}, {lease['owner']}, {situation}")
+            print(f"posse: token {lease['token']}, {lease['owner']}, {lease_situation(lease)}")
     return 0
+
+
+def lease_situation(lease: dict) -> str:
+    """Liberada, vencida, abandonada (o dono era um processo desta máquina que já morreu) ou em uso."""
+    if lease.get("released"):
+        return "liberada"
+    if lease["expires_at"] <= time.time():
+        return "vencida"
+    if lease.get("host") == socket.gethostname() and not process_alive(lease["pid"]):
+        return (f"abandonada: o processo {lease['pid']} desta máquina, que a tinha, morreu; "
+                f"o próximo comando a assume")
+    return "em uso"
 
 
 def list_runs(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ child; API errors are the fake endpoint answering 500, 529 or 400 at the email t
 from __future__ import annotations
 
 import errno
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from harness.fake_endpoint import ScriptedEndpoint, _error
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
 from harness.runner import EXIT_BAD_INPUT
 from tests.durability_checks import REPO_ROOT, final_run_problems, harness_env, run_forked
+from tests.stores_support import postgres_dsn, postgres_server, unique_run_name  # noqa: F401  (fixtures)
 
 
 def run_args(run_dir, *extra):
@@ -125,3 +127,14 @@ def test_an_api_error_is_one_line_exit_2_and_a_pause_not_a_crash(tmp_path, statu
     output.write_text("")
     assert_kept_and_resumable(run_dir, output)
     assert load_run_checkpoint(run_dir / CHECKPOINT_FILE)["recovery_attempts"] == 0
+
+
+# --- the PostgreSQL hints work when pasted into a shell --------------------------------------------
+
+def test_the_worker_hint_after_submit_is_shell_quoted(postgres_dsn, capsys):
+    from harness import cli
+
+    dsn = f"{postgres_dsn}&application_name=curso"  # '&' would send the command to the background
+    assert cli.main(["submit", "--store", dsn, "--scenario", "team-email", "--run", unique_run_name("hint")]) == 0
+    hint = capsys.readouterr().out.split("um worker a pega com: ", 1)[1].strip()
+    assert shlex.split(hint) == ["python", "-m", "harness", "worker", "--store", dsn], hint

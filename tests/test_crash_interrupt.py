@@ -94,3 +94,27 @@ def test_ctrl_c_to_a_real_python_m_harness_is_one_line_and_exit_130(tmp_path):
     assert err.splitlines() == [
         "interrompida (Ctrl-C): a execução ficou pausada no turno 2 (não conta como queda); continue com: "
         f"python -m harness run --resume --workdir {run_dir}"], err
+
+
+def status_lines(run_dir, store_case, output):
+    output.write_text("")
+    args = ["status", "--workdir", str(run_dir), *store_case.cli_args(run_dir)]
+    assert wait_child(fork_harness(args, {}, output)) == 0, output.read_text()
+    return [line for line in output.read_text().splitlines() if line.startswith("posse:")]
+
+
+def test_status_tells_a_lease_left_by_a_killed_process_from_one_in_use(tmp_path, store_case):
+    run_dir, output = tmp_path / "run", tmp_path / "output.txt"
+    args = ["run", "--scenario", "team-email", "--workdir", str(run_dir), *store_case.cli_args(run_dir)]
+    pid = fork_harness(args, {"CRASH_AFTER": "after-save-A:2", "CRASH_MODE": "stop"}, output)
+    wait_child_stopped(pid)
+    [line] = status_lines(run_dir, store_case, output)
+    assert line.endswith(f"{pid}, em uso"), line  # frozen, but alive: still its owner's
+    os.kill(pid, signal.SIGKILL)
+    assert wait_child(pid) == -signal.SIGKILL
+    [line] = status_lines(run_dir, store_case, output)
+    assert line.endswith(f"abandonada: o processo {pid} desta máquina, que a tinha, morreu; o próximo comando a "
+                         "assume"), line
+    assert resume(run_dir, store_case, output) == 0, output.read_text()
+    [line] = status_lines(run_dir, store_case, output)
+    assert line.endswith("liberada"), line
