@@ -118,3 +118,27 @@ def test_status_tells_a_lease_left_by_a_killed_process_from_one_in_use(tmp_path,
     assert resume(run_dir, store_case, output) == 0, output.read_text()
     [line] = status_lines(run_dir, store_case, output)
     assert line.endswith("liberada"), line
+
+
+def test_ctrl_c_while_the_sdk_is_still_loading_is_one_line_and_exit_130(tmp_path):
+    """The first seconds of `run` go to `import anthropic`: a Ctrl-C there is no traceback either.
+
+    Python's import timer reports each finished import on stderr; the SIGINT goes out the moment
+    the command's own first module is in, so it lands while the SDK is loading (before any run).
+    """
+    run_dir = tmp_path / "run"
+    process = start_harness(["run", "--scenario", "team-email", "--workdir", str(run_dir)],
+                            {**harness_env(), "PYTHONPROFILEIMPORTTIME": "1"})
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.rstrip().endswith("harness.cli_text"):
+            process.send_signal(signal.SIGINT)
+            break
+    assert seen and seen[-1].rstrip().endswith("harness.cli_text"), "".join(seen[-5:])
+    out, err = process.communicate(timeout=60)
+    imports = [line for line in err.splitlines() if line.startswith("import time:")]
+    assert not any(line.rstrip().endswith("harness.runner") for line in imports), "the run had already loaded"
+    said = [line for line in err.splitlines() if line.strip() and not line.startswith("import time:")]
+    assert (process.returncode, said) == (INTERRUPTED, ["interrompido (Ctrl-C)."]), err[-2000:]
+    assert out == "" and not run_dir.exists()
