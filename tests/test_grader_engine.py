@@ -310,3 +310,21 @@ def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeyp
     assert check("exercise-3", level=1, notebook=SOLUTION) is None
     out = capsys.readouterr().out
     assert "Nível 1" in out and "Pontuação: 12/12 verificações (100%)." in out
+
+
+def test_the_gradebook_message_names_a_syntax_error_before_the_checks_it_failed(tmp_path):
+    """`grade batch`: the instructor reads the notebook's own error first, as the terminal report shows it."""
+    from grader.instructor import batch
+
+    notebook = make_notebook(SETUP, RESUME_OK, "def reconcile(cp)\n    return cp", 'x = 1\nraise ValueError("depois")')
+    report = grade("exercise-3", write(notebook, tmp_path / "ana.ipynb"), level=2)
+    row = batch.row_from_report(batch.Submission("ana", tmp_path / "ana.ipynb", label="ana.ipynb"), report, [1, 2])
+    assert row.status == batch.INCOMPLETE
+    syntax = next(p for p in report.cell_problems if p.ename == "SyntaxError")
+    assert row.message.startswith(" ".join(syntax.message.split())), row.message
+    assert "a célula 3" in row.message.lower() and "erro de sintaxe" in row.message
+    assert "depois" not in row.message  # only the first cell problem: the checks it broke follow
+    assert "falhou: N" in row.message
+    passing = grade("exercise-3", write(make_notebook(SETUP, RESUME_OK), tmp_path / "bia.ipynb"), level=1)
+    clean = batch.row_from_report(batch.Submission("bia", tmp_path / "bia.ipynb", label="bia.ipynb"), passing, [1])
+    assert clean.status == batch.PASSED and "célula" not in clean.message

@@ -17,7 +17,7 @@ import pytest
 
 from grader.core.course_folder import find_project_root
 from grader.core.manifest import ManifestError, UnknownExerciseError, load_manifest, parse_manifest
-from grader.core.results import PASS, FAIL, CheckResult, GradeReport
+from grader.core.results import PASS, FAIL, CellProblem, CheckResult, GradeReport
 from grader.instructor import batch
 from grader.student import hints, progress
 from grader.student.watch import file_signature, watch
@@ -481,6 +481,18 @@ def test_checks_that_stopped_short_keep_their_scores_and_say_why(kind, status, r
     untouched = batch.row_from_report(sub, report("exercise-3", check(1, PASS), check(2, FAIL, "dup")), [1, 2])
     assert untouched.status == batch.INCOMPLETE and untouched.message == "falhou: N2 verificação dup"
 
+
+
+def test_an_unwritten_stub_is_not_the_notebook_error_the_gradebook_leads_with():
+    sub = batch.Submission("ana", Path("ana.ipynb"), label="ana.ipynb")
+    stub = CellProblem(4, "resume_action(cpA)", "NotImplementedError", "escreva resume_action",
+                       "A célula 4 levantou NotImplementedError.")
+    name = CellProblem(6, "print(total)", "NameError", "name 'total' is not defined", "A célula 6 usa total, que não existe.")
+    graded = report("exercise-3", check(1, FAIL, "dup"))
+    graded.cell_problems = [stub]
+    assert batch.row_from_report(sub, graded, [1]).message == "falhou: N1 verificação dup"
+    graded.cell_problems = [stub, name]
+    assert batch.row_from_report(sub, graded, [1]).message == "A célula 6 usa total, que não existe. falhou: N1 verificação dup"
 
 def test_progress_bar_plain_lines_when_not_a_terminal():
     stream = io.StringIO()

@@ -230,7 +230,10 @@ def row_from_report(submission: Submission, report: Any, levels: list[int], seco
         status, message = PASSED, f"todas as {total} verificações passaram"
     else:
         status = INCOMPLETE
-        message = failures or "nenhuma verificação rodou"
+        # The notebook's own first error explains the failures after it (an unwritten stub is no error).
+        broken_cell = next((p.message for p in getattr(report, "cell_problems", [])
+                            if p.ename != "NotImplementedError"), "")
+        message = " ".join(filter(None, [broken_cell, failures])) or "nenhuma verificação rodou"
     return Row(
         submission=submission.name,
         notebook=submission.label,
