@@ -161,3 +161,16 @@ def test_batch_with_a_short_timeout_ends_a_cell_or_a_check_that_swallows_the_int
     assert "A célula 3 (`import time`) não terminou em 10 s e ignorou a interrupção" in cell["mensagem"]
     assert cell["nivel_1"] == "100"  # resume_action, in the cell before, ran again in the fresh kernel
     assert check["nivel_2"] != "0"  # ROOT_CAUSE was graded in a fresh kernel after the stuck check
+
+
+def test_the_instructor_guide_states_the_per_cell_limit_a_batch_worker_applies():
+    """`--timeout S` is the whole notebook; one cell is cut at min(60, S/2) s (shown above with S=20: 10 s)."""
+    from pathlib import Path
+
+    from grader.core.engine import DEFAULT_CELL_TIMEOUT
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "instrutores.md").read_text(encoding="utf-8")
+    row = next(line for line in guide.splitlines() if line.startswith("| `--timeout S` |"))
+    assert f"min({DEFAULT_CELL_TIMEOUT:g}, S/2) s" in row, row
+    assert f"| {batch.DEFAULT_TIMEOUT:g} |" in row and "somando todas as células" in row, row
+    assert "`--timeout 20`, 10 s" in row  # the case the batch test above grades for real
