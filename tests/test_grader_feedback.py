@@ -142,6 +142,14 @@ def test_a_blank_submission_gets_the_short_form_with_the_rest_folded():
     assert "grade hint exercise-3 --level 1" in shown
 
 
+
+def test_the_folded_list_is_titled_with_how_many_checks_it_holds():
+    report = blank_report()  # 9 failing checks: one shown in full, all 9 in the folded list
+    summaries = re.findall(r"<summary>(.*?)</summary>", feedback.page("bruno", "incompleto", "", report))
+    folded = [summary for summary in summaries if "não passaram" in summary]
+    assert folded == ["Todas as 9 verificações que não passaram"], summaries
+
+
 def test_a_crashed_submission_says_why_once_and_lists_no_checks():
     report = blank_report()
     report.notebook_error = "O kernel do Python morreu ao executar a célula 3 (`import os`)."

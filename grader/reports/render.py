@@ -190,7 +190,8 @@ def html_report(report: GradeReport, *, fold_rest: bool = False) -> str:
         parts.append(f'<tr><th colspan="4" {LEFT}>Primeira verificação que falhou (nível {view.focus.level})</th></tr>')
         parts.append(_failure_row(view.focus))
         if view.more_failures and fold_rest:
-            parts.append(_folded_failures(report, f"Todas as verificações que não passaram ({_more_failures(view)})"))
+            # The fold holds every failure, the one shown in full above included.
+            parts.append(_folded_failures(report, f"Todas as {len(report.failed())} verificações que não passaram"))
         elif view.more_failures:
             parts.append(f'<tr><td colspan="4" {LEFT}>({_more_failures(view)})</td></tr>')
         parts += [_level_row(level, with_hint=False) for level in view.levels]
