@@ -291,7 +291,7 @@ def check_fork_target(run_dir, new_run_dir):
     if target.exists() and not target.is_dir():
         raise TimelineError(f"{new_run_dir} já existe e não é uma pasta; escolha uma pasta nova")
     if target.exists() and any(target.iterdir()):
-        raise TimelineError(f"{Path(new_run_dir).name} já existe e não está vazia; escolha uma pasta nova")
+        raise TimelineError(f"{new_run_dir} já existe e não está vazia; escolha uma pasta nova")
 
 
 def fork_from(run_dir, turn, new_run_dir, point=None):

@@ -185,6 +185,17 @@ def test_fork_refuses_a_folder_in_use_and_an_unknown_point(finished, tmp_path, c
     assert not (tmp_path / "f").exists() and [p.name for p in busy.iterdir()] == ["keep.txt"]
 
 
+
+@pytest.mark.parametrize("store", [[], ["--store", "sqlite"]], ids=["files", "sqlite"])
+def test_fork_into_a_folder_in_use_names_it_as_it_was_typed(tmp_path, monkeypatch, capsys, store):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", "runs/email", *store]) == 0
+    (tmp_path / "runs" / "ramo").mkdir()
+    (tmp_path / "runs" / "ramo" / "keep.txt").write_text("meu")
+    capsys.readouterr()
+    assert cli.main(["fork", "--workdir", "runs/email", "--to", "1", "--into", "runs/ramo", *store]) == EXIT_BAD_INPUT
+    assert "não deu: runs/ramo já existe e não está vazia; escolha uma pasta nova" in capsys.readouterr().err
+
 def test_the_commands_run_as_a_real_process_and_show_in_help(tmp_path):
     assert harness("run", "--scenario", "team-email", "--workdir", "run", cwd=tmp_path).returncode == 0
     listed = harness("timeline", "--workdir", "run", cwd=tmp_path)
