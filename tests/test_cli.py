@@ -168,11 +168,22 @@ def test_the_readme_harness_commands_run_as_written_in_an_activated_venv(tmp_pat
 
 
 def test_bootstrap_runs_the_harness_from_any_terminal(tmp_path):
-    folder = tmp_path / "fora"
-    done = subprocess.run(["python3", str(REPO / "bootstrap.py"), "python", "-m", "harness", "run", "--scenario",
-                           "meeting-notes", "--workdir", str(folder)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+    """A relative --workdir counts from the caller's folder, as the README says, never the course's."""
+    def bootstrap(*args):
+        return subprocess.run(["python3", str(REPO / "bootstrap.py"), "python", "-m", "harness", *args],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    relative = f"runs/fora-{tmp_path.name}"
+    done = bootstrap("run", "--scenario", "meeting-notes", "--workdir", relative)
     assert done.returncode == 0 and "status=completed" in done.stdout, done.stderr
+    assert (tmp_path / relative / "checkpoint.json").exists() and not (REPO / relative).exists()
+    status = bootstrap("status", "--workdir", relative)
+    assert status.returncode == 0 and "completed" in status.stdout, status.stderr
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    paragraph = " ".join(readme.split("### O harness na linha de comando", 1)[1].split("```", 1)[0].split())
+    assert "python3 bootstrap.py python -m harness" in paragraph
+    assert "as pastas relativas contam a partir da pasta em que você está" in paragraph, paragraph
+    assert "a partir da pasta do curso" not in paragraph, paragraph
 
 
 def test_bench_and_extra_commands_in_the_docs_say_how_to_run_them():
