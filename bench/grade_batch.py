@@ -16,8 +16,9 @@ alike:
   kernels from the batch's one template process, grader/core/forked_kernels.py);
 - ``grade batch -j 1`` with ``GRADE_KERNEL_TEMPLATE=0`` (every kernel started and
   importing on its own, as before the template);
-- ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap; a sandboxed
-  kernel never comes from a template);
+- ``grade batch -j 1 --sandbox`` (skipped with a message without bubblewrap; as root its
+  kernels are forked from a template inside the worker's sandbox, each as its own user;
+  otherwise each starts in a bubblewrap of its own);
 - a batch of one submission with ``-j 1``, whose CPU and wall time against the full
   batch's split each into a fixed part per batch (the template importing, a worker
   starting) and a part per submission.
