@@ -264,9 +264,42 @@ def test_a_sandboxed_kernel_whose_template_fails_starts_in_a_bubblewrap_of_its_o
         try:
             process = fallback._km.provisioner.process
             assert fallback._km.provisioner.pidfd is None and process is not None
-            assert process.args[0] == "bwrap" and "--unshare-net" in process.args
+            assert "bwrap" in process.args and "--unshare-net" in process.args
         finally:
             fallback.discard()
     finally:
         template.close()
     assert not template.scratch.exists()
+
+
+HANG = "\n    while True:\n        try:\n            time.sleep(1000)\n        except BaseException:\n            pass"
+PLANTED = {
+    # The grader writes its checks' plan under this name, right before the checks run.
+    "spec": "import os\nos.symlink({victim!r}, 'grading-spec.json')",
+    # The second kernel's log: the grader opens it to append and hands it to the new kernel.
+    "log": "import os, time\nif not os.path.exists('marca'):\n    open('marca', 'w').close()\n"
+           "    os.symlink({victim!r}, 'kernel-stderr-2-1.log')" + HANG,
+    # A folder in the way of the second kernel's connection file, and logs the grader quotes from.
+    "read": "import os, time\nif not os.path.exists('kernel2-connection.json'):\n"
+            "    os.symlink({secret!r}, 'kernel-stderr-2-1.log')\n    os.symlink({secret!r}, 'kernel-stderr-2-2.log')\n"
+            "    os.mkdir('kernel2-connection.json')" + HANG,
+}
+
+
+@pytest.mark.parametrize("planted", sorted(PLANTED))
+def test_the_grader_never_follows_what_a_sandboxed_kernel_plants_in_its_folder(planted, tmp_path):
+    """The grader runs outside the sandbox (as root, here): a link the kernel puts under the name of a
+    file the grader writes, appends to or reads must not lead it to a file outside the folder, and the
+    student's answers are still graded."""
+    victim, secret = tmp_path / "alvo.txt", tmp_path / "segredo.txt"
+    victim.write_text("intacto\n")
+    secret.write_text(f"{SECRET}\n")
+    hostile = solution_notebook()
+    hostile.cells.insert(0, nbformat.v4.new_code_cell(PLANTED[planted].format(victim=str(victim), secret=str(secret))))
+    notebook = write(hostile, tmp_path / "entrega.ipynb")
+
+    report = grade("exercise-3", notebook, sandbox=sandbox.require(), cell_timeout=5, total_timeout=240)
+
+    assert victim.read_text() == "intacto\n"  # nothing written or appended through a planted link
+    assert SECRET not in json.dumps(report.to_dict(), ensure_ascii=False)  # nothing read through one
+    assert report.checks and all(check.passed for check in report.checks), [c.message for c in report.failed()]

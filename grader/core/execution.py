@@ -34,6 +34,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 
 from grader.checks.framework import error_text
+from grader.core import grading_files
 from grader.core import kernel as kernels
 from grader.core.environment import GRADER_ENV
 from grader.core.errors import os_reason
@@ -48,6 +49,7 @@ from grader.core.results import (
 )
 from grader.core.sandbox import Sandbox, sandboxed_connection
 
+RESULTS_READ_LIMIT = 64 << 20  # far above what every check of an exercise writes
 MAX_RESTARTS = 3  # fresh kernels one grading may start after the first, to go on past a bad cell or check
 HELD_MEMORY_SHARE = 0.5  # a notebook holding more than this share of the limit leaves the checks too little
 # The checks run in the student's kernel, so the student's code could have patched the
@@ -213,10 +215,12 @@ def _execute_extra(client: NotebookClient, notebook: nbformat.NotebookNode, cell
 
 
 def _read_records(path: Path) -> list[dict]:
-    if not path.exists():
+    try:  # written by the student's kernel, in a folder its code can write: never through a link
+        text = grading_files.read_text(path, RESULTS_READ_LIMIT)
+    except OSError:  # absent, or a link / pipe / folder put in its place: no results to trust
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
@@ -500,10 +504,10 @@ class _Grading:
             self.phase = "grading"
             self.grading_timeout = check_timeout * max(1, len(remaining)) + 30.0
             workdir = spec["workdir"] if self.generation == 1 else f"{spec['workdir']}-{self.generation}"
-            spec_path.write_text(json.dumps(dict(spec, plan=remaining, workdir=workdir, refused=refused, cell_problems=[
+            grading_files.write_new(spec_path, json.dumps(dict(spec, plan=remaining, workdir=workdir, refused=refused, cell_problems=[
                 {k: p.to_dict()[k] for k in ("cell", "first_line", "ename", "evalue", "names")}
                 for p in self.outcome.cell_problems
-            ]), ensure_ascii=False), encoding="utf-8")
+            ]), ensure_ascii=False))
             self.dog.arm(monotonic() + self.grading_timeout + KILL_GRACE, "grading")
             self.dog.watch_checks(results_path, check_timeout + INTERRUPT_GRACE)
             grading_cell = nbformat.v4.new_code_cell(grading_cell_source(spec_path, spec["exercise"]))

@@ -19,12 +19,14 @@ from time import monotonic
 from typing import Any, Callable
 
 from grader.checks.framework import describe_error
+from grader.core import grading_files
 
 DEFAULT_MEMORY_MB = 1024  # every grading (grade, check(), batch) limits the kernel to this; 0 = no limit
 KILL_GRACE = 10.0  # seconds after the notebook's or the checks' deadline before an unresponsive kernel is killed
 INTERRUPT_GRACE = 5.0  # seconds a cell or a check gets, after its own limit, to obey the interrupt
 START_ATTEMPTS = 2  # a kernel that fails to start is started once more before grading gives up
 STARTUP_TIMEOUT = 60  # seconds one start may take (until the kernel answers) before it counts as failed
+LOG_READ_LIMIT = 1 << 20  # the end of a kernel log or of the results file: enough to judge by
 NEAR_MEMORY_LIMIT = 0.9  # a kernel that dies after using this much of its limit ran out of memory
 _UNIX_SOCKET_PATH_LIMIT = 100  # sun_path holds 104 bytes on macOS, 108 on Linux
 _MEMORY_WORDS = re.compile(r"MemoryError|Cannot allocate memory|out of memory|bad_alloc", re.I)
@@ -66,7 +68,7 @@ def _discard(client: Any) -> None:
 
 def stderr_tail(path: Path, lines: int = 5) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = grading_files.read_text(path, LOG_READ_LIMIT, tail=True)
     except OSError:
         return ""
     kept = [line for line in text.splitlines() if "WARNING" not in line][-lines:]
@@ -84,7 +86,9 @@ def start_kernel(stack: ExitStack, make_client: Callable[[int], Any], env: dict[
     for attempt in range(1, START_ATTEMPTS + 1):
         client = make_client(attempt)
         stderr_path = workdir / f"kernel-stderr-{generation}-{attempt}.log"
-        stderr = stack.enter_context(open(stderr_path, "ab"))  # a prelaunched kernel may be writing it already
+        # A prelaunched kernel may be writing it already; a restarted kernel's log is in a folder the
+        # student's code could write, so it is never opened through a link planted there.
+        stderr = stack.enter_context(grading_files.open_append(stderr_path))
         try:
             stack.enter_context(client.setup_kernel(env=env, stderr=stderr, stdout=stderr))
         except Exception as error:  # the kernel died at start, never answered, or could not be launched
@@ -140,7 +144,7 @@ def died_of_memory(limit_mb: int | None, peak: int | None, stderr_path: Path) ->
     if limit_mb and peak is not None and peak >= NEAR_MEMORY_LIMIT * limit_mb * 1024 * 1024:
         return True
     try:
-        text = stderr_path.read_text(encoding="utf-8", errors="replace")
+        text = grading_files.read_text(stderr_path, LOG_READ_LIMIT, tail=True)
     except OSError:
         return False
     return bool(_MEMORY_WORDS.search(text))
@@ -180,10 +184,7 @@ class Watchdog:
 
     @staticmethod
     def _size(path: Path | None) -> int:
-        try:
-            return path.stat().st_size if path is not None else 0
-        except OSError:
-            return 0
+        return grading_files.size(path) if path is not None else 0
 
     def _check_overdue(self) -> bool:
         if self._results is None:
@@ -195,8 +196,7 @@ class Watchdog:
         if monotonic() - self._seen[1] <= self._check_limit:
             return False
         try:
-            with open(self._results, "rb") as file:
-                last = file.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+            last = grading_files.read_bytes(self._results, LOG_READ_LIMIT, tail=True).rstrip(b"\n").rsplit(b"\n", 1)[-1]
         except OSError:
             return False
         return last.startswith((b'{"started"', b'{"calling"'))

@@ -37,10 +37,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.core import grading_files
 from grader.core.environment import GRADER_ENV
 from grader.core.errors import GraderError
 
@@ -57,6 +59,13 @@ KERNEL_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESS
                       "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUTF8", "PYTHONIOENCODING",
                       "PYTHONDONTWRITEBYTECODE")
 _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+# jupyter_client interrupts a kernel with SIGINT to its whole process group, which holds bwrap
+# too: bwrap would die of it, and take the kernel with it (--die-with-parent). bwrap starts with
+# SIGINT ignored (an exec keeps that), and ipykernel sets its own handler while a cell runs, so
+# the interrupt reaches the cell as a KeyboardInterrupt and the sandbox stays up.
+IGNORING_INTERRUPTS = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                       "os.execvp(sys.argv[1], sys.argv[1:])"]
 
 INSTALL_HELP = (
     "--sandbox precisa do bubblewrap (o comando bwrap), que não foi encontrado. Instale-o e "
@@ -89,7 +98,7 @@ class Sandbox:
     def give(self, path: Path) -> None:
         """Hand a file the grader wrote (the kernel's connection file, mode 600) to the kernel's user."""
         if self.uid is not None:
-            os.chown(path, self.uid, self.uid)
+            os.chown(path, self.uid, self.uid, follow_symlinks=False)
 
     def confinement(self) -> dict[str, int]:
         """What a sandboxed kernel template applies to a kernel it forks for this sandbox."""
@@ -97,7 +106,7 @@ class Sandbox:
                 "max_file_bytes": self.max_file_mb * 1024 * 1024}
 
     def command(self, kernel_cmd: list[str], workdir: Path) -> list[str]:
-        return [*bwrap_arguments(workdir), *self._limits(), *self._user(), *kernel_cmd]
+        return [*IGNORING_INTERRUPTS, *bwrap_arguments(workdir), *self._limits(), *self._user(), *kernel_cmd]
 
     def _limits(self) -> list[str]:
         processes = self.max_processes
@@ -283,7 +292,19 @@ def sandboxed_manager_class(base: Any, sandbox: Sandbox, workdir: Path, wrap: bo
             return sandbox.command(command, workdir) if wrap else command
 
         def write_connection_file(self, **kwargs):
-            super().write_connection_file(**kwargs)
-            sandbox.give(Path(self.connection_file))
+            # The grading folder is the kernel's: code that ran there may have put a link under this
+            # name. The file is written where no kernel reaches, given to the kernel's user, and
+            # renamed into place: a rename replaces such a link instead of writing through it.
+            final = Path(self.connection_file)
+            private = Path(tempfile.mkdtemp(prefix=".conexao-", dir=final.parent.parent))
+            try:
+                self.connection_file = str(private / final.name)
+                super().write_connection_file(**kwargs)
+                sandbox.give(Path(self.connection_file))
+                grading_files.clear_name(final)  # a folder put there would make the rename fail
+                os.rename(self.connection_file, final)
+            finally:
+                self.connection_file = str(final)
+                shutil.rmtree(private, ignore_errors=True)
 
     return SandboxedKernelManager

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.checks.framework import describe_error
+from grader.core import grading_files
 from grader.core import kernel as kernels
 from grader.core.execution import kernel_env
 from grader.core.sandbox import Sandbox, kernel_environment, sandboxed_connection
@@ -45,7 +46,7 @@ class PrelaunchedKernel:
         self.workdir = Path(self._temporary.name)
         self._taken = False
         self._km: Any = None
-        self._stderr = open(self.workdir / "kernel-stderr-1-1.log", "ab")
+        self._stderr = grading_files.open_append(self.workdir / "kernel-stderr-1-1.log")
         if sandbox is not None:
             sandbox.prepare(self.workdir)
             settings = sandboxed_connection(self.workdir, sandbox, 1)
