@@ -303,3 +303,17 @@ def test_the_grader_never_follows_what_a_sandboxed_kernel_plants_in_its_folder(p
     assert victim.read_text() == "intacto\n"  # nothing written or appended through a planted link
     assert SECRET not in json.dumps(report.to_dict(), ensure_ascii=False)  # nothing read through one
     assert report.checks and all(check.passed for check in report.checks), [c.message for c in report.failed()]
+
+
+def test_a_sandboxed_cell_past_its_limit_is_interrupted_not_killed(tmp_path):
+    """The interrupt reaches the cell (KeyboardInterrupt), and bubblewrap, in the same process group,
+    survives it: the kernel goes on and the rest of the notebook is graded."""
+    looping = solution_notebook()
+    looping.cells.insert(0, nbformat.v4.new_code_cell("while True:\n    pass"))
+    notebook = write(looping, tmp_path / "laco.ipynb")
+
+    report = grade("exercise-3", notebook, sandbox=sandbox.require(), cell_timeout=3, total_timeout=240)
+
+    problems = [problem.message for problem in report.cell_problems]
+    assert any("não terminou em 3 s e foi interrompida" in message for message in problems), problems
+    assert report.notebook_error_kind is None and all(check.passed for check in report.checks)
