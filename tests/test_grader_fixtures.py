@@ -113,6 +113,24 @@ def test_unreadable_fixture_files(file_name, content, words, tmp_path):
     assert any(words in p for f in files for p in f.problems)
 
 
+
+@pytest.mark.parametrize(
+    "content, where",
+    [
+        ('description: "quebrado\nexpect: {}\n', "YAML inválido na linha 3, coluna 1 (found unexpected end of stream; "
+                                                   "o trecho começa na linha 1, coluna 14)"),
+        ("description: a\n  expect: b: c\n", "YAML inválido na linha 2, coluna 9 (mapping values are not allowed here)"),
+    ],
+)
+def test_grade_fixtures_names_a_yaml_error_in_one_portuguese_line(content, where, tmp_path, capsys):
+    (tmp_path / "ruim.yaml").write_text(content, encoding="utf-8")
+    code = cli.main(["fixtures", "exercise-3", "--fixtures", str(tmp_path), "--shape-only"])
+    out = capsys.readouterr().out
+    assert code == 1
+    problem = out.split("PROBLEMA  ruim\n", 1)[1].split("\n\n", 1)[0].strip()
+    assert problem == f"{tmp_path / 'ruim.yaml'}: {where}", out
+    assert "<unicode string>" not in out and "^" not in out
+
 def test_duplicate_fixture_name_and_missing_folder(tmp_path):
     (tmp_path / "cpA.json").write_text(json.dumps(fixture_data("cpA")), encoding="utf-8")
     duplicated = [p for f in read_fixture_files("exercise-3", [tmp_path], VALIDATE) for p in f.problems]

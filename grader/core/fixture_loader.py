@@ -69,7 +69,19 @@ def _parse(path: Path) -> tuple[object, str | None]:
     try:
         return yaml.safe_load(text), None
     except yaml.YAMLError as error:
-        return None, f"YAML inválido: {error}"
+        return None, _yaml_problem(error)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's multi-line report as one line: where (1-based), its short problem, where the bad part began."""
+    mark = getattr(error, "problem_mark", None)
+    if mark is None:
+        return f"YAML inválido ({' '.join(str(error).split())})"
+    detail = getattr(error, "problem", None) or "erro de sintaxe"
+    start = getattr(error, "context_mark", None)
+    if start is not None and (start.line, start.column) != (mark.line, mark.column):
+        detail += f"; o trecho começa na linha {start.line + 1}, coluna {start.column + 1}"
+    return f"YAML inválido na linha {mark.line + 1}, coluna {mark.column + 1} ({detail})"
 
 
 def read_fixture_files(
