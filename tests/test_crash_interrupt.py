@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
 from harness.cli_text import INTERRUPTED
 from tests.durability_checks import (
+    REPO_ROOT,
     final_run_problems,
     fork_harness,
     harness_env,
-    start_harness,
     wait_child,
     wait_child_stopped,
     wait_until_stopped,
@@ -84,8 +86,12 @@ def test_four_ctrl_c_in_a_row_never_make_the_run_failed(tmp_path, store_case):
 
 def test_ctrl_c_to_a_real_python_m_harness_is_one_line_and_exit_130(tmp_path):
     run_dir = tmp_path / "run"
-    process = start_harness(["run", "--scenario", "team-email", "--workdir", str(run_dir)],
-                            harness_env(crash_after="after-save-A:2", crash_mode="stop"))
+    # A shell starts background jobs (and so, maybe, this test run) with SIGINT ignored, and a child
+    # inherits that; a command typed in a terminal has it at its default, which Python makes Ctrl-C.
+    process = subprocess.Popen([sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir",
+                                str(run_dir)], env=harness_env(crash_after="after-save-A:2", crash_mode="stop"),
+                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_until_stopped(process)
     process.send_signal(signal.SIGINT)
     process.send_signal(signal.SIGCONT)
