@@ -84,14 +84,19 @@ def test_four_ctrl_c_in_a_row_never_make_the_run_failed(tmp_path, store_case):
         assert final_run_problems(run_dir, store=store) == []
 
 
+def start_as_typed(args, env) -> subprocess.Popen:
+    """`python -m harness ARGS` as a command typed in a terminal starts: with SIGINT at its default.
+    A shell starts background jobs (and so, maybe, this test run) with SIGINT ignored, and a child
+    inherits that; then it would never see the Ctrl-C this file sends."""
+    return subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def test_ctrl_c_to_a_real_python_m_harness_is_one_line_and_exit_130(tmp_path):
     run_dir = tmp_path / "run"
-    # A shell starts background jobs (and so, maybe, this test run) with SIGINT ignored, and a child
-    # inherits that; a command typed in a terminal has it at its default, which Python makes Ctrl-C.
-    process = subprocess.Popen([sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir",
-                                str(run_dir)], env=harness_env(crash_after="after-save-A:2", crash_mode="stop"),
-                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = start_as_typed(["run", "--scenario", "team-email", "--workdir", str(run_dir)],
+                             harness_env(crash_after="after-save-A:2", crash_mode="stop"))
     wait_until_stopped(process)
     process.send_signal(signal.SIGINT)
     process.send_signal(signal.SIGCONT)
@@ -133,8 +138,8 @@ def test_ctrl_c_while_the_sdk_is_still_loading_is_one_line_and_exit_130(tmp_path
     the command's own first module is in, so it lands while the SDK is loading (before any run).
     """
     run_dir = tmp_path / "run"
-    process = start_harness(["run", "--scenario", "team-email", "--workdir", str(run_dir)],
-                            {**harness_env(), "PYTHONPROFILEIMPORTTIME": "1"})
+    process = start_as_typed(["run", "--scenario", "team-email", "--workdir", str(run_dir)],
+                             {**harness_env(), "PYTHONPROFILEIMPORTTIME": "1"})
     seen = []
     for line in process.stderr:
         seen.append(line)
