@@ -186,19 +186,30 @@ def _isolation_arguments(writable: Path) -> list[str]:
     return [*args, "--bind", str(writable), str(writable)]
 
 
+def _allowed_environment() -> dict[str, str]:
+    """Locale and search paths from the grader's environment, none of its other variables."""
+    return {name: os.environ[name] for name in KERNEL_ENV_ALLOWED if name in os.environ}
+
+
+def _bwrap_environment(env: dict[str, str]) -> list[str]:
+    """bwrap arguments that give the sandbox exactly ``env``."""
+    args = ["--clearenv"]
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    return args
+
+
 def kernel_environment(workdir: Path) -> dict[str, str]:
     """The whole environment of a sandboxed kernel: locale and search paths from the grader's, none of
     its other variables, and its home, temp and runtime folders inside its grading folder."""
-    env = {name: os.environ[name] for name in KERNEL_ENV_ALLOWED if name in os.environ}
+    env = _allowed_environment()
     env.update({GRADER_ENV: "1", "HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"),
                 "IPYTHONDIR": str(workdir / "home" / ".ipython"), "JUPYTER_RUNTIME_DIR": str(workdir)})
     return env
 
 
 def bwrap_arguments(workdir: Path) -> list[str]:
-    args = [*_isolation_arguments(workdir), "--clearenv"]
-    for name, value in kernel_environment(workdir).items():
-        args += ["--setenv", name, value]
+    args = [*_isolation_arguments(workdir), *_bwrap_environment(kernel_environment(workdir))]
     # JPY_PARENT_PID is not passed: inside its PID namespace the kernel's parent is the
     # sandbox's init, which ipykernel would take for a dead grader; --die-with-parent
     # ties it to the grader instead.
@@ -209,12 +220,8 @@ def template_bwrap_arguments(scratch: Path) -> list[str]:
     """bwrap for a worker's kernel template (root only): one sandbox for the worker's kernels, each
     forked into a user id of its own with its limits (kernel_template._confine). It keeps only the
     capabilities to switch users and to kill what an ended kernel's user left running."""
-    args = [*_isolation_arguments(scratch), "--clearenv"]
-    for name in KERNEL_ENV_ALLOWED:
-        if name in os.environ:
-            args += ["--setenv", name, os.environ[name]]
-    args += ["--setenv", GRADER_ENV, "1", "--setenv", "HOME", str(scratch), "--chdir", str(scratch),
-             "--cap-drop", "ALL"]
+    env = {**_allowed_environment(), GRADER_ENV: "1", "HOME": str(scratch)}
+    args = [*_isolation_arguments(scratch), *_bwrap_environment(env), "--chdir", str(scratch), "--cap-drop", "ALL"]
     for capability in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL"):
         args += ["--cap-add", capability]
     return [*args, "--"]
