@@ -84,10 +84,10 @@ def template_modules(exercise: str) -> list[str]:
 class TemplateProcess:
     """The template process of one batch, and the address its workers connect to."""
 
-    def __init__(self, modules: list[str], env: dict[str, str], wrapper: list[str] = ()):
+    def __init__(self, modules: list[str], env: dict[str, str], wrapper: list[str] = (), parent: str | None = None):
         self.broken: str | None = None
         self.process: subprocess.Popen | None = None
-        self._folder = tempfile.mkdtemp(prefix="grade-template-")  # mode 700: only this user connects
+        self._folder = tempfile.mkdtemp(prefix="grade-template-", dir=parent)  # mode 700: only this user connects
         self.address = os.path.join(self._folder, "template.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -107,13 +107,14 @@ class TemplateProcess:
             theirs.close()
 
     @classmethod
-    def start(cls, exercise: str, env: dict[str, str], wrapper: list[str] = ()) -> TemplateProcess | None:
+    def start(cls, exercise: str, env: dict[str, str], wrapper: list[str] = (),
+              parent: str | None = None) -> TemplateProcess | None:
         """A template for ``exercise``'s kernels (importing in the background), or None where forks are
         not supported or ``GRADE_KERNEL_TEMPLATE=0`` turns it off. ``wrapper`` runs it inside
-        something (bubblewrap, for ``--sandbox``)."""
+        something (bubblewrap, for ``--sandbox``); its socket's folder is made in ``parent``."""
         if not supported() or os.environ.get(SWITCH) == "0":
             return None
-        return cls(template_modules(exercise), env, wrapper)
+        return cls(template_modules(exercise), env, wrapper, parent)
 
     def close(self) -> None:
         """End the template; it kills the kernels still running."""

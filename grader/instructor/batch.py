@@ -39,6 +39,7 @@ from grader.reports import console
 from grader.core.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
+from grader.instructor.scratch import batch_scratch
 
 DEFAULT_TIMEOUT = 300.0
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
@@ -278,7 +279,7 @@ def _worker_command(options: BatchOptions, template_address: str | None = None) 
 
 
 @contextlib.contextmanager
-def kernel_template(options: BatchOptions, needed: bool = True) -> Iterator[str | None]:
+def kernel_template(options: BatchOptions, needed: bool = True, parent: Path | None = None) -> Iterator[str | None]:
     """The address of one kernel template for all of the batch's workers (None in the sandbox, or where
     forked kernels are not available): its imports run while the workers start."""
     if options.sandbox or not needed:
@@ -287,7 +288,7 @@ def kernel_template(options: BatchOptions, needed: bool = True) -> Iterator[str 
     from grader.core.execution import kernel_env
     from grader.core.forked_kernels import TemplateProcess
 
-    template = TemplateProcess.start(options.exercise, kernel_env())
+    template = TemplateProcess.start(options.exercise, kernel_env(), parent=None if parent is None else str(parent))
     try:
         yield None if template is None or template.broken else template.address
     finally:
@@ -302,13 +303,18 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._alive: set[subprocess.Popen] = set()
         self.cancelled = False
+        # Where the workers (and their kernels) make their temporary folders: the batch's
+        # scratch folder, removed by the batch even when it had to kill them.
+        self.temp_root: Path | None = None
 
     def start(self, command: list[str], stderr: Any) -> subprocess.Popen | None:
         with self._lock:
             if self.cancelled:
                 return None
+            env = None if self.temp_root is None else {**os.environ, "TMPDIR": str(self.temp_root)}
             process = subprocess.Popen(
                 command,
+                env=env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -327,6 +333,11 @@ class WorkerPool:
             os.killpg(process.pid, signal.SIGKILL)
         except (OSError, AttributeError):
             process.kill()
+
+    def kill_remaining(self) -> None:
+        with self._lock:
+            for process in list(self._alive):
+                self.kill(process)
 
     def cancel_all(self) -> None:
         with self._lock:
@@ -414,7 +425,7 @@ def grade_submission(submission: Submission, options: BatchOptions, levels: list
     if submission.notebook is None:
         return failure_row(submission, NO_NOTEBOOK, submission.problem or "notebook não encontrado", levels)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="grade-batch-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="grade-batch-", dir=worker.pool.temp_root) as scratch:
         result_path = Path(scratch) / "result.json"
         code, stderr = worker.run(Path(submission.notebook).resolve(), result_path, more, options.hard_timeout)
         seconds = time.monotonic() - started
@@ -510,8 +521,15 @@ def grade_all(
     pool: WorkerPool | None = None,
 ) -> list[Row]:
     """Grade every submission with `jobs` warm workers at once; rows in submission order."""
-    with kernel_template(options, any(submission.notebook for submission in submissions)) as template_address:
-        return _grade_with_workers(submissions, options, levels, jobs, on_row, pool or WorkerPool(), template_address)
+    pool = pool or WorkerPool()
+    with batch_scratch() as scratch:
+        pool.temp_root = scratch
+        try:
+            needed = any(submission.notebook for submission in submissions)
+            with kernel_template(options, needed, scratch) as template_address:
+                return _grade_with_workers(submissions, options, levels, jobs, on_row, pool, template_address)
+        finally:
+            pool.kill_remaining()  # normally none is left; one still alive would keep writing in there
 
 
 def _grade_with_workers(submissions: list[Submission], options: BatchOptions, levels: list[int], jobs: int,
