@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
+
+from grader.core.schema_errors import MISSING, NON_BLANK, all_failures, describe, field_name
 
 LESSON_NUMBERS = range(1, 8)  # 1 a 6: as lições; 7: o apêndice
 ENTRY_KEYS = ("term", "aliases", "definition", "source", "lesson", "reference_term")
@@ -133,12 +135,13 @@ def _text(value: object) -> str | None:
     return None
 
 
-# The shape of one entry, as JSON Schema (checked by jsonschema). "x-mensagens" gives, per
-# schema keyword that can fail, the Portuguese words an author reads after 'campo "X"':
-# "blank" for an empty text, "*" for any other failure; {value} is the value found.
-# Missing and unknown fields have messages of their own (schema_messages).
+# The shape of one entry, as JSON Schema (checked by jsonschema through
+# grader/core/schema_errors.py). "x-mensagens" gives, per schema keyword that can fail, the
+# Portuguese words an author reads after 'campo "X"': "blank" for an empty or missing text,
+# "*" for any other failure; {value} is the value found. Missing and unknown fields have
+# messages of their own (schema_messages).
 URL_PATTERN = r"^https?://[^\s/]+\.[^\s]+$"
-_TEXT = {"type": "string", "pattern": r"\S"}
+_TEXT = {"type": "string", "pattern": NON_BLANK}
 ENTRY_SCHEMA = {
     "type": "object",
     "required": list(REQUIRED_KEYS),
@@ -167,28 +170,9 @@ ENTRY_SCHEMA = {
 }
 # The order an author reads the problems of one entry in.
 _FIELD_ORDER = {key: rank for rank, key in enumerate(("term", "definition", "aliases", "source", "lesson", "reference_term"))}
-_validator = None
 
 
-def _entry_validator():
-    global _validator
-    if _validator is None:
-        from jsonschema import Draft202012Validator  # only `course` needs it; `grade` never loads it
-
-        Draft202012Validator.check_schema(ENTRY_SCHEMA)
-        _validator = Draft202012Validator(ENTRY_SCHEMA)
-    return _validator
-
-
-def _field_schema(path: list) -> dict:
-    """The schema of the field at ``path`` (a list position takes the array's ``items``)."""
-    schema = ENTRY_SCHEMA
-    for step in path:
-        schema = schema["items"] if isinstance(step, int) else schema["properties"][step]
-    return schema
-
-
-def _field_name(path: list) -> str:
+def _field_name(path: tuple) -> str:
     named = ".".join(step for step in path if isinstance(step, str))
     items = [step for step in path if isinstance(step, int)]
     return f'"{named}", item {items[0] + 1},' if items else f'"{named}"'
@@ -198,28 +182,20 @@ def schema_messages(entry: dict) -> list[str]:
     """One Portuguese message per field of ``entry`` that breaks ENTRY_SCHEMA: unknown fields,
     then missing ones, then each field's first failure, in _FIELD_ORDER."""
     found: dict[tuple, str] = {}
-    for error in _entry_validator().iter_errors(entry):
-        path = list(error.absolute_path)
-        if error.validator == "additionalProperties":
-            known = list(error.schema["properties"])
-            where = "".join(f"{step}." for step in path)
-            rank = (0,) if not path else (2, _FIELD_ORDER[path[0]], "")
-            for key in (str(key) for key in error.instance if key not in known):
-                found[(*rank, key)] = f'campo desconhecido "{where}{key}" (aceitos: {", ".join(known)}).'
-            continue
-        missing = [key for key in error.validator_value if key not in error.instance] if error.validator == "required" else []
-        if missing and not path:
-            for key in missing:
-                found[(1, _FIELD_ORDER[key])] = f'falta o campo obrigatório "{key}".'
-            continue
-        # A missing sub-field reads like an empty one.
-        for field_path in [path + [key] for key in missing] or [path]:
-            messages = _field_schema(field_path)["x-mensagens"]
-            blank = isinstance(error.instance, str) and not error.instance.strip()
-            keyword = "blank" if blank or missing else error.validator
-            text = messages.get(keyword, messages["*"]).format(value=error.instance)
-            rank = (2, _FIELD_ORDER[field_path[0]], *(f"{step:05d}" if isinstance(step, int) else step for step in field_path[1:]))
-            found.setdefault(rank, f"campo {_field_name(field_path)} {text}")
+    for failure in all_failures(ENTRY_SCHEMA, entry):
+        path, parent = failure.path, failure.path[:-1]
+        if failure.keyword == "additionalProperties":
+            rank = (0,) if not parent else (2, _FIELD_ORDER[parent[0]], "")
+            found[(*rank, path[-1])] = (f'campo desconhecido "{field_name(path)}" '
+                                        f'(aceitos: {", ".join(failure.expected)}).')
+        elif failure.keyword == "required" and not parent:
+            found[(1, _FIELD_ORDER[path[0]])] = f'falta o campo obrigatório "{path[0]}".'
+        else:
+            # A missing sub-field reads like an empty one.
+            blank = failure.value is MISSING or (isinstance(failure.value, str) and not failure.value.strip())
+            text = describe(replace(failure, keyword="blank") if blank else failure)
+            rank = (2, _FIELD_ORDER[path[0]], *(f"{step:05d}" if isinstance(step, int) else step for step in path[1:]))
+            found.setdefault(rank, f"campo {_field_name(path)} {text}")
     return [found[key] for key in sorted(found)]
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from grader.core.course_folder import course_root
 from grader.core.errors import GraderError, os_reason
-from grader.core.kernel import DEFAULT_MEMORY_MB
 from grader.reports import console
 
 # subcommand -> (module, help shown by `grade --help`)
@@ -34,6 +33,8 @@ e mostra, nível por nível, o que passou e o que falhou.
 
 
 def grade_parser() -> argparse.ArgumentParser:
+    from grader.core.kernel import DEFAULT_MEMORY_MB  # only grading needs the kernel module: `grade list` starts without it
+
     parser = console.ArgumentParser(prog="grade", usage=USAGE.split("\n\n")[0].removeprefix("uso: "),
                                      description="Corrige um exercício do curso.")
     parser.add_argument("exercise", metavar="exercise-N", help="o exercício a corrigir, por exemplo exercise-3")

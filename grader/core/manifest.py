@@ -1,11 +1,10 @@
 """The exercise manifest: order, titles, levels and tiered hints of every exercise.
 
 `manifest.yaml` (beside this module) is the single source. Loading validates its
-shape strictly and reports the first problem with the exact place in the file,
-in Portuguese, because instructors edit it by hand.
+shape against MANIFEST_SCHEMA and reports the first problem with the exact place in
+the file, in Portuguese, because instructors edit it by hand.
 """
 from __future__ import annotations
-from grader.core.errors import os_reason
 
 import re
 from dataclasses import dataclass
@@ -14,13 +13,14 @@ from pathlib import Path
 
 import yaml
 
-MANIFEST_PATH = Path(__file__).with_name("manifest.yaml")
+from grader.core.errors import os_reason
+from grader.core.schema_errors import NON_BLANK, Failure, describe, field_name, first_failure
 
-_EXERCISE_NAME = re.compile(r"^exercise-(\d+)$")
-_TOP_KEYS = {"version", "exercises"}
-_EXERCISE_KEYS = {"name", "title", "levels"}
-_LEVEL_KEYS = {"level", "title", "hints"}
-_OPTIONAL_LEVEL_KEYS = {"points", "check_points"}
+MANIFEST_PATH = Path(__file__).with_name("manifest.yaml")
+# libyaml's parser when PyYAML has it (its wheels do): the pure-Python one takes ~25 ms of
+# every `grade` start on this file, more than validating it against MANIFEST_SCHEMA.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 
 class ManifestError(ValueError):
@@ -85,99 +85,121 @@ def unknown_exercise_message(name: str, known: list[str]) -> str:
     )
 
 
+_TEXT = {"type": "string", "pattern": NON_BLANK}
+_POINTS = {"type": "number", "exclusiveMinimum": 0}
+_EXERCISE_NAME = r"^exercise-[0-9]+$"
+# The file's shape as JSON Schema (Draft 2020-12), checked by fastjsonschema: `grade list`
+# reads this file on every start, and fastjsonschema costs a few milliseconds there where
+# jsonschema would cost more than the command. What a schema cannot say (numbers and names
+# in order) is checked after it, in _check_order.
+MANIFEST_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["version", "exercises"],
+    "additionalProperties": False,
+    "properties": {
+        "version": {"const": 1, "x-mensagens": {"*": "versão {value!r} não suportada (esperada: 1)"}},
+        "exercises": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["name", "title", "levels"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "pattern": _EXERCISE_NAME,
+                         "x-mensagens": {"*": "deveria ter a forma exercise-N, é {value!r}"}},
+                "title": _TEXT,
+                "levels": {"type": "array", "minItems": 1, "items": {
+                    "type": "object",
+                    "required": ["level", "title", "hints"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "level": {"type": "integer", "minimum": 1},
+                        "title": _TEXT,
+                        "hints": {"type": "array", "items": _TEXT, "x-mensagens": {
+                            "*": "deveria ser uma lista de textos (pode ser vazia: [])"}},
+                        "points": _POINTS,
+                        "check_points": {
+                            "type": "object", "minProperties": 1,
+                            "additionalProperties": {"type": "number", "minimum": 0},
+                            "x-mensagens": {"type": "deveria ser um mapeamento nome_da_verificacao: pontos",
+                                            "minProperties": "deveria ser um mapeamento nome_da_verificacao: pontos"},
+                        },
+                    },
+                    "x-mensagens": {"type": "cada nível deveria ser um mapeamento com level, title e hints"},
+                }, "x-mensagens": {"*": "deveria ser uma lista com pelo menos um nível"}},
+            },
+            "x-mensagens": {"type": "cada exercício deveria ser um mapeamento com name, title e levels"},
+        }, "x-mensagens": {"*": "deveria ser uma lista com pelo menos um exercício"}},
+    },
+    "x-mensagens": {"type": "o arquivo deveria ser um mapeamento com 'version' e 'exercises'"},
+}
+
+
 def _fail(source: Path, where: str, problem: str) -> ManifestError:
-    return ManifestError(f"{source.name}: {where}: {problem}")
+    return ManifestError(f"{source.name}: {where}: {problem}" if where else f"{source.name}: {problem}")
 
 
-def _check_keys(source: Path, where: str, data: dict, allowed: set[str], optional: set[str] = frozenset()) -> None:
-    unknown = sorted(set(data) - allowed - optional)
-    if unknown:
-        raise _fail(source, where, f"chave desconhecida {unknown[0]!r} (aceitas: {', '.join(sorted(allowed | optional))})")
-    missing = sorted(allowed - set(data))
-    if missing:
-        raise _fail(source, where, f"falta a chave {missing[0]!r}")
+def _where(data: dict, path: tuple) -> str:
+    """The place of ``path`` as an instructor finds it: ``exercise-1.levels[0].title`` once the
+    exercise has a well-formed name (its own ``name`` field keeps ``exercises[0].name``)."""
+    if len(path) > 2 and path[0] == "exercises":
+        name = data["exercises"][path[1]].get("name")
+        if isinstance(name, str) and re.match(_EXERCISE_NAME, name):
+            return field_name((name, *path[2:]))
+    return field_name(path)
 
 
-def _text(source: Path, where: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(source, where, "deveria ser um texto não vazio")
+def _schema_problem(data: object, failure: Failure, source: Path) -> ManifestError:
+    *parent, key = failure.path or ("",)
+    if failure.keyword == "required":
+        return _fail(source, _where(data, tuple(parent)) or "raiz", f"falta a chave {key!r}")
+    if failure.keyword == "additionalProperties":
+        return _fail(source, _where(data, tuple(parent)) or "raiz",
+                     f"chave desconhecida {key!r} (aceitas: {', '.join(sorted(failure.expected))})")
+    return _fail(source, _where(data, failure.path), describe(failure, found=", é {value!r}"))
+
+
+def _check_order(data: dict, source: Path) -> None:
+    """Exercise names and level numbers follow their positions: exercise-1, exercise-2...;
+    levels 1, 2, 3... (a schema cannot compare a value with its position)."""
+    for position, exercise in enumerate(data["exercises"], start=1):
+        name = exercise["name"]
+        if name != f"exercise-{position}":
+            raise _fail(source, f"exercises[{position - 1}].name",
+                        f"a posição {position} da lista deveria ser exercise-{position}, é {name}")
+        for index, level in enumerate(exercise["levels"]):
+            if type(level["level"]) is not int or level["level"] != index + 1:
+                raise _fail(source, f"{name}.levels[{index}].level",
+                            f"deveria ser {index + 1} (níveis numerados 1, 2, 3... em ordem), é {level['level']!r}")
+
+
+def _text(value: str) -> str:
     return " ".join(value.split())
 
 
-def _points(source: Path, where: str, value: object, allow_zero: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
-        wanted = "um número maior ou igual a zero" if allow_zero else "um número maior que zero"
-        raise _fail(source, where, f"deveria ser {wanted}, é {value!r}")
-    return float(value)
-
-
-def _check_points(source: Path, where: str, value: object) -> tuple[tuple[str, float], ...]:
-    if not isinstance(value, dict) or not value:
-        raise _fail(source, where, "deveria ser um mapeamento nome_da_verificacao: pontos")
-    return tuple(
-        (_text(source, where, name), _points(source, f"{where}.{name}", points, allow_zero=True))
-        for name, points in value.items()
-    )
-
-
-def _parse_level(source: Path, where: str, data: object, expected_number: int) -> Level:
-    if not isinstance(data, dict):
-        raise _fail(source, where, "cada nível deveria ser um mapeamento com level, title e hints")
-    _check_keys(source, where, data, _LEVEL_KEYS, _OPTIONAL_LEVEL_KEYS)
-    number = data["level"]
-    if not isinstance(number, int) or isinstance(number, bool) or number != expected_number:
-        raise _fail(source, f"{where}.level", f"deveria ser {expected_number} (níveis numerados 1, 2, 3... em ordem), é {number!r}")
-    hints = data["hints"]
-    if not isinstance(hints, list):
-        raise _fail(source, f"{where}.hints", "deveria ser uma lista de textos (pode ser vazia: [])")
+def _level(data: dict) -> Level:
     return Level(
-        number=number,
-        title=_text(source, f"{where}.title", data["title"]),
-        hints=tuple(_text(source, f"{where}.hints[{i}]", hint) for i, hint in enumerate(hints)),
-        points=_points(source, f"{where}.points", data["points"], allow_zero=False) if "points" in data else None,
-        check_points=_check_points(source, f"{where}.check_points", data["check_points"]) if "check_points" in data else (),
-    )
-
-
-def _parse_exercise(source: Path, where: str, data: object, position: int) -> Exercise:
-    if not isinstance(data, dict):
-        raise _fail(source, where, "cada exercício deveria ser um mapeamento com name, title e levels")
-    _check_keys(source, where, data, _EXERCISE_KEYS)
-    name = data["name"]
-    expected = f"exercise-{position}"
-    if not isinstance(name, str) or not _EXERCISE_NAME.match(name):
-        raise _fail(source, f"{where}.name", f"deveria ter a forma exercise-N, é {name!r}")
-    if name != expected:
-        raise _fail(source, f"{where}.name", f"a posição {position} da lista deveria ser {expected}, é {name}")
-    levels = data["levels"]
-    if not isinstance(levels, list) or not levels:
-        raise _fail(source, f"{name}.levels", "deveria ser uma lista com pelo menos um nível")
-    return Exercise(
-        name=name,
-        title=_text(source, f"{name}.title", data["title"]),
-        levels=tuple(
-            _parse_level(source, f"{name}.levels[{i}]", level, i + 1) for i, level in enumerate(levels)
-        ),
+        number=data["level"],
+        title=_text(data["title"]),
+        hints=tuple(_text(hint) for hint in data["hints"]),
+        points=float(data["points"]) if "points" in data else None,
+        check_points=tuple((_text(str(name)), float(points)) for name, points in data.get("check_points", {}).items()),
     )
 
 
 def parse_manifest(text: str, source: Path = MANIFEST_PATH) -> Manifest:
     """Parse and validate manifest text; raise ManifestError naming the bad spot."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as error:
         raise ManifestError(f"{source.name}: YAML inválido: {error}") from None
-    if not isinstance(data, dict):
-        raise ManifestError(f"{source.name}: o arquivo deveria ser um mapeamento com 'version' e 'exercises'")
-    _check_keys(source, "raiz", data, _TOP_KEYS)
-    if data["version"] != 1:
-        raise _fail(source, "version", f"versão {data['version']!r} não suportada (esperada: 1)")
-    exercises = data["exercises"]
-    if not isinstance(exercises, list) or not exercises:
-        raise _fail(source, "exercises", "deveria ser uma lista com pelo menos um exercício")
+    failure = first_failure(MANIFEST_SCHEMA, data)
+    if failure is not None:
+        raise _schema_problem(data, failure, source)
+    _check_order(data, source)
     return Manifest(
         exercises=tuple(
-            _parse_exercise(source, f"exercises[{i}]", item, i + 1) for i, item in enumerate(exercises)
+            Exercise(name=item["name"], title=_text(item["title"]), levels=tuple(map(_level, item["levels"])))
+            for item in data["exercises"]
         ),
         source=source,
     )
