@@ -1,6 +1,6 @@
-"""`grade batch` leaves nothing in the temp folder, however it ends: the folders of workers it
-had to kill (Ctrl-C) go with the batch's scratch folder, and a batch killed outright leaves one
-folder that the next batch removes."""
+"""`grade` and `grade batch` leave nothing in the temp folder, however they end: the folders of
+workers a batch had to kill (Ctrl-C) go with the batch's scratch folder, and a grading or batch
+killed outright leaves one folder that the next one removes."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from grader.instructor.scratch import PREFIX, batch_scratch, remove_abandoned
+from grader.core.scratch import BATCH, remove_abandoned, scratch_folder
+
+PREFIX = f"grade-{BATCH}-"
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "exercise-3.ipynb"
@@ -77,6 +79,29 @@ def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_pa
     assert list(temp.iterdir()) == []
 
 
+def test_a_grading_closed_with_its_terminal_leaves_one_folder_the_next_grading_removes(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    shutil.copyfile(SOLUTION, notebook)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT), "GRADE_STATE_FILE": str(tmp_path / "s.json")}
+    command = [sys.executable, "-m", "grader.cli", "exercise-3", "--notebook", str(notebook)]
+    process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not any(temp.glob("grade-*/checks")):  # the grading has started in its folder
+        assert process.poll() is None and time.monotonic() < deadline, "the grading never started"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGHUP)  # the terminal closed: Python dies without cleaning up
+    process.wait()
+    left = [p.name for p in temp.iterdir()]
+    assert len(left) == 1 and left[0].startswith(f"grade-{process.pid}-"), left
+
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(temp.iterdir()) == []
+
+
 def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):
     ended = tmp_path / f"{PREFIX}{dead_pid()}-abc"
     (ended / "grade-x").mkdir(parents=True)
@@ -89,17 +114,21 @@ def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):
     trap.symlink_to(outside, target_is_directory=True)
     unrelated = tmp_path / "grade-lote-nao-e-numero-x"
     unrelated.mkdir()
+    lookalike = tmp_path / "grade-12345678"  # a folder tempfile named at random, no pid in it
+    lookalike.mkdir()
+    ended_grading = tmp_path / f"grade-{dead_pid()}-xyz"
+    ended_grading.mkdir()
 
-    assert remove_abandoned(tmp_path) == [ended]
-    assert not ended.exists()
-    assert running.is_dir() and unrelated.is_dir() and trap.is_symlink()
+    assert sorted(remove_abandoned(tmp_path)) == sorted([ended, ended_grading])
+    assert not ended.exists() and not ended_grading.exists()
+    assert running.is_dir() and unrelated.is_dir() and lookalike.is_dir() and trap.is_symlink()
     assert (outside / "keep").is_dir()
 
 
 def test_the_scratch_folder_goes_even_when_the_batch_raises(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     try:
-        with batch_scratch() as scratch:
+        with scratch_folder(BATCH) as scratch:
             (scratch / "grade-abc").mkdir()
             raise KeyboardInterrupt
     except KeyboardInterrupt:

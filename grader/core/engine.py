@@ -6,7 +6,6 @@ becomes a report whose checks fail with a Portuguese message.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +18,7 @@ from grader.core.fixture_loader import load_fixtures
 from grader.core.kernel import DEFAULT_MEMORY_MB
 from grader.core.notebook_file import read_notebook
 from grader.core.points import points_for
+from grader.core.scratch import scratch_folder
 from grader.core.results import FAIL, KERNEL_DIED, MEMORY_EXHAUSTED, CheckResult, GradeReport
 from grader.core.sandbox import Sandbox
 
@@ -149,7 +149,7 @@ def grade_with_fixtures(
         report.checks = [_failed(planned, problem.message) for planned in plan]
         return with_points(report, points)
 
-    with (prelaunched.folder() if prelaunched else tempfile.TemporaryDirectory(prefix="grade-")) as temporary:
+    with (prelaunched.folder() if prelaunched else scratch_folder()) as temporary:
         workdir = Path(temporary)
         spec = {
             "exercise": exercise,

@@ -39,7 +39,7 @@ from grader.reports import console
 from grader.core.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
-from grader.instructor.scratch import batch_scratch
+from grader.core.scratch import BATCH, scratch_folder
 
 DEFAULT_TIMEOUT = 300.0
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
@@ -522,7 +522,7 @@ def grade_all(
 ) -> list[Row]:
     """Grade every submission with `jobs` warm workers at once; rows in submission order."""
     pool = pool or WorkerPool()
-    with batch_scratch() as scratch:
+    with scratch_folder(BATCH) as scratch:
         pool.temp_root = scratch
         try:
             needed = any(submission.notebook for submission in submissions)
