@@ -22,10 +22,23 @@ UNLISTED = {2: {"expect.saves"}}
 COMMON = ("workspace.",)  # documented once, in "Campos que se repetem"
 
 
+def schema_fields(schema: dict, prefix: str = "") -> set[str]:
+    """Every key a fixture schema names, dotted; a checkpoint's own fields are documented once,
+    in "Campos que se repetem" (test_the_checkpoint_and_workspace_tables_match_their_schemas)."""
+    fields = set()
+    for key, sub in schema.get("properties", {}).items():
+        fields.add(prefix + key)
+        if sub is not fixture_shape.CHECKPOINT_SCHEMA:
+            fields |= schema_fields(sub, f"{prefix}{key}.")
+    return fields
+
+
 def accepted_fields(number: int) -> set[str]:
-    """Every key the exercise's validator accepts, seen by spying on its allow-lists while it
+    """Every key the exercise's fixtures may have: the properties of its FIXTURE_SCHEMAS, and
+    the keys its hand-written checks allow, seen by spying on their allow-lists while it
     validates the shipped fixtures."""
     module = importlib.import_module(f"grader.checks.exercise_{number}")
+    from_schemas = {field for schema in module.fixtures.FIXTURE_SCHEMAS for field in schema_fields(schema)}
     original = fixture_shape.unknown_keys
     seen: set[str] = set()
 
@@ -44,7 +57,7 @@ def accepted_fields(number: int) -> set[str]:
     finally:
         for holder in holders:
             holder.unknown_keys = original
-    return seen | UNLISTED.get(number, set())
+    return seen | from_schemas | UNLISTED.get(number, set())
 
 
 def section(title: str) -> str:
@@ -63,6 +76,28 @@ def test_every_fixture_field_is_documented_in_its_exercise_section(number):
     missing = [field for field in sorted(fields)
                if f"`{field}`" not in (common if field.startswith(COMMON) else own)]
     assert missing == [], f"exercise-{number}: fields not in docs/fixtures.md: {missing}"
+
+
+def table_fields(text: str) -> set[str]:
+    """The fields a section's tables document: the backticked names of each row's first cell."""
+    cells = re.findall(r"^\| (`[^|]*`) \|", text, flags=re.M)
+    return {name for cell in cells for name in re.findall(r"`([^`]+)`", cell)}
+
+
+@pytest.mark.parametrize("number", EXERCISES)
+def test_every_documented_field_is_one_the_fixtures_accept(number):
+    documented = table_fields(section(f"### exercise-{number}"))
+    assert documented, number
+    unknown = sorted(documented - accepted_fields(number))
+    assert unknown == [], f"exercise-{number}: docs/fixtures.md documents fields no fixture accepts: {unknown}"
+
+
+def test_the_checkpoint_and_workspace_tables_match_their_schemas():
+    common = table_fields(section("## Campos que se repetem"))
+    checkpoint = set(fixture_shape.CHECKPOINT_SCHEMA["properties"])
+    workspace = schema_fields(fixture_shape.WORKSPACE_SCHEMA, "workspace.")
+    assert checkpoint == set(fixture_shape.CHECKPOINT_FIELDS)
+    assert common == checkpoint | workspace
 
 
 def blocks(kind: str) -> list[str]:

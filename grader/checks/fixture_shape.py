@@ -1,17 +1,91 @@
-"""Reusable fixture-shape validators. Each returns a list of Portuguese problems, each
-naming the field (``campo `checkpoint.turns`: ...``); an empty list means the shape is fine."""
+"""The fixture shapes the exercises share, as JSON Schema (Draft 2020-12, checked by
+jsonschema: every problem at once), and the rules a schema cannot say, run once the shape is
+fine. Each function returns Portuguese problems naming the field (``campo `checkpoint.turns`:
+...``); an empty list means the fixture is fine."""
 from __future__ import annotations
 
 from typing import Any
 
 from grader.checks.framework import content_blocks
+from grader.core.schema_errors import NON_BLANK, all_failures, describe, field_name
 
 CHECKPOINT_FIELDS = ("version", "task", "turns", "tokens_used", "messages", "pending_tool_use")
-SCRIPTED_RUN_KEYS = {"description", "kind", "task", "workspace", "responses", "max_turns", "expect"}
+
+TEXT = {"type": "string", "pattern": NON_BLANK}
+COUNT = {"type": "integer", "minimum": 0}
+POSITIVE = {"type": "integer", "minimum": 1}
+TEXTS = {"type": "array", "items": TEXT, "x-mensagens": {"*": "deveria ser uma lista de textos"}}
+
+_BLOCK = {"type": "object", "required": ["type"], "properties": {
+    "type": {"type": "string", "x-mensagens": {"*": "cada bloco precisa de um campo 'type' (texto)",
+                                               "required": "cada bloco precisa de um campo 'type' (texto)"}}},
+    "x-mensagens": {"type": "cada bloco deveria ser um objeto com um campo 'type'"}}
+_MESSAGE = {
+    "type": "object",
+    "required": ["role", "content"],
+    "properties": {
+        "role": {"enum": ["user", "assistant"]},
+        "content": {"type": ["string", "array"], "minItems": 1, "items": _BLOCK,
+                    "x-mensagens": {"type": "deveria ser um texto ou uma lista de blocos",
+                                    "minItems": "deveria ser um texto ou uma lista não vazia de blocos"}},
+    },
+    "x-mensagens": {"type": "cada mensagem deveria ser um objeto com role e content"},
+}
+_CALL = {
+    "type": "object",
+    "required": ["id", "name", "input"],
+    "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "input": {"type": "object"}},
+    "x-mensagens": {"type": "deveria ser um objeto {id, name, input}"},
+}
+# A run state / checkpoint v1, as the lessons save it (extra fields are tolerated, as
+# load_checkpoint tolerates them).
+CHECKPOINT_SCHEMA = {
+    "type": "object",
+    "required": list(CHECKPOINT_FIELDS),
+    "properties": {
+        "version": {"const": 1},
+        "task": TEXT,
+        "turns": COUNT,
+        "tokens_used": COUNT,
+        "messages": {"type": "array", "minItems": 1, "items": _MESSAGE,
+                     "x-mensagens": {"type": "deveria ser uma lista não vazia de mensagens",
+                                     "minItems": "deveria ser uma lista não vazia de mensagens"}},
+        "pending_tool_use": {"type": ["array", "null"], "minItems": 1, "items": _CALL, "x-mensagens": {
+            "type": "deveria ser null ou uma lista não vazia de {id, name, input}",
+            "minItems": "deveria ser null ou uma lista não vazia de {id, name, input}"}},
+    },
+    "x-mensagens": {"type": "obrigatório, deveria ser um objeto com " + ", ".join(CHECKPOINT_FIELDS)},
+}
+_OBJECTS = {"type": "array", "items": {"type": "object"}, "x-mensagens": {"*": "deveria ser uma lista de objetos"}}
+# The world a fixture starts in; a file's path stays inside the sandbox (not absolute, no "..").
+WORKSPACE_SCHEMA = {
+    "type": ["object", "null"],
+    "additionalProperties": False,
+    "properties": {
+        "files": {
+            "type": "object",
+            "propertyNames": {"not": {"pattern": r"^/|(^|/)\.\.(/|$)"},
+                              "x-mensagens": {"*": "o caminho {value!r} precisa ficar dentro da sandbox"}},
+            "additionalProperties": {"type": "string"},
+            "x-mensagens": {"type": "deveria mapear caminho relativo -> conteúdo (texto)"},
+        },
+        "outbox": _OBJECTS,
+        "tickets": _OBJECTS,
+    },
+    "x-mensagens": {"type": "deveria ser um objeto com files, outbox e tickets (todos opcionais)"},
+}
 
 
 def problem(field: str, text: str) -> str:
     return f"campo `{field}`: {text}"
+
+
+def schema_problems(schema: dict, data: Any, field: str = "") -> list[str]:
+    """Every way ``data`` breaks ``schema``, one Portuguese problem per field; ``field`` names
+    where ``data`` sits in the fixture."""
+    prefix = (field,) if field else ()
+    return [problem(field_name((*prefix, *failure.path)), describe(failure))
+            for failure in all_failures(schema, data)]
 
 
 def is_count(value: Any) -> bool:
@@ -41,55 +115,20 @@ def count_problems(data: dict, keys: tuple[str, ...], field: str) -> list[str]:
     ]
 
 
-def messages_problems(messages: Any, field: str) -> list[str]:
-    if not isinstance(messages, list) or not messages:
-        return [problem(field, "deveria ser uma lista não vazia de mensagens")]
-    problems = []
-    for index, message in enumerate(messages):
-        where = f"{field}[{index}]"
-        if not isinstance(message, dict):
-            problems.append(problem(where, "cada mensagem deveria ser um objeto com role e content"))
-            continue
-        if message.get("role") not in ("user", "assistant"):
-            problems.append(problem(f"{where}.role", f"deveria ser 'user' ou 'assistant' (é {message.get('role')!r})"))
-        content = message.get("content")
-        if isinstance(content, str):
-            continue
-        if not isinstance(content, list) or not content:
-            problems.append(problem(f"{where}.content", "deveria ser um texto ou uma lista de blocos"))
-            continue
-        for position, block in enumerate(content):
-            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                problems.append(problem(f"{where}.content[{position}]", "cada bloco precisa de um campo 'type'"))
-    return problems
-
-
-def pending_problems(pending: Any, messages: Any, field: str) -> list[str]:
-    """pending_tool_use is None or a non-empty list of {id, name, input} that matches the
-    tool_use blocks of the last assistant message."""
+def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
+    """What CHECKPOINT_SCHEMA cannot say: pending_tool_use matches the tool_use blocks of the
+    last assistant message (same ids, names and inputs), and is null only when that message
+    asks for no tool."""
+    last = messages[-1]
+    uses = {block.get("id"): block for block in content_blocks(last, "tool_use")}
     if pending is None:
-        if isinstance(messages, list) and messages and isinstance(messages[-1], dict) \
-                and messages[-1].get("role") == "assistant" and content_blocks(messages[-1], "tool_use"):
+        if last["role"] == "assistant" and uses:
             return [problem(field, "é null, mas a última mensagem tem tool_use sem tool_result; "
                                    "liste essas chamadas aqui")]
         return []
-    if not isinstance(pending, list) or not pending:
-        return [problem(field, "deveria ser null ou uma lista não vazia de {id, name, input}")]
-    problems = []
-    for index, call in enumerate(pending):
-        where = f"{field}[{index}]"
-        if not isinstance(call, dict):
-            problems.append(problem(where, "deveria ser um objeto {id, name, input}"))
-            continue
-        for key, kind in (("id", str), ("name", str), ("input", dict)):
-            if not isinstance(call.get(key), kind):
-                problems.append(problem(f"{where}.{key}", f"obrigatório, deveria ser {'um texto' if kind is str else 'um objeto'}"))
-    if problems or not isinstance(messages, list) or not messages:
-        return problems
-    last = messages[-1]
-    uses = {b.get("id"): b for b in content_blocks(last, "tool_use")} if isinstance(last, dict) else {}
-    if not isinstance(last, dict) or last.get("role") != "assistant" or not uses:
+    if last["role"] != "assistant" or not uses:
         return [problem(field, "há chamadas pendentes, mas a última mensagem não é do assistente com tool_use")]
+    problems = []
     for index, call in enumerate(pending):
         block = uses.get(call["id"])
         if block is None:
@@ -108,62 +147,54 @@ def pending_ids(checkpoint: Any) -> list | None:
     return [call.get("id") for call in pending or [] if isinstance(call, dict)]
 
 
-def checkpoint_problems(checkpoint: Any, field: str = "checkpoint", versions: tuple[int, ...] = (1,)) -> list[str]:
-    """Shape of a run state / checkpoint v1 (version, task, turns, tokens_used, messages,
-    pending_tool_use)."""
-    if not isinstance(checkpoint, dict):
-        return [problem(field, "obrigatório, deveria ser um objeto com " + ", ".join(CHECKPOINT_FIELDS))]
-    problems = [problem(f"{field}.{key}", "obrigatório") for key in CHECKPOINT_FIELDS if key not in checkpoint]
+def checkpoint_problems(checkpoint: Any, field: str = "checkpoint") -> list[str]:
+    """Shape of a run state / checkpoint v1 (CHECKPOINT_SCHEMA), then its pending calls."""
+    problems = schema_problems(CHECKPOINT_SCHEMA, checkpoint, field)
     if problems:
         return problems
-    if checkpoint["version"] not in versions:
-        problems.append(problem(f"{field}.version", f"deveria ser {' ou '.join(map(str, versions))} (é {checkpoint['version']!r})"))
-    problems += required_text(checkpoint, "task", f"{field}.task")
-    problems += count_problems(checkpoint, ("turns", "tokens_used"), field)
-    problems += messages_problems(checkpoint["messages"], f"{field}.messages")
-    problems += pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], f"{field}.pending_tool_use")
-    return problems
+    return pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], f"{field}.pending_tool_use")
 
 
 def workspace_problems(workspace: Any, field: str = "workspace") -> list[str]:
     """Optional world of the fixture: files (path -> text), outbox (emails), tickets."""
-    if workspace is None:
-        return []
-    if not isinstance(workspace, dict):
-        return [problem(field, "deveria ser um objeto com files, outbox e tickets (todos opcionais)")]
-    problems = unknown_keys(workspace, {"files", "outbox", "tickets"}, field)
-    files = workspace.get("files", {})
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        problems.append(problem(f"{field}.files", "deveria mapear caminho relativo -> conteúdo (texto)"))
-    else:
-        for path in files:
-            if path.startswith("/") or ".." in path.split("/"):
-                problems.append(problem(f"{field}.files", f"o caminho {path!r} precisa ficar dentro da sandbox"))
-    for key in ("outbox", "tickets"):
-        value = workspace.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-            problems.append(problem(f"{field}.{key}", "deveria ser uma lista de objetos"))
-    return problems
+    return schema_problems(WORKSPACE_SCHEMA, workspace, field)
 
 
-def scripted_run_problems(data: dict) -> list[str]:
-    """Shape of a fixture that runs the student's loop against a scripted model: description,
-    task, the optional workspace, responses the offline endpoint can serve, and max_turns >= 1
-    when present. ``expect`` is the exercise's to check, once this shape is fine."""
+def response_problems(responses: list) -> list[str]:
+    """Each scripted response must be one the offline endpoint can serve (the SDK's own model
+    of a Message checks it, which a schema here would only copy)."""
     from harness.fake_endpoint import expand_response
 
-    problems = unknown_keys(data, SCRIPTED_RUN_KEYS)
-    problems += required_text(data, "description", "description")
-    problems += required_text(data, "task", "task")
-    problems += workspace_problems(data.get("workspace"))
-    responses = data.get("responses")
-    if not isinstance(responses, list) or not responses:
-        return problems + [problem("responses", "obrigatório, deveria ser uma lista não vazia de respostas")]
+    problems = []
     for index, response in enumerate(responses):
         try:
             expand_response(response, index)
         except (ValueError, TypeError) as error:
             problems.append(problem(f"responses[{index}]", str(error)))
-    if "max_turns" in data and (not is_count(data["max_turns"]) or data["max_turns"] < 1):
-        problems.append(problem("max_turns", f"deveria ser um inteiro >= 1 (é {data['max_turns']!r})"))
     return problems
+
+
+def scripted_run_schema(expect: dict) -> dict:
+    """The shape of a fixture that runs the student's loop against a scripted model, with the
+    exercise's own ``expect``."""
+    return {
+        "type": "object",
+        "required": ["description", "task", "responses", "expect"],
+        "additionalProperties": False,
+        "properties": {
+            "description": TEXT,
+            "kind": {"const": "run"},
+            "task": TEXT,
+            "workspace": WORKSPACE_SCHEMA,
+            "responses": {"type": "array", "minItems": 1, "x-mensagens": {
+                "*": "deveria ser uma lista não vazia de respostas"}},
+            "max_turns": {"type": "integer", "minimum": 1},
+            "expect": expect,
+        },
+    }
+
+
+def scripted_run_problems(data: dict, schema: dict) -> list[str]:
+    """Shape of a scripted-run fixture (``schema``, from scripted_run_schema), then each
+    response; ``expect``'s values are the exercise's to check, once this shape is fine."""
+    return schema_problems(schema, data) or response_problems(data["responses"])

@@ -74,14 +74,14 @@ def describe(failure: Failure, found: str = " (é {value!r})") -> str:
     ``x-mensagens`` when it has them, else the default for the keyword; ``found`` is how a
     default shows the value found."""
     messages = failure.schema.get("x-mensagens", {})
-    text = messages.get(failure.keyword, messages.get("*"))
-    if text is not None:
-        return text.format(value=failure.value)
+    text = messages.get(failure.keyword, None if failure.keyword == "required" else messages.get("*"))
+    if text is not None:  # only {value} and {value!r} are filled: other braces are the message's own
+        return text.replace("{value!r}", repr(failure.value)).replace("{value}", str(failure.value))
     if failure.keyword == "required":
-        return "obrigatório"
+        return messages.get("required", "obrigatório")
     if failure.keyword == "additionalProperties":
         return f"chave desconhecida (aceitas: {', '.join(failure.expected)})"
-    return "deveria ser " + expectation(failure.schema) + found.format(value=failure.value)
+    return "deveria ser " + expectation(failure.schema) + found.replace("{value!r}", repr(failure.value))
 
 
 def _allowed(schema: dict) -> list[str]:

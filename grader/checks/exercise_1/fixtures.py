@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grader.checks.fixture_shape import problem, required_text, scripted_run_problems, unknown_keys
+from grader.checks.fixture_shape import COUNT, scripted_run_schema, problem, required_text, scripted_run_problems, unknown_keys
 from grader.checks.framework import Exercise, Fixture, plain_text, response_tokens
 from grader.core.plural import quantity
 
@@ -85,6 +85,17 @@ def kept_out_ids(fixture: Fixture) -> set:
             for block in response.get("content", []) if block.get("type") == "tool_use"}
 
 
+# A scripted run's expect: what a correct loop does with the script (checked against it).
+RUN_SCHEMA = scripted_run_schema({
+    "type": "object",
+    "required": ["model_calls", "tokens_used", "status"],
+    "additionalProperties": False,
+    "properties": {"model_calls": COUNT, "tokens_used": COUNT, "status": {"type": "string"}},
+    "x-mensagens": {"type": "deveria ser {model_calls, tokens_used, status}"},
+})
+FIXTURE_SCHEMAS = (RUN_SCHEMA,)  # its other kind is still checked by hand below
+
+
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
     kind = data.get("kind")
@@ -106,16 +117,13 @@ def validate_fixture(data: dict) -> list[str]:
 
 
 def validate_run_fixture(data: dict) -> list[str]:
-    problems = scripted_run_problems(data)
+    problems = scripted_run_problems(data, RUN_SCHEMA)
     if problems:
         return problems
     run = expected_run(data)
     if run.status == "running" and run.calls < data.get("max_turns", 10**9):
         problems.append(problem("responses", "o roteiro acaba antes de a execução terminar; acrescente uma resposta final ou defina max_turns"))
-    expect = data.get("expect")
-    if not isinstance(expect, dict):
-        return problems + [problem("expect", "obrigatório, deveria ser {model_calls, tokens_used, status}")]
-    problems += unknown_keys(expect, {"model_calls", "tokens_used", "status"}, "expect")
+    expect = data["expect"]
     if expect.get("model_calls") != run.calls:
         problems.append(problem("expect.model_calls", f"pelo roteiro, um loop correto faz {quantity(run.calls, 'chamada', 'chamadas')} (está {expect.get('model_calls')!r})"))
     if expect.get("tokens_used") != run.tokens:

@@ -1,7 +1,7 @@
 """Exercise 2 and the shape of its fixtures: files for ``load_checkpoint`` (level 2) and scripted runs (level 3), as ``grade fixtures`` checks them."""
 from __future__ import annotations
 
-from grader.checks.fixture_shape import is_count, problem, required_text, scripted_run_problems, unknown_keys
+from grader.checks.fixture_shape import COUNT, scripted_run_schema, is_count, problem, required_text, scripted_run_problems, unknown_keys
 from grader.checks.framework import Exercise, Fixture, is_kind
 from grader.core.plural import quantity
 
@@ -31,6 +31,17 @@ def expected_saves(data: dict) -> int:
 
 def has_tool_turns(fixture: Fixture) -> bool:
     return is_kind("run")(fixture) and any(r.get("stop_reason") == "tool_use" for r in scripted_turns(fixture.data))
+
+
+# A scripted run's expect: what a correct loop does with the script (checked against it).
+RUN_SCHEMA = scripted_run_schema({
+    "type": "object",
+    "required": ["saves"],
+    "additionalProperties": False,
+    "properties": {"saves": COUNT},
+    "x-mensagens": {"type": "deveria ser {saves}"},
+})
+FIXTURE_SCHEMAS = (RUN_SCHEMA,)  # its other kind is still checked by hand below
 
 
 @EXERCISE.fixture_validator
@@ -70,12 +81,10 @@ def validate_load_fixture(data: dict) -> list[str]:
 
 
 def validate_run_fixture(data: dict) -> list[str]:
-    problems = scripted_run_problems(data)
+    problems = scripted_run_problems(data, RUN_SCHEMA)
     if problems:
         return problems
-    expect = data.get("expect")
-    saves = expected_saves(data)
-    if not isinstance(expect, dict) or expect.get("saves") != saves:
-        got = expect.get("saves") if isinstance(expect, dict) else expect
+    saves, got = expected_saves(data), data["expect"]["saves"]
+    if got != saves:
         problems.append(problem("expect.saves", f"pelo roteiro, um loop correto grava {quantity(saves, 'vez', 'vezes')} (está {got!r})"))
     return problems

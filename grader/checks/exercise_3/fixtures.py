@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from grader.checks.fixture_shape import (
-    checkpoint_problems,
-    count_problems,
+    CHECKPOINT_SCHEMA,
+    COUNT,
+    TEXT,
+    WORKSPACE_SCHEMA,
     pending_ids,
+    pending_problems,
     problem,
-    required_text,
-    unknown_keys,
-    workspace_problems,
+    schema_problems,
 )
 from grader.checks.framework import Exercise, Fixture
 
@@ -19,30 +20,47 @@ EXERCISE = Exercise("exercise-3")
 ACTIONS = ("rerun", "is_error")
 
 
+# A crash scene: the checkpoint at the crash, the world, and what reconcile does with each
+# pending call.
+FIXTURE_SCHEMA = {
+    "type": "object",
+    "required": ["description", "checkpoint", "expect"],
+    "additionalProperties": False,
+    "properties": {
+        "description": TEXT,
+        "checkpoint": CHECKPOINT_SCHEMA,
+        "workspace": WORKSPACE_SCHEMA,
+        "expect": {
+            "type": "object",
+            "required": ["resume_action"],
+            "additionalProperties": False,
+            "properties": {
+                "resume_action": {"type": "object", "additionalProperties": {"enum": list(ACTIONS)}, "x-mensagens": {
+                    "*": "deveria mapear tool_use_id -> \"rerun\" ou \"is_error\" ({} quando nada está pendente)"}},
+                "outbox_after": COUNT,
+                "tickets_after": COUNT,
+            },
+            "x-mensagens": {"type": "deveria ser um objeto com resume_action"},
+        },
+    },
+}
+FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
+
+
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
-    problems = unknown_keys(data, {"description", "checkpoint", "workspace", "expect"})
-    problems += required_text(data, "description", "description")
-    problems += checkpoint_problems(data.get("checkpoint"))
-    problems += workspace_problems(data.get("workspace"))
-    expect = data.get("expect")
-    if not isinstance(expect, dict):
-        return problems + [problem("expect", "obrigatório, deveria ser um objeto com resume_action")]
-    problems += unknown_keys(expect, {"resume_action", "outbox_after", "tickets_after"}, "expect")
-    actions = expect.get("resume_action")
-    if not isinstance(actions, dict):
-        problems.append(problem("expect.resume_action", "obrigatório, deveria mapear tool_use_id -> \"rerun\" ou \"is_error\" ({} quando nada está pendente)"))
-    else:
-        for key, action in actions.items():
-            if action not in ACTIONS:
-                problems.append(problem(f"expect.resume_action.{key}", f"deveria ser \"rerun\" ou \"is_error\" (é {action!r})"))
-        ids = pending_ids(data.get("checkpoint"))
-        if ids is not None and sorted(map(str, actions)) != sorted(map(str, ids)):
-            problems.append(problem(
-                "expect.resume_action",
-                f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
-            ))
-    return problems + count_problems(expect, ("outbox_after", "tickets_after"), "expect")
+    problems = schema_problems(FIXTURE_SCHEMA, data)
+    if problems:
+        return problems
+    checkpoint, actions = data["checkpoint"], data["expect"]["resume_action"]
+    problems = pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], "checkpoint.pending_tool_use")
+    ids = pending_ids(checkpoint)
+    if sorted(actions) != sorted(ids):
+        problems.append(problem(
+            "expect.resume_action",
+            f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
+        ))
+    return problems
 
 
 def pending_calls(fixture: Fixture) -> list[dict]:

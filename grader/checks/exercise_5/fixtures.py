@@ -49,6 +49,9 @@ def _safe_relative(path: str) -> bool:
     return bool(path) and not path.startswith("/") and ".." not in parts and "" not in parts
 
 
+FIXTURE_SCHEMAS: tuple[dict, ...] = ()  # its own fields are checked by hand below; the shared ones by schema
+
+
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
     problems = unknown_keys(data, {"description", "run_dir", "mtimes", "workspace", "expect"})
