@@ -19,6 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "exercise-3.ipynb"
 
 
+def leftovers(temp: Path) -> list[str]:
+    """What is left in ``temp``, inside this user's folder of grading folders (which stays)."""
+    home = temp / f"grade-tmp-{os.geteuid()}"
+    others = [p.name for p in temp.iterdir() if p != home]
+    return others + ([p.name for p in home.iterdir()] if home.is_dir() else [])
+
+
 def dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -54,7 +61,7 @@ def wait_for_first_row(process: subprocess.Popen) -> None:
 def test_ctrl_c_leaves_no_temporary_folder_behind(tmp_path):
     process, temp = start_batch(tmp_path, copies=6, jobs=2)
     wait_for_first_row(process)
-    assert any(temp.iterdir()), "the batch should be working inside its temp folder"
+    assert leftovers(temp), "the batch should be working inside its temp folder"
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
@@ -62,7 +69,7 @@ def test_ctrl_c_leaves_no_temporary_folder_behind(tmp_path):
     assert (tmp_path / "notas.csv").exists()
     # The workers were killed mid-grading; their grading folders, kernels' files and the
     # template's socket folder all went with the batch's scratch folder.
-    assert sorted(p.name for p in temp.iterdir()) == []
+    assert leftovers(temp) == []
 
 
 def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_path):
@@ -70,13 +77,13 @@ def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_pa
     wait_for_first_row(process)
     process.kill()  # kill -9 of the batch itself: nothing of it runs to clean up
     process.wait()
-    left = [p.name for p in temp.iterdir()]
-    assert left == [name for name in left if name.startswith(f"{PREFIX}{process.pid}-")] and len(left) == 1, left
+    left = leftovers(temp)
+    assert len(left) == 1 and left[0].startswith(f"{PREFIX}{process.pid}-"), left
 
     again, _ = start_batch(tmp_path, copies=1, jobs=1)
     again.communicate(timeout=300)
     assert again.returncode == 0
-    assert list(temp.iterdir()) == []
+    assert leftovers(temp) == []
 
 
 def test_a_grading_closed_with_its_terminal_leaves_one_folder_the_next_grading_removes(tmp_path):
@@ -89,17 +96,17 @@ def test_a_grading_closed_with_its_terminal_leaves_one_folder_the_next_grading_r
     process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
-    while not any(temp.glob("grade-*/checks")):  # the grading has started in its folder
+    while not any(temp.glob("grade-tmp-*/grade-*/checks")):  # the grading has started in its folder
         assert process.poll() is None and time.monotonic() < deadline, "the grading never started"
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGHUP)  # the terminal closed: Python dies without cleaning up
     process.wait()
-    left = [p.name for p in temp.iterdir()]
+    left = leftovers(temp)
     assert len(left) == 1 and left[0].startswith(f"grade-{process.pid}-"), left
 
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert list(temp.iterdir()) == []
+    assert leftovers(temp) == []
 
 
 def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):
@@ -125,6 +132,23 @@ def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):
     assert (outside / "keep").is_dir()
 
 
+def test_a_folder_of_grading_folders_someone_else_planted_is_never_swept(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    elsewhere = tmp_path / "alheia"
+    abandoned = elsewhere / f"grade-{dead_pid()}-abc"
+    abandoned.mkdir(parents=True)
+    (tmp_path / f"grade-tmp-{os.geteuid()}").symlink_to(elsewhere)  # planted before our first run
+    with scratch_folder() as scratch:
+        assert scratch.parent == tmp_path  # made beside it, not inside the planted link
+    assert abandoned.is_dir()
+    loose = tmp_path / f"grade-tmp-{os.geteuid()}"
+    loose.unlink()
+    loose.mkdir(mode=0o755)  # ours, but others may read it: not private, not used
+    os.chmod(loose, 0o755)
+    with scratch_folder() as scratch:
+        assert scratch.parent == tmp_path
+
+
 def test_the_scratch_folder_goes_even_when_the_batch_raises(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     try:
@@ -135,3 +159,5 @@ def test_the_scratch_folder_goes_even_when_the_batch_raises(tmp_path, monkeypatc
         pass
     assert not scratch.exists()
     assert scratch.name.startswith(f"{PREFIX}{os.getpid()}-")
+    assert scratch.parent == tmp_path / f"grade-tmp-{os.geteuid()}"
+    assert (scratch.parent.stat().st_mode & 0o777) == 0o700

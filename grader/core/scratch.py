@@ -1,7 +1,9 @@
 """Private temporary folders that never outlive their process for long.
 
-A grading (``grade-PID-…``) and a batch (``grade-lote-PID-…``) each make one folder in the
-system's temp folder and remove it when they end, after Ctrl-C too. Everything a batch's workers
+A grading (``grade-PID-…``) and a batch (``grade-lote-PID-…``) each make one folder and remove
+it when they end, after Ctrl-C too. Both live in one folder per user inside the system's temp
+folder (``grade-tmp-UID``, mode 700), so looking for abandoned ones reads a handful of names,
+not a shared /tmp of thousands. Everything a batch's workers
 and kernels make goes inside the batch's folder, so the workers it had to kill (Ctrl-C, a
 submission past its deadline) leave nothing elsewhere. A process killed outright (kill -9, a
 closed terminal's SIGHUP) cannot clean up: the next grading or batch of the same user removes
@@ -13,6 +15,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -49,11 +52,33 @@ def remove_abandoned(parent: Path) -> list[Path]:
     return removed
 
 
+def _private_parent() -> Path | None:
+    """This user's folder of grading folders, made if needed; None when the name is taken by
+    something that is not this user's private folder (a file, a symlink, another user's folder)."""
+    parent = Path(tempfile.gettempdir()) / f"grade-tmp-{os.geteuid()}"
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:  # a temp folder we cannot write to: the mkdtemp after this says so
+        return None
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return None
+    return parent
+
+
 @contextlib.contextmanager
 def scratch_folder(kind: str = "") -> Iterator[Path]:
     """A private folder (mode 700) for this process's temporary files, removed with all it holds at the end."""
-    parent = Path(tempfile.gettempdir())
-    remove_abandoned(parent)
+    parent = _private_parent()
+    if parent is None:  # never sweep a folder someone else controls: just make ours beside it
+        parent = Path(tempfile.gettempdir())
+    else:
+        remove_abandoned(parent)
     prefix = f"grade-{kind}-" if kind else "grade-"
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
     try:
