@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.checks.framework import content_blocks
-from grader.core.schema_errors import NON_BLANK, all_failures, describe, field_name
+from grader.core.schema_errors import NON_BLANK, Failure, all_failures, describe, field_name
 
 CHECKPOINT_FIELDS = ("version", "task", "turns", "tokens_used", "messages", "pending_tool_use")
 
@@ -76,16 +76,47 @@ WORKSPACE_SCHEMA = {
 }
 
 
+def kinds_schema(kinds: dict[str, dict]) -> dict:
+    """One schema for a fixture whose ``kind`` picks its shape: ``kind`` is one of ``kinds``,
+    and the fixture is then held to that kind's schema alone."""
+    return {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {"kind": {"enum": list(kinds)}},
+        "allOf": [{"if": {"required": ["kind"], "properties": {"kind": {"const": kind}}}, "then": schema}
+                  for kind, schema in kinds.items()],
+    }
+
+
+def refused(message: str) -> dict:
+    """A schema no value passes, with the words saying why (for keys a patternProperties refuses)."""
+    return {"not": {}, "x-mensagens": {"*": message}}
+
+
 def problem(field: str, text: str) -> str:
     return f"campo `{field}`: {text}"
 
 
-def schema_problems(schema: dict, data: Any, field: str = "") -> list[str]:
-    """Every way ``data`` breaks ``schema``, one Portuguese problem per field; ``field`` names
-    where ``data`` sits in the fixture."""
+def worded(failures: list[Failure], field: str = "") -> list[str]:
+    """One Portuguese problem per failure; ``field`` names where the data sits in the fixture."""
     prefix = (field,) if field else ()
-    return [problem(field_name((*prefix, *failure.path)), describe(failure))
-            for failure in all_failures(schema, data)]
+    return [problem(field_name((*prefix, *failure.path)), describe(failure)) for failure in failures]
+
+
+def schema_problems(schema: dict, data: Any, field: str = "") -> list[str]:
+    """Every way ``data`` breaks ``schema``, one Portuguese problem per field."""
+    return worded(all_failures(schema, data), field)
+
+
+def holds(failures: list[Failure], *path) -> bool:
+    """No failure at ``path`` or above it: what is there (if anything) has its schema's type,
+    so code may read it."""
+    return not any(failure.path == path[:len(failure.path)] for failure in failures)
+
+
+def intact(failures: list[Failure], *path) -> bool:
+    """No failure at, above or below ``path``: the whole value is as its schema says."""
+    return holds(failures, *path) and not any(failure.path[:len(path)] == path for failure in failures)
 
 
 def is_count(value: Any) -> bool:

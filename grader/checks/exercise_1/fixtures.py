@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grader.checks.fixture_shape import COUNT, scripted_run_schema, problem, required_text, scripted_run_problems, unknown_keys
+from grader.checks.fixture_shape import COUNT, TEXT, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
 from grader.checks.framework import Exercise, Fixture, plain_text, response_tokens
 from grader.core.plural import quantity
 
@@ -85,7 +85,33 @@ def kept_out_ids(fixture: Fixture) -> set:
             for block in response.get("content", []) if block.get("type") == "tool_use"}
 
 
-# A scripted run's expect: what a correct loop does with the script (checked against it).
+# Level 1: items to classify, each with its answer and the words shown when it is missed.
+CLASSIFICATION_SCHEMA = {
+    "type": "object",
+    "required": ["description", "kind", "items"],
+    "additionalProperties": False,
+    "properties": {
+        "description": TEXT,
+        "kind": {"const": "classification"},
+        "items": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["answer", "why"],
+                "additionalProperties": False,
+                "properties": {
+                    "answer": {"enum": list(LABELS)},
+                    "why": {**TEXT, "x-mensagens": dict.fromkeys(
+                        ("*", "required"), "obrigatório: a explicação mostrada quando o item está errado")},
+                },
+                "x-mensagens": {"type": "deveria ser um objeto {answer, why}"},
+            },
+            "x-mensagens": {"*": "obrigatório, deveria mapear item -> {answer, why}"},
+        },
+    },
+}
+# Level 2: a scripted run; its expect is what a correct loop does with the script (checked against it).
 RUN_SCHEMA = scripted_run_schema({
     "type": "object",
     "required": ["model_calls", "tokens_used", "status"],
@@ -93,33 +119,22 @@ RUN_SCHEMA = scripted_run_schema({
     "properties": {"model_calls": COUNT, "tokens_used": COUNT, "status": {"type": "string"}},
     "x-mensagens": {"type": "deveria ser {model_calls, tokens_used, status}"},
 })
-FIXTURE_SCHEMAS = (RUN_SCHEMA,)  # its other kind is still checked by hand below
+FIXTURE_SCHEMA = kinds_schema({"classification": CLASSIFICATION_SCHEMA, "run": RUN_SCHEMA})
+FIXTURE_SCHEMAS = (CLASSIFICATION_SCHEMA, RUN_SCHEMA)
 
 
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
-    kind = data.get("kind")
-    if kind == "classification":
-        problems = unknown_keys(data, {"description", "kind", "items"})
-        problems += required_text(data, "description", "description")
-        items = data.get("items")
-        if not isinstance(items, dict) or not items:
-            return problems + [problem("items", "obrigatório, deveria mapear item -> {answer, why}")]
-        for key, item in items.items():
-            if not isinstance(item, dict) or item.get("answer") not in LABELS:
-                problems.append(problem(f"items.{key}.answer", f"deveria ser {LABELS[0]!r} ou {LABELS[1]!r}"))
-            elif not isinstance(item.get("why"), str) or not item["why"].strip():
-                problems.append(problem(f"items.{key}.why", "obrigatório: a explicação mostrada quando o item está errado"))
+    """The shape (FIXTURE_SCHEMA), then what a schema cannot say: a run's responses and
+    its expect against the script."""
+    problems = schema_problems(FIXTURE_SCHEMA, data)
+    if problems or data["kind"] != "run":
         return problems
-    if kind == "run":
-        return validate_run_fixture(data)
-    return [problem("kind", f"deveria ser \"classification\" ou \"run\" (é {kind!r})")]
+    return response_problems(data["responses"]) or run_expect_problems(data)
 
 
-def validate_run_fixture(data: dict) -> list[str]:
-    problems = scripted_run_problems(data, RUN_SCHEMA)
-    if problems:
-        return problems
+def run_expect_problems(data: dict) -> list[str]:
+    problems = []
     run = expected_run(data)
     if run.status == "running" and run.calls < data.get("max_turns", 10**9):
         problems.append(problem("responses", "o roteiro acaba antes de a execução terminar; acrescente uma resposta final ou defina max_turns"))

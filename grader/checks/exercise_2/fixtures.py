@@ -1,7 +1,7 @@
 """Exercise 2 and the shape of its fixtures: files for ``load_checkpoint`` (level 2) and scripted runs (level 3), as ``grade fixtures`` checks them."""
 from __future__ import annotations
 
-from grader.checks.fixture_shape import COUNT, scripted_run_schema, is_count, problem, required_text, scripted_run_problems, unknown_keys
+from grader.checks.fixture_shape import COUNT, TEXT, TEXTS, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
 from grader.checks.framework import Exercise, Fixture, is_kind
 from grader.core.plural import quantity
 
@@ -33,7 +33,33 @@ def has_tool_turns(fixture: Fixture) -> bool:
     return is_kind("run")(fixture) and any(r.get("stop_reason") == "tool_use" for r in scripted_turns(fixture.data))
 
 
-# A scripted run's expect: what a correct loop does with the script (checked against it).
+FILE_SPEC = 'obrigatório: {"absent": true}, {"json": ...} ou {"text": "..."}'
+# Level 2: the checkpoint.json load_checkpoint reads (absent, any JSON value, or exact text,
+# maybe cut short) and what it should do with it.
+LOAD_SCHEMA = {
+    "type": "object",
+    "required": ["description", "kind", "file", "expect"],
+    "additionalProperties": False,
+    "properties": {
+        "description": TEXT,
+        "kind": {"const": "load"},
+        "file": {
+            "type": "object",
+            "anyOf": [{"required": ["absent"]}, {"required": ["json"]}, {"required": ["text"]}],
+            "additionalProperties": False,
+            "properties": {"absent": {"const": True, "x-mensagens": {"*": "deveria ser true (o arquivo não existe)"}}, "json": {}, "text": {"type": "string"}, "drop_last_bytes": COUNT},
+            "x-mensagens": {"type": FILE_SPEC, "anyOf": FILE_SPEC},
+        },
+        "expect": {
+            "type": "object",
+            "required": ["load_checkpoint"],
+            "additionalProperties": False,
+            "properties": {"load_checkpoint": {"enum": list(LOAD_OUTCOMES)}, "mentions": TEXTS},
+            "x-mensagens": {"type": "deveria ser um objeto com load_checkpoint (e mentions)"},
+        },
+    },
+}
+# Level 3: a scripted run; its expect is what a correct loop does with the script (checked against it).
 RUN_SCHEMA = scripted_run_schema({
     "type": "object",
     "required": ["saves"],
@@ -41,50 +67,32 @@ RUN_SCHEMA = scripted_run_schema({
     "properties": {"saves": COUNT},
     "x-mensagens": {"type": "deveria ser {saves}"},
 })
-FIXTURE_SCHEMAS = (RUN_SCHEMA,)  # its other kind is still checked by hand below
+FIXTURE_SCHEMA = kinds_schema({"load": LOAD_SCHEMA, "run": RUN_SCHEMA})
+FIXTURE_SCHEMAS = (LOAD_SCHEMA, RUN_SCHEMA)
 
 
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
-    kind = data.get("kind")
-    if kind == "load":
-        return validate_load_fixture(data)
-    if kind == "run":
-        return validate_run_fixture(data)
-    return [problem("kind", f"deveria ser \"load\" ou \"run\" (é {kind!r})")]
-
-
-def validate_load_fixture(data: dict) -> list[str]:
-    problems = unknown_keys(data, {"description", "kind", "file", "expect"})
-    problems += required_text(data, "description", "description")
-    spec = data.get("file")
-    if not isinstance(spec, dict) or not ({"absent", "json", "text"} & set(spec)):
-        problems.append(problem("file", "obrigatório: {\"absent\": true}, {\"json\": ...} ou {\"text\": \"...\"}"))
-    else:
-        problems += unknown_keys(spec, {"absent", "json", "text", "drop_last_bytes"}, "file")
-        if "text" in spec and not isinstance(spec["text"], str):
-            problems.append(problem("file.text", "deveria ser um texto"))
-        if "drop_last_bytes" in spec and not is_count(spec["drop_last_bytes"]):
-            problems.append(problem("file.drop_last_bytes", "deveria ser um inteiro >= 0"))
-    expect = data.get("expect")
-    if not isinstance(expect, dict) or expect.get("load_checkpoint") not in LOAD_OUTCOMES:
-        return problems + [problem("expect.load_checkpoint", f"obrigatório, um de {', '.join(LOAD_OUTCOMES)}")]
-    problems += unknown_keys(expect, {"load_checkpoint", "mentions"}, "expect")
-    mentions = expect.get("mentions", [])
-    if not isinstance(mentions, list) or not all(isinstance(m, str) and m for m in mentions):
-        problems.append(problem("expect.mentions", "deveria ser uma lista de textos"))
-    if expect["load_checkpoint"] == "checkpoint" and not (isinstance(spec, dict) and isinstance(spec.get("json"), dict)):
-        problems.append(problem("file", "um checkpoint válido se descreve com {\"json\": {...}}"))
-    if expect["load_checkpoint"] == "None" and not (isinstance(spec, dict) and spec.get("absent") is True):
-        problems.append(problem("expect.load_checkpoint", "None só quando o arquivo não existe (file.absent)"))
-    return problems
-
-
-def validate_run_fixture(data: dict) -> list[str]:
-    problems = scripted_run_problems(data, RUN_SCHEMA)
+    """The shape (FIXTURE_SCHEMA), then what a schema cannot say: which file each outcome
+    needs; a run's responses and its saves against the script."""
+    problems = schema_problems(FIXTURE_SCHEMA, data)
     if problems:
         return problems
+    if data["kind"] == "load":
+        return load_outcome_problems(data["file"], data["expect"]["load_checkpoint"])
+    return response_problems(data["responses"]) or saves_problems(data)
+
+
+def load_outcome_problems(spec: dict, outcome: str) -> list[str]:
+    if outcome == "checkpoint" and not isinstance(spec.get("json"), dict):
+        return [problem("file", "um checkpoint válido se descreve com {\"json\": {...}}")]
+    if outcome == "None" and spec.get("absent") is not True:
+        return [problem("expect.load_checkpoint", "None só quando o arquivo não existe (file.absent)")]
+    return []
+
+
+def saves_problems(data: dict) -> list[str]:
     saves, got = expected_saves(data), data["expect"]["saves"]
     if got != saves:
-        problems.append(problem("expect.saves", f"pelo roteiro, um loop correto grava {quantity(saves, 'vez', 'vezes')} (está {got!r})"))
-    return problems
+        return [problem("expect.saves", f"pelo roteiro, um loop correto grava {quantity(saves, 'vez', 'vezes')} (está {got!r})")]
+    return []
