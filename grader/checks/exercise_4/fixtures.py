@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from grader.checks.fixture_shape import (
-    checkpoint_problems,
-    count_problems,
+    CHECKPOINT_SCHEMA,
+    COUNT,
+    TEXT,
+    WORKSPACE_SCHEMA,
     pending_ids,
+    pending_problems,
     problem,
-    required_text,
-    unknown_keys,
-    workspace_problems,
+    schema_problems,
 )
 from grader.checks.framework import Exercise
 
@@ -25,44 +26,71 @@ HIGH_IMPACT = ("send_email", "create_ticket", "ensure_ticket")
 LEDGER_STATUSES = ("intent", "committed", "rejected", "unknown")
 
 
-FIXTURE_SCHEMAS: tuple[dict, ...] = ()  # its own fields are checked by hand below; the shared ones by schema
+RECEIPT = "um recibo precisa de {content: texto, is_error: bool}"
+# One record of the ledger at the crash (harness/effects.py writes them).
+EFFECT_SCHEMA = {
+    "type": "object",
+    "required": ["tool", "status"],
+    "additionalProperties": False,
+    "properties": {
+        "tool": {"type": "string"},
+        "input_hash": {"type": "string"},
+        "status": {"enum": list(LEDGER_STATUSES)},
+        "result": {"type": ["object", "null"], "required": ["content", "is_error"],
+                   "properties": {"content": {"type": "string"}, "is_error": {"type": "boolean"}},
+                   "x-mensagens": {"type": RECEIPT}},
+        "recorded_at": {"type": "string"},
+    },
+    # a receipt (any status but intent) has a result; an intent's is null
+    "if": {"required": ["status"], "properties": {"status": {"not": {"const": "intent"}}}},
+    "then": {"required": ["result"], "properties": {"result": {"type": "object", "x-mensagens": dict.fromkeys(
+        ("type", "required"), RECEIPT)}}},
+    "x-mensagens": {"type": "deveria ser um registro {tool, input_hash, status, result, recorded_at}"},
+}
+# A crash scene: the checkpoint, the ledger, the world, and the way each pending call is resumed.
+FIXTURE_SCHEMA = {
+    "type": "object",
+    "required": ["description", "checkpoint", "expect"],
+    "additionalProperties": False,
+    "properties": {
+        "description": TEXT,
+        "checkpoint": CHECKPOINT_SCHEMA,
+        "effects": {"type": "object", "additionalProperties": EFFECT_SCHEMA,
+                    "x-mensagens": {"type": "deveria ser um objeto tool_use_id -> registro"}},
+        "workspace": WORKSPACE_SCHEMA,
+        "expect": {
+            "type": "object",
+            "required": ["ways"],
+            "additionalProperties": False,
+            "properties": {
+                "ways": {"type": "object", "additionalProperties": {"enum": list(WAYS)},
+                         "x-mensagens": {"type": "deveria mapear tool_use_id -> " + " | ".join(WAYS)}},
+                "outbox_after": COUNT,
+                "tickets_after": COUNT,
+            },
+            "x-mensagens": {"type": "deveria ser um objeto com ways"},
+        },
+    },
+}
+FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
 
 
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
-    problems = unknown_keys(data, {"description", "checkpoint", "effects", "workspace", "expect"})
-    problems += required_text(data, "description", "description")
-    problems += checkpoint_problems(data.get("checkpoint"))
-    problems += workspace_problems(data.get("workspace"))
-    effects = data.get("effects", {})
-    if not isinstance(effects, dict):
-        problems.append(problem("effects", "deveria ser um objeto tool_use_id -> registro"))
-        effects = {}
-    for key, record in effects.items():
-        if not isinstance(record, dict) or record.get("status") not in LEDGER_STATUSES \
-                or not isinstance(record.get("tool"), str):
-            problems.append(problem(
-                f"effects.{key}", f"deveria ter tool (texto) e status em {', '.join(LEDGER_STATUSES)}"))
-        elif record["status"] != "intent" and not (
-                isinstance(record.get("result"), dict) and isinstance(record["result"].get("content"), str)
-                and isinstance(record["result"].get("is_error"), bool)):
-            problems.append(problem(f"effects.{key}.result", "um recibo precisa de {content: texto, is_error: bool}"))
-    expect = data.get("expect")
-    if not isinstance(expect, dict):
-        return problems + [problem("expect", "obrigatório, deveria ser um objeto com ways")]
-    problems += unknown_keys(expect, {"ways", "outbox_after", "tickets_after"}, "expect")
-    ways = expect.get("ways")
-    if not isinstance(ways, dict):
-        problems.append(problem("expect.ways", "obrigatório: tool_use_id -> " + " | ".join(WAYS)))
+    """The shape (FIXTURE_SCHEMA), then what a schema cannot say: the pending calls against
+    the last message, each way against the ledger, and the ways' keys against the pending ids."""
+    problems = schema_problems(FIXTURE_SCHEMA, data)
+    if problems:
         return problems
+    checkpoint, effects, ways = data["checkpoint"], data.get("effects") or {}, data["expect"]["ways"]
+    problems = pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], "checkpoint.pending_tool_use")
     for key, way in ways.items():
-        if way not in WAYS:
-            problems.append(problem(f"expect.ways.{key}", f"deveria ser um de {', '.join(WAYS)} (é {way!r})"))
-        elif way == "reuse" and effects.get(key, {}).get("status") not in ("committed", "rejected"):
+        status = effects.get(key, {}).get("status")
+        if way == "reuse" and status not in ("committed", "rejected"):
             problems.append(problem(f"expect.ways.{key}", "\"reuse\" pede um recibo committed ou rejected em effects"))
-        elif way == "confirm" and effects.get(key, {}).get("status") not in ("intent", "unknown"):
+        elif way == "confirm" and status not in ("intent", "unknown"):
             problems.append(problem(f"expect.ways.{key}", "\"confirm\" pede um registro intent ou unknown em effects"))
-    ids = pending_ids(data.get("checkpoint"))
-    if ids is not None and sorted(map(str, ways)) != sorted(map(str, ids)):
+    ids = pending_ids(checkpoint)
+    if sorted(ways) != sorted(ids):
         problems.append(problem("expect.ways", f"as chaves deveriam ser exatamente os ids pendentes {ids}"))
-    return problems + count_problems(expect, ("outbox_after", "tickets_after"), "expect")
+    return problems
