@@ -8,12 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.fixture_shape import (
-    checkpoint_problems,
+    CHECKPOINT_SCHEMA,
+    COUNT,
+    TEXT,
+    WORKSPACE_SCHEMA,
+    holds,
+    intact,
+    pending_problems,
     problem,
-    required_text,
-    unknown_keys,
-    workspace_problems,
+    refused,
+    worded,
 )
+from grader.core.schema_errors import all_failures
 from grader.checks.framework import Exercise
 
 
@@ -44,80 +50,108 @@ def active_point_name(relative: str) -> str | None:
     return name if folder == CHECKPOINTS and "/" not in name and _point(name) else None
 
 
-def _safe_relative(path: str) -> bool:
-    parts = path.split("/")
-    return bool(path) and not path.startswith("/") and ".." not in parts and "" not in parts
+# A path in the run folder: relative, no empty part, no "..".
+UNSAFE_PATH = r"^/|^$|//|/$|(^|/)\.\.(/|$)"
+# A file holding a checkpoint: checkpoint.json, or a point turn-NNN-A.json / -B.json anywhere.
+CHECKPOINT_FILE = r"^checkpoint\.json$|(^|/)turn-[0-9]{3,}-[AB]\.json$"
+NAME_OR_NULL = {"type": ["string", "null"]}
+FILE = {"type": ["object", "string"], "x-mensagens": {"*": "deveria ser um objeto JSON ou um texto (gravado como está)"}}
 
 
-FIXTURE_SCHEMAS: tuple[dict, ...] = ()  # its own fields are checked by hand below; the shared ones by schema
+def point_schema(*extra: str) -> dict:
+    """``{turn, point}`` of a point to rewind or fork to, with ``extra`` texts required."""
+    return {
+        "type": "object",
+        "required": ["turn", "point", *extra],
+        "additionalProperties": False,
+        "properties": {"turn": COUNT, "point": {"enum": ["A", "B"]},
+                       **{key: {**TEXT, "x-mensagens": {"required": "obrigatório, o timeline_id da linha original"}}
+                          for key in extra}},
+        "x-mensagens": {"type": "deveria ser um objeto com " + ", ".join(("turn", "point", *extra))},
+    }
+
+
+# A recorded run folder, file by file, and what each level's functions find in it.
+FIXTURE_SCHEMA = {
+    "type": "object",
+    "required": ["description", "run_dir", "expect"],
+    "additionalProperties": False,
+    "properties": {
+        "description": TEXT,
+        "run_dir": {
+            "type": "object",
+            "patternProperties": {
+                UNSAFE_PATH: refused("o caminho precisa ser relativo e ficar dentro da pasta da execução"),
+                CHECKPOINT_FILE: {**FILE, "if": {"type": "object"}, "then": CHECKPOINT_SCHEMA},
+            },
+            "additionalProperties": FILE,
+            "x-mensagens": {"type": "obrigatório, deveria mapear caminho relativo -> conteúdo"},
+        },
+        "mtimes": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+                   "x-mensagens": {"type": "deveria mapear caminho -> instante (segundos)"}},
+        "workspace": WORKSPACE_SCHEMA,
+        "expect": {
+            "type": "object",
+            "required": ["latest", "latest_by_turn"],
+            "additionalProperties": False,
+            "properties": {
+                "latest": {**NAME_OR_NULL, "x-mensagens": {"required": "obrigatório (null quando não há ponto)"}},
+                "latest_by_turn": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "patternProperties": {r"[^0-9]|^$": refused("a chave deveria ser um número de turno")},
+                    "additionalProperties": NAME_OR_NULL,
+                    "x-mensagens": {k: "obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"
+                                    for k in ("type", "required", "minProperties")},
+                },
+                "rewind": point_schema(),
+                "rewind_missing_turn": {"type": ["integer", "null"]},
+                "fork": point_schema("parent_timeline_id"),
+            },
+            "x-mensagens": {"type": "obrigatório, deveria ser um objeto com latest e latest_by_turn"},
+        },
+    },
+}
+FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
 
 
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
-    problems = unknown_keys(data, {"description", "run_dir", "mtimes", "workspace", "expect"})
-    problems += required_text(data, "description", "description")
-    problems += workspace_problems(data.get("workspace"))
-    run_dir = data.get("run_dir")
-    if not isinstance(run_dir, dict):
-        return problems + [problem("run_dir", "obrigatório, deveria mapear caminho relativo -> conteúdo")]
+    """The shape (FIXTURE_SCHEMA), then what a schema cannot say, on every part the shape
+    left readable (all problems at once): each checkpoint's pending calls, mtimes naming
+    files of run_dir, and the points expect names existing in checkpoints/."""
+    failures = all_failures(FIXTURE_SCHEMA, data)
+    problems = worded(failures)
+    if not holds(failures, "run_dir"):
+        return problems
+    run_dir, expect = data["run_dir"], data.get("expect")
     for path, value in run_dir.items():
-        where = f"run_dir.{path}"
-        if not _safe_relative(path):
-            problems.append(problem(where, "o caminho precisa ser relativo e ficar dentro da pasta da execução"))
-        if not isinstance(value, (dict, str)):
-            problems.append(problem(where, "deveria ser um objeto JSON ou um texto (gravado como está)"))
-        elif isinstance(value, dict) and (path == "checkpoint.json" or _point(path.rsplit("/", 1)[-1])):
-            problems += checkpoint_problems(value, where)
-    mtimes = data.get("mtimes", {})
-    if not isinstance(mtimes, dict):
-        problems.append(problem("mtimes", "deveria mapear caminho -> instante (segundos)"))
-    else:
-        for path, moment in mtimes.items():
-            if path not in run_dir:
-                problems.append(problem(f"mtimes.{path}", "não é um arquivo de run_dir"))
-            if not isinstance(moment, (int, float)) or isinstance(moment, bool) or moment <= 0:
-                problems.append(problem(f"mtimes.{path}", f"deveria ser um número positivo (é {moment!r})"))
-    expect = data.get("expect")
-    if not isinstance(expect, dict):
-        return problems + [problem("expect", "obrigatório, deveria ser um objeto com latest e latest_by_turn")]
-    problems += unknown_keys(expect, {"latest", "latest_by_turn", "rewind", "rewind_missing_turn", "fork"}, "expect")
+        if isinstance(value, dict) and _is_checkpoint_file(path) and intact(failures, "run_dir", path):
+            problems += pending_problems(value["pending_tool_use"], value["messages"], f"run_dir.{path}.pending_tool_use")
+    if holds(failures, "mtimes"):
+        problems += [problem(f"mtimes.{path}", "não é um arquivo de run_dir") for path in data.get("mtimes") or {}
+                     if path not in run_dir]
+    if not holds(failures, "expect"):
+        return problems
     active = {name for name in map(active_point_name, run_dir) if name}
-
-    def names_a_point(value: Any, where: str) -> None:
-        if value is not None and value not in active:
-            problems.append(problem(where, f"deveria ser null ou o nome de um ponto em {CHECKPOINTS}/ (é {value!r})"))
-
-    if "latest" not in expect:
-        problems.append(problem("expect.latest", "obrigatório (null quando não há ponto)"))
-    names_a_point(expect.get("latest"), "expect.latest")
-    by_turn = expect.get("latest_by_turn")
-    if not isinstance(by_turn, dict) or not by_turn:
-        problems.append(problem("expect.latest_by_turn", "obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"))
-    else:
-        for turn, name in by_turn.items():
-            if not turn.isdigit():
-                problems.append(problem(f"expect.latest_by_turn.{turn}", "a chave deveria ser um número de turno"))
-            names_a_point(name, f"expect.latest_by_turn.{turn}")
+    named = [("latest", expect.get("latest"))] if intact(failures, "expect", "latest") else []
+    if holds(failures, "expect", "latest_by_turn"):
+        named += [(f"latest_by_turn.{turn}", name) for turn, name in expect["latest_by_turn"].items()
+                  if intact(failures, "expect", "latest_by_turn", turn)]
+    problems += [problem(f"expect.{where}", f"deveria ser null ou o nome de um ponto em {CHECKPOINTS}/ (é {name!r})")
+                 for where, name in named if name is not None and name not in active]
     for key in ("rewind", "fork"):
-        if key not in expect:
-            continue
-        spec = expect[key]
-        allowed = {"turn", "point"} | ({"parent_timeline_id"} if key == "fork" else set())
-        if not isinstance(spec, dict):
-            problems.append(problem(f"expect.{key}", "deveria ser um objeto com turn e point"))
-            continue
-        problems += unknown_keys(spec, allowed, f"expect.{key}")
-        turn, point = spec.get("turn"), spec.get("point")
-        if not isinstance(turn, int) or isinstance(turn, bool) or point not in ("A", "B"):
-            problems.append(problem(f"expect.{key}", "turn deveria ser um inteiro e point, 'A' ou 'B'"))
-        elif f"turn-{turn:03d}-{point}.json" not in active:
-            problems.append(problem(f"expect.{key}", f"não há turn-{turn:03d}-{point}.json em {CHECKPOINTS}/"))
-        if key == "fork" and not isinstance(spec.get("parent_timeline_id"), str):
-            problems.append(problem("expect.fork.parent_timeline_id", "obrigatório, o timeline_id da linha original"))
-    missing = expect.get("rewind_missing_turn")
-    if missing is not None and (not isinstance(missing, int) or any(_point(n)[0] == missing for n in active)):
+        spec = expect.get(key) if intact(failures, "expect", key) else None
+        if spec is not None and f"turn-{spec['turn']:03d}-{spec['point']}.json" not in active:
+            problems.append(problem(f"expect.{key}", f"não há turn-{spec['turn']:03d}-{spec['point']}.json em {CHECKPOINTS}/"))
+    missing = expect.get("rewind_missing_turn") if intact(failures, "expect", "rewind_missing_turn") else None
+    if missing is not None and any(_point(name)[0] == missing for name in active):
         problems.append(problem("expect.rewind_missing_turn", "deveria ser um turno sem nenhum ponto ativo"))
     return problems
+
+
+def _is_checkpoint_file(path: str) -> bool:
+    return path == "checkpoint.json" or _point(path.rsplit("/", 1)[-1]) is not None
 
 
 def write_run_dir(fixture_data: dict, run_dir: Path) -> Path:
