@@ -9,20 +9,42 @@ import pytest
 
 from grader.checks import fixture_shape
 from grader.checks.exercise_1.fixtures import validate_fixture as validate_exercise_1
+from grader.checks.exercise_2.fixtures import validate_fixture as validate_exercise_2
 from grader.checks.exercise_3.fixtures import FIXTURE_SCHEMA, validate_fixture
+from grader.checks.exercise_4.fixtures import validate_fixture as validate_exercise_4
+from grader.checks.exercise_5.fixtures import validate_fixture as validate_exercise_5
 from tests.grader_support import ROOT
 
-BASE = json.loads((ROOT / "grader" / "fixtures" / "exercise-3" / "cpA.json").read_text(encoding="utf-8"))
+FIXTURES = ROOT / "grader" / "fixtures"
+DELETED = object()  # with_change(path, DELETED): the field is removed
 
 
-def with_change(path: str, value):
-    data = json.loads(json.dumps(BASE))
-    *parents, last = path.split(".")
+def shipped(exercise: str, name: str) -> dict:
+    return json.loads((FIXTURES / exercise / f"{name}.json").read_text(encoding="utf-8"))
+
+
+BASE = shipped("exercise-3", "cpA")
+
+
+def with_change(path: str, value, base: dict = BASE):
+    """A copy of ``base`` with the field at ``path`` (dotted; "|" splits keys holding dots or
+    slashes) set to ``value``, or removed when ``value`` is DELETED."""
+    data = json.loads(json.dumps(base))
+    *parents, last = path.split("|" if "|" in path else ".")
     target = data
     for key in parents:
         target = target[int(key)] if isinstance(target, list) else target[key]
-    target[last] = value
+    if value is DELETED:
+        del target[last]
+    else:
+        target[last] = value
     return data
+
+
+def assert_reported(validate, base: dict, path: str, value, message: str) -> None:
+    assert validate(base) == []
+    problems = validate(with_change(path, value, base))
+    assert any(message in problem for problem in problems), problems
 
 
 @pytest.mark.parametrize("path, value, message", [
@@ -43,9 +65,7 @@ def with_change(path: str, value):
     ("expect", {"resume_action": []}, "campo `expect.resume_action`: deveria mapear tool_use_id"),
 ])
 def test_each_hostile_value_is_named_by_field(path, value, message):
-    assert validate_fixture(BASE) == []
-    problems = validate_fixture(with_change(path, value))
-    assert any(message in problem for problem in problems), problems
+    assert_reported(validate_fixture, BASE, path, value, message)
 
 
 def test_a_relative_path_inside_the_sandbox_is_fine_and_names_with_dots_are_not_parents():
@@ -90,3 +110,156 @@ def test_the_schemas_are_draft_2020_12():
     for schema in (FIXTURE_SCHEMA, fixture_shape.CHECKPOINT_SCHEMA, fixture_shape.WORKSPACE_SCHEMA,
                    fixture_shape.scripted_run_schema({})):
         Draft202012Validator.check_schema(schema)
+
+
+# ------------------------------------------------------------ exercise-1: classification
+
+CLASSIFICATION = shipped("exercise-1", "memory-vs-run-state")
+ITEM = next(iter(CLASSIFICATION["items"]))
+
+
+@pytest.mark.parametrize("path, value, message", [
+    ("kind", "classificacao", 'campo `kind`: deveria ser "classification" ou "run" (é \'classificacao\')'),
+    ("kind", DELETED, "campo `kind`: obrigatório"),
+    ("items", {}, "campo `items`: obrigatório, deveria mapear item -> {answer, why}"),
+    ("items", ["notes_md"], "campo `items`: obrigatório, deveria mapear item -> {answer, why}"),
+    (f"items.{ITEM}", "memória", f"campo `items.{ITEM}`: deveria ser um objeto {{answer, why}}"),
+    (f"items.{ITEM}.answer", "memoria", f'campo `items.{ITEM}.answer`: deveria ser "memória" ou "estado de execução" (é \'memoria\')'),
+    (f"items.{ITEM}.answer", True, f"campo `items.{ITEM}.answer`: deveria ser"),
+    (f"items.{ITEM}.why", "  ", f"campo `items.{ITEM}.why`: obrigatório: a explicação mostrada quando o item está errado"),
+    (f"items.{ITEM}.why", DELETED, f"campo `items.{ITEM}.why`: obrigatório: a explicação mostrada"),
+    (f"items.{ITEM}.porque", "x", f"campo `items.{ITEM}.porque`: chave desconhecida (aceitas: answer, why)"),
+    ("description", 3, "campo `description`: deveria ser um texto não vazio (é 3)"),
+    ("responses", [], "campo `responses`: chave desconhecida (aceitas: description, kind, items)"),
+])
+def test_exercise_1_classification_hostile_values(path, value, message):
+    assert_reported(validate_exercise_1, CLASSIFICATION, path, value, message)
+
+
+# ------------------------------------------------------------------- exercise-2: load
+
+LOAD = shipped("exercise-2", "load-truncated")
+LOAD_VALID = shipped("exercise-2", "load-valid")
+FILE_SPEC = 'campo `file`: obrigatório: {"absent": true}, {"json": ...} ou {"text": "..."}'
+
+
+@pytest.mark.parametrize("path, value, message", [
+    ("kind", "carregar", 'campo `kind`: deveria ser "load" ou "run" (é \'carregar\')'),
+    ("file", {}, FILE_SPEC),
+    ("file", {"drop_last_bytes": 1}, FILE_SPEC),
+    ("file", "checkpoint.json", FILE_SPEC),
+    ("file.drop_last_bytes", True, "campo `file.drop_last_bytes`: deveria ser um inteiro >= 0 (é True)"),
+    ("file.drop_last_bytes", 1.0, "campo `file.drop_last_bytes`: deveria ser um inteiro >= 0 (é 1.0)"),
+    ("file.drop_last_bytes", -1, "campo `file.drop_last_bytes`: deveria ser um inteiro >= 0 (é -1)"),
+    ("file.text", 3, "campo `file.text`: deveria ser um texto (é 3)"),
+    ("file.absent", False, "campo `file.absent`: deveria ser true (o arquivo não existe)"),
+    ("file.jsn", {}, "campo `file.jsn`: chave desconhecida (aceitas: absent, json, text, drop_last_bytes)"),
+    ("expect.load_checkpoint", "none", 'campo `expect.load_checkpoint`: deveria ser "None" ou "checkpoint" ou "CheckpointError" (é \'none\')'),
+    ("expect.load_checkpoint", DELETED, "campo `expect.load_checkpoint`: obrigatório"),
+    ("expect.mentions", "versão", "campo `expect.mentions`: deveria ser uma lista de textos"),
+    ("expect.mentions", ["  "], "campo `expect.mentions[0]`: deveria ser um texto não vazio (é '  ')"),
+    ("expect.mencoes", [], "campo `expect.mencoes`: chave desconhecida (aceitas: load_checkpoint, mentions)"),
+    ("expect.load_checkpoint", "None", "campo `expect.load_checkpoint`: None só quando o arquivo não existe (file.absent)"),
+    ("expect.load_checkpoint", "checkpoint", 'campo `file`: um checkpoint válido se descreve com {"json": {...}}'),
+    ("description", "", "campo `description`: deveria ser um texto não vazio (é '')"),
+])
+def test_exercise_2_load_hostile_values(path, value, message):
+    assert_reported(validate_exercise_2, LOAD, path, value, message)
+
+
+def test_exercise_2_a_checkpoint_outcome_needs_an_object_in_json():
+    assert_reported(validate_exercise_2, LOAD_VALID, "file.json", [1], 'campo `file`: um checkpoint válido se descreve com {"json": {...}}')
+
+
+# ------------------------------------------------------------------ exercise-4: crash scenes
+
+SCENE = shipped("exercise-4", "recibo-committed")
+CALL = "toolu_01TE2"
+RECEIPT = "um recibo precisa de {content: texto, is_error: bool}"
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (f"effects.{CALL}.status", "feito", f'campo `effects.{CALL}.status`: deveria ser "intent" ou "committed" ou "rejected" ou "unknown" (é \'feito\')'),
+    (f"effects.{CALL}.result", DELETED, f"campo `effects.{CALL}.result`: {RECEIPT}"),
+    (f"effects.{CALL}.result", None, f"campo `effects.{CALL}.result`: {RECEIPT}"),
+    (f"effects.{CALL}.result", {"content": 1, "is_error": False}, f"campo `effects.{CALL}.result.content`: deveria ser um texto (é 1)"),
+    (f"effects.{CALL}.result", {"content": "x", "is_error": 0}, f"campo `effects.{CALL}.result.is_error`: deveria ser true ou false (é 0)"),
+    (f"effects.{CALL}.tool", DELETED, f"campo `effects.{CALL}.tool`: obrigatório"),
+    (f"effects.{CALL}.recibo", {}, f"campo `effects.{CALL}.recibo`: chave desconhecida (aceitas: tool, input_hash, status, result, recorded_at)"),
+    ("effects.toolu_X", [], "campo `effects.toolu_X`: deveria ser um registro {tool, input_hash, status, result, recorded_at}"),
+    ("effects", None, "campo `effects`: deveria ser um objeto tool_use_id -> registro"),
+    ("expect.ways", [], "campo `expect.ways`: deveria mapear tool_use_id -> reuse | rerun | run | confirm"),
+    ("expect.ways", DELETED, "campo `expect.ways`: obrigatório"),
+    (f"expect.ways.{CALL}", "pular", f'campo `expect.ways.{CALL}`: deveria ser "reuse" ou "rerun" ou "run" ou "confirm" (é \'pular\')'),
+    ("expect.outbox_after", 1.0, "campo `expect.outbox_after`: deveria ser um inteiro >= 0 (é 1.0)"),
+    ("expect.outbox_after", True, "campo `expect.outbox_after`: deveria ser um inteiro >= 0 (é True)"),
+    ("expect.tickets_after", -1, "campo `expect.tickets_after`: deveria ser um inteiro >= 0 (é -1)"),
+    ("expect.surpresa", 1, "campo `expect.surpresa`: chave desconhecida (aceitas: ways, outbox_after, tickets_after)"),
+    ("checkpoint.turns", True, "campo `checkpoint.turns`: deveria ser um inteiro >= 0 (é True)"),
+    ("checkpoint", DELETED, "campo `checkpoint`: obrigatório"),
+    ("workspace", {"files": {"../x": ""}}, "campo `workspace.files`: o caminho '../x' precisa ficar dentro da sandbox"),
+    ("description", " ", "campo `description`: deveria ser um texto não vazio (é ' ')"),
+    # the rules a schema cannot say, once the shape is fine
+    (f"expect.ways.{CALL}", "confirm", f'campo `expect.ways.{CALL}`: "confirm" pede um registro intent ou unknown em effects'),
+    (f"effects.{CALL}.status", "intent", f'campo `expect.ways.{CALL}`: "reuse" pede um recibo committed ou rejected em effects'),
+    ("expect.ways", {"toolu_outro": "rerun"}, "campo `expect.ways`: as chaves deveriam ser exatamente os ids pendentes ['toolu_01TE2']"),
+    ("checkpoint.pending_tool_use", None, "campo `checkpoint.pending_tool_use`: é null, mas a última mensagem tem tool_use"),
+])
+def test_exercise_4_hostile_values(path, value, message):
+    assert_reported(validate_exercise_4, SCENE, path, value, message)
+
+
+def test_exercise_4_an_intent_record_has_a_null_result():
+    assert validate_exercise_4(shipped("exercise-4", "intencao-sem-efeito")) == []
+
+
+# ----------------------------------------------------------------- exercise-5: run folders
+
+RUN = shipped("exercise-5", "equipe-completa")
+POINT = "checkpoints/turn-001-A.json"
+INSIDE = "o caminho precisa ser relativo e ficar dentro da pasta da execução"
+
+
+@pytest.mark.parametrize("path, value, message", [
+    ("run_dir|../fora.json", {}, f"campo `run_dir.../fora.json`: {INSIDE}"),
+    ("run_dir|/etc/passwd", "x", f"campo `run_dir./etc/passwd`: {INSIDE}"),
+    ("run_dir|a//b.json", "x", f"campo `run_dir.a//b.json`: {INSIDE}"),
+    ("run_dir|notas.txt", 3, "campo `run_dir.notas.txt`: deveria ser um objeto JSON ou um texto (gravado como está)"),
+    (f"run_dir|{POINT}", 3, f"campo `run_dir.{POINT}`: deveria ser um objeto JSON ou um texto"),
+    (f"run_dir|{POINT}|turns", True, f"campo `run_dir.{POINT}.turns`: deveria ser um inteiro >= 0 (é True)"),
+    (f"run_dir|{POINT}|version", 2, f"campo `run_dir.{POINT}.version`: deveria ser 1 (é 2)"),
+    ("run_dir", [], "campo `run_dir`: obrigatório, deveria mapear caminho relativo -> conteúdo"),
+    ("mtimes", {"checkpoint.json": 0}, "campo `mtimes.checkpoint.json`: deveria ser um número maior que zero (é 0)"),
+    ("mtimes", {"checkpoint.json": True}, "campo `mtimes.checkpoint.json`: deveria ser um número maior que zero (é True)"),
+    ("mtimes", {"checkpoint.json": "ontem"}, "campo `mtimes.checkpoint.json`: deveria ser um número maior que zero (é 'ontem')"),
+    ("expect.latest", DELETED, "campo `expect.latest`: obrigatório (null quando não há ponto)"),
+    ("expect.latest", 3, "campo `expect.latest`: deveria ser um texto ou null (é 3)"),
+    ("expect.latest_by_turn", {}, "campo `expect.latest_by_turn`: obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"),
+    ("expect.latest_by_turn", {"um": None}, "campo `expect.latest_by_turn.um`: a chave deveria ser um número de turno"),
+    ("expect.rewind", {"turn": True, "point": "B"}, "campo `expect.rewind.turn`: deveria ser um inteiro >= 0 (é True)"),
+    ("expect.rewind", {"turn": 1.0, "point": "B"}, "campo `expect.rewind.turn`: deveria ser um inteiro >= 0 (é 1.0)"),
+    ("expect.rewind", {"turn": 1, "point": "C"}, "campo `expect.rewind.point`: deveria ser \"A\" ou \"B\" (é 'C')"),
+    ("expect.rewind", {"turn": 1, "point": "B", "timeline": "x"}, "campo `expect.rewind.timeline`: chave desconhecida (aceitas: turn, point)"),
+    ("expect.fork", {"turn": 1, "point": "B"}, "campo `expect.fork.parent_timeline_id`: obrigatório, o timeline_id da linha original"),
+    ("expect.fork", {"turn": 1, "point": "B", "parent_timeline_id": ""}, "campo `expect.fork.parent_timeline_id`: deveria ser um texto não vazio (é '')"),
+    ("expect.rewind_missing_turn", "9", "campo `expect.rewind_missing_turn`: deveria ser um inteiro ou null (é '9')"),
+    ("expect.pick", 1, "campo `expect.pick`: chave desconhecida (aceitas: latest, latest_by_turn, rewind, rewind_missing_turn, fork)"),
+    # the rules a schema cannot say
+    ("mtimes", {"checkpoints/nao-existe.json": 10}, "campo `mtimes.checkpoints/nao-existe.json`: não é um arquivo de run_dir"),
+    ("expect.latest", "turn-099-A.json", "campo `expect.latest`: deveria ser null ou o nome de um ponto em checkpoints/ (é 'turn-099-A.json')"),
+    ("expect.latest_by_turn", {"1": "checkpoint.json"}, "campo `expect.latest_by_turn.1`: deveria ser null ou o nome de um ponto"),
+    ("expect.rewind", {"turn": 7, "point": "B"}, "campo `expect.rewind`: não há turn-007-B.json em checkpoints/"),
+    ("expect.rewind_missing_turn", 1, "campo `expect.rewind_missing_turn`: deveria ser um turno sem nenhum ponto ativo"),
+    (f"run_dir|{POINT}|pending_tool_use", [{"id": "z", "name": "n", "input": {}}],
+     f"campo `run_dir.{POINT}.pending_tool_use[0].id`: 'z' não é o id de nenhum tool_use da última mensagem"),
+])
+def test_exercise_5_hostile_values(path, value, message):
+    assert_reported(validate_exercise_5, RUN, path, value, message)
+
+
+def test_exercise_5_reports_the_shape_and_the_cross_rules_at_once():
+    data = with_change("expect.rewind", {"turn": 7, "point": "B"}, with_change(f"run_dir|{POINT}|turns", -1, RUN))
+    assert validate_exercise_5(data) == [
+        f"campo `run_dir.{POINT}.turns`: deveria ser um inteiro >= 0 (é -1)",
+        "campo `expect.rewind`: não há turn-007-B.json em checkpoints/",
+    ]
