@@ -4,10 +4,8 @@ reported as the disagreement the page shows."""
 from __future__ import annotations
 
 import importlib
-import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +15,12 @@ from tests.grader_support import ROOT
 
 PAGE = ROOT / "docs" / "fixtures.md"
 EXERCISES = range(1, 7)
-# Read by the exercise's validator without an allow-list (so the spy below cannot see it).
-UNLISTED = {2: {"expect.saves"}}
 COMMON = ("workspace.",)  # documented once, in "Campos que se repetem"
+
+
+def page_text() -> str:
+    """The page the agreement tests read (a test plants rows in a copy of it)."""
+    return PAGE.read_text(encoding="utf-8")
 
 
 def schema_fields(schema: dict, prefix: str = "") -> set[str]:
@@ -34,34 +35,13 @@ def schema_fields(schema: dict, prefix: str = "") -> set[str]:
 
 
 def accepted_fields(number: int) -> set[str]:
-    """Every key the exercise's fixtures may have: the properties of its FIXTURE_SCHEMAS, and
-    the keys its hand-written checks allow, seen by spying on their allow-lists while it
-    validates the shipped fixtures."""
-    module = importlib.import_module(f"grader.checks.exercise_{number}")
-    from_schemas = {field for schema in module.fixtures.FIXTURE_SCHEMAS for field in schema_fields(schema)}
-    original = fixture_shape.unknown_keys
-    seen: set[str] = set()
-
-    def spy(data, allowed, field=""):
-        seen.update(f"{field}.{key}" if field else key for key in allowed)
-        return original(data, allowed, field)
-
-    # the validator may live in a module of the exercise's package (its fixtures.py)
-    parts = [m for name, m in list(sys.modules.items()) if name.startswith(module.__name__ + ".")]
-    holders = [m for m in (module, *parts, fixture_shape) if getattr(m, "unknown_keys", None) is original]
-    for holder in holders:
-        holder.unknown_keys = spy
-    try:
-        for path in sorted((ROOT / "grader" / "fixtures" / f"exercise-{number}").glob("*.json")):
-            module.validate_fixture(json.loads(path.read_text(encoding="utf-8")))
-    finally:
-        for holder in holders:
-            holder.unknown_keys = original
-    return seen | from_schemas | UNLISTED.get(number, set())
+    """Every key the exercise's fixtures may have: the properties of its FIXTURE_SCHEMAS."""
+    module = importlib.import_module(f"grader.checks.exercise_{number}.fixtures")
+    return {field for schema in module.FIXTURE_SCHEMAS for field in schema_fields(schema)}
 
 
 def section(title: str) -> str:
-    text = PAGE.read_text(encoding="utf-8")
+    text = page_text()
     start = text.index(f"\n{title}\n")
     following = re.search(r"\n#{2,3} ", text[start + len(title) + 2:])
     return text[start: start + len(title) + 2 + (following.start() if following else len(text))]
@@ -72,7 +52,7 @@ def test_every_fixture_field_is_documented_in_its_exercise_section(number):
     own = section(f"### exercise-{number}")
     common = section("## Campos que se repetem")
     fields = accepted_fields(number)
-    assert "description" in fields and "expect" in fields  # the spy saw the validator at work
+    assert "description" in fields and "expect" in fields
     missing = [field for field in sorted(fields)
                if f"`{field}`" not in (common if field.startswith(COMMON) else own)]
     assert missing == [], f"exercise-{number}: fields not in docs/fixtures.md: {missing}"
@@ -100,8 +80,23 @@ def test_the_checkpoint_and_workspace_tables_match_their_schemas():
     assert common == checkpoint | workspace
 
 
+def test_a_documented_field_no_schema_accepts_fails_the_check(monkeypatch):
+    planted = page_text().replace("| `expect.ways` |", "| `expect.caminhos` | um campo que nenhum schema aceita |\n| `expect.ways` |")
+    monkeypatch.setattr(sys.modules[__name__], "page_text", lambda: planted)
+    with pytest.raises(AssertionError, match=r"documents fields no fixture accepts: \['expect.caminhos'\]"):
+        test_every_documented_field_is_one_the_fixtures_accept(4)
+    test_every_documented_field_is_one_the_fixtures_accept(3)  # the other sections still agree
+
+
+def test_a_schema_field_missing_from_the_docs_fails_the_check(monkeypatch):
+    row = next(line for line in page_text().splitlines() if line.startswith("| `expect.rewind_missing_turn` |"))
+    monkeypatch.setattr(sys.modules[__name__], "page_text", lambda: PAGE.read_text(encoding="utf-8").replace(row + "\n", ""))
+    with pytest.raises(AssertionError, match=r"fields not in docs/fixtures.md: \['expect.rewind_missing_turn'\]"):
+        test_every_fixture_field_is_documented_in_its_exercise_section(5)
+
+
 def blocks(kind: str) -> list[str]:
-    return re.findall(rf"```{kind}\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
+    return re.findall(rf"```{kind}\n(.*?)```", page_text(), flags=re.S)
 
 
 def test_the_guide_is_linked_from_the_instructors_guide():

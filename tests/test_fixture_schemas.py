@@ -13,6 +13,7 @@ from grader.checks.exercise_2.fixtures import validate_fixture as validate_exerc
 from grader.checks.exercise_3.fixtures import FIXTURE_SCHEMA, validate_fixture
 from grader.checks.exercise_4.fixtures import validate_fixture as validate_exercise_4
 from grader.checks.exercise_5.fixtures import validate_fixture as validate_exercise_5
+from grader.checks.exercise_6.fixtures import validate_fixture as validate_exercise_6
 from tests.grader_support import ROOT
 
 FIXTURES = ROOT / "grader" / "fixtures"
@@ -263,3 +264,62 @@ def test_exercise_5_reports_the_shape_and_the_cross_rules_at_once():
         f"campo `run_dir.{POINT}.turns`: deveria ser um inteiro >= 0 (é -1)",
         "campo `expect.rewind`: não há turn-007-B.json em checkpoints/",
     ]
+
+
+# ------------------------------------------------- exercise-6: parsing, sequences, harnesses
+
+PARSE = shipped("exercise-6", "crash-after-rotulo-e-contagem")
+SEQUENCE = shipped("exercise-6", "passagens-so-uma-vez")
+HARNESS = shipped("exercise-6", "h1-reexecuta-pendentes")
+
+
+@pytest.mark.parametrize("base, path, value, message", [
+    (PARSE, "spec", 3, "campo `spec`: deveria ser o texto de CRASH_AFTER"),
+    (PARSE, "expect", {}, "campo `expect`: use parsed OU error_mentions"),
+    (PARSE, "expect.error_mentions", ["x"], "campo `expect`: use parsed OU error_mentions"),
+    (PARSE, "expect.parsed", "after-save-A:2", "campo `expect.parsed`: deveria ser [rótulo conhecido, n >= 1]"),
+    (PARSE, "expect.parsed", ["after-save-A", 0], "campo `expect.parsed[1]`: deveria ser um inteiro >= 1 (é 0)"),
+    (PARSE, "expect.parsed", ["after-save-A", True], "campo `expect.parsed[1]`: deveria ser um inteiro >= 1 (é True)"),
+    (PARSE, "expect.parsed", ["after-save-A", 2.0], "campo `expect.parsed[1]`: deveria ser um inteiro >= 1 (é 2.0)"),
+    (PARSE, "expect.parsed", ["depois", 2], "campo `expect.parsed[0]`: deveria ser um rótulo conhecido"),
+    (PARSE, "calls", ["after-save-A"], "campo `calls`: chave desconhecida (aceitas: description, spec, expect)"),
+    (SEQUENCE, "calls", [], "campo `calls`: deveria ser uma lista não vazia de rótulos"),
+    (SEQUENCE, "calls", ["after-save-A", " "], "campo `calls[1]`: deveria ser um texto não vazio (é ' ')"),
+    (SEQUENCE, "crash_after", 3, "campo `crash_after`: deveria ser um texto ou null (é 3)"),
+    (SEQUENCE, "expect.crashes_at", [0], "campo `expect.crashes_at[0]`: deveria ser um inteiro >= 1 (é 0)"),
+    (SEQUENCE, "expect.crashes_at", [True], "campo `expect.crashes_at[0]`: deveria ser um inteiro >= 1 (é True)"),
+    (SEQUENCE, "expect", {"error_at": 1}, "campo `expect`: deveria ter crashes_at, ou error_at com error_mentions"),
+    (SEQUENCE, "expect", {"error_at": -1, "error_mentions": ["x"]}, "campo `expect.error_at`: deveria ser um inteiro >= 1 (é -1)"),
+    (SEQUENCE, "expect.quando", 1, "campo `expect.quando`: chave desconhecida (aceitas: crashes_at, error_at, error_mentions)"),
+    (SEQUENCE, "expect.crashes_at", [10], "campo `expect.crashes_at`: deveria listar posições (1, 2, ...) de calls"),
+    (SEQUENCE, "calls", ["after-sav-A"], "campo `calls`: rótulos desconhecidos ['after-sav-A'] só cabem com error_at"),
+    (HARNESS, "harness", "h99", "campo `harness`: desconhecido 'h99'; conhecidos: reference"),
+    (HARNESS, "expect.verdict", "sim", "campo `expect.verdict`: deveria ser \"aprovar\" ou \"reprovar\" (é 'sim')"),
+    (HARNESS, "expect.verdict", "aprovar", "campo `expect.verdict`: para o harness 'reruns-pending-calls' o veredito certo é 'reprovar'"),
+    (HARNESS, "description", "", "campo `description`: deveria ser um texto não vazio (é '')"),
+    (HARNESS, "harness", DELETED, "campo `spec | calls | harness`: a fixture precisa de uma destas chaves"),
+])
+def test_exercise_6_hostile_values(base, path, value, message):
+    assert_reported(validate_exercise_6, base, path, value, message)
+
+
+# ------------------------------------------------ grade fixtures, end to end, one kind each
+
+@pytest.mark.parametrize("exercise, base, path, value, expected", [
+    ("exercise-1", CLASSIFICATION, f"items.{ITEM}.answer", "memoria", f"campo `items.{ITEM}.answer`: deveria ser"),
+    ("exercise-2", LOAD, "file.drop_last_bytes", True, "campo `file.drop_last_bytes`: deveria ser um inteiro >= 0 (é True)"),
+    ("exercise-3", BASE, "checkpoint.turns", 1.0, "campo `checkpoint.turns`: deveria ser um inteiro >= 0 (é 1.0)"),
+    ("exercise-4", SCENE, f"effects.{CALL}.result", None, f"campo `effects.{CALL}.result`: {RECEIPT}"),
+    ("exercise-5", RUN, "run_dir|../fora.json", {}, f"campo `run_dir.../fora.json`: {INSIDE}"),
+    ("exercise-6", SEQUENCE, "expect.crashes_at", [0], "campo `expect.crashes_at[0]`: deveria ser um inteiro >= 1 (é 0)"),
+])
+def test_grade_fixtures_names_the_file_and_the_field(tmp_path, monkeypatch, capsys, exercise, base, path, value, expected):
+    from grader import cli
+
+    folder = tmp_path / "minhas-fixtures" / exercise
+    folder.mkdir(parents=True)
+    (folder / "quebrada.json").write_text(json.dumps(with_change(path, value, base), ensure_ascii=False), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fixtures", exercise, "--fixtures", "minhas-fixtures", "--shape-only"]) == 1
+    out = capsys.readouterr().out
+    assert f"minhas-fixtures/{exercise}/quebrada.json: {expected}" in out, out

@@ -76,6 +76,13 @@ WORKSPACE_SCHEMA = {
 }
 
 
+def closed(required: list[str], properties: dict, messages: dict | None = None, **more) -> dict:
+    """An object schema allowing only ``properties``, ``required`` among them; ``messages``
+    are its x-mensagens, ``more`` any other keywords."""
+    schema = {"type": "object", "required": required, "additionalProperties": False, "properties": properties, **more}
+    return {**schema, "x-mensagens": messages} if messages else schema
+
+
 def kinds_schema(kinds: dict[str, dict]) -> dict:
     """One schema for a fixture whose ``kind`` picks its shape: ``kind`` is one of ``kinds``,
     and the fixture is then held to that kind's schema alone."""
@@ -119,33 +126,6 @@ def intact(failures: list[Failure], *path) -> bool:
     return holds(failures, *path) and not any(failure.path[:len(path)] == path for failure in failures)
 
 
-def is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def unknown_keys(data: dict, allowed: set[str], field: str = "") -> list[str]:
-    where = f"{field}." if field else ""
-    return [
-        problem(f"{where}{key}", f"chave desconhecida (aceitas: {', '.join(sorted(allowed))})")
-        for key in data if key not in allowed
-    ]
-
-
-def required_text(data: dict, key: str, field: str) -> list[str]:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip():
-        return [problem(field, "obrigatório, deveria ser um texto não vazio")]
-    return []
-
-
-def count_problems(data: dict, keys: tuple[str, ...], field: str) -> list[str]:
-    """Each of ``keys`` that ``data`` has must be an integer >= 0."""
-    return [
-        problem(f"{field}.{key}", f"deveria ser um inteiro >= 0 (é {data[key]!r})")
-        for key in keys if key in data and not is_count(data[key])
-    ]
-
-
 def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
     """What CHECKPOINT_SCHEMA cannot say: pending_tool_use matches the tool_use blocks of the
     last assistant message (same ids, names and inputs), and is null only when that message
@@ -169,26 +149,10 @@ def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
     return problems
 
 
-def pending_ids(checkpoint: Any) -> list | None:
-    """The ids of the checkpoint's pending calls ([] when nothing is pending); None when
-    pending_tool_use is not a list or null (checkpoint_problems reports that)."""
-    pending = checkpoint.get("pending_tool_use") if isinstance(checkpoint, dict) else None
-    if not (isinstance(pending, list) or pending is None):
-        return None
-    return [call.get("id") for call in pending or [] if isinstance(call, dict)]
-
-
-def checkpoint_problems(checkpoint: Any, field: str = "checkpoint") -> list[str]:
-    """Shape of a run state / checkpoint v1 (CHECKPOINT_SCHEMA), then its pending calls."""
-    problems = schema_problems(CHECKPOINT_SCHEMA, checkpoint, field)
-    if problems:
-        return problems
-    return pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], f"{field}.pending_tool_use")
-
-
-def workspace_problems(workspace: Any, field: str = "workspace") -> list[str]:
-    """Optional world of the fixture: files (path -> text), outbox (emails), tickets."""
-    return schema_problems(WORKSPACE_SCHEMA, workspace, field)
+def pending_ids(checkpoint: dict) -> list:
+    """The ids of a checkpoint's pending calls ([] when nothing is pending), once
+    CHECKPOINT_SCHEMA passed."""
+    return [call["id"] for call in checkpoint["pending_tool_use"] or []]
 
 
 def response_problems(responses: list) -> list[str]:
@@ -223,9 +187,3 @@ def scripted_run_schema(expect: dict) -> dict:
             "expect": expect,
         },
     }
-
-
-def scripted_run_problems(data: dict, schema: dict) -> list[str]:
-    """Shape of a scripted-run fixture (``schema``, from scripted_run_schema), then each
-    response; ``expect``'s values are the exercise's to check, once this shape is fine."""
-    return schema_problems(schema, data) or response_problems(data["responses"])
