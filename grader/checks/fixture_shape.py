@@ -78,7 +78,8 @@ WORKSPACE_SCHEMA = {
 
 def closed(required: list[str], properties: dict, messages: dict | None = None, **more) -> dict:
     """An object schema allowing only ``properties``, ``required`` among them; ``messages``
-    are its x-mensagens, ``more`` any other keywords."""
+    are its x-mensagens, ``more`` any other keywords (``**{"if": ..., "then": ...}`` for the
+    names Python reserves)."""
     schema = {"type": "object", "required": required, "additionalProperties": False, "properties": properties, **more}
     return {**schema, "x-mensagens": messages} if messages else schema
 
@@ -172,18 +173,13 @@ def response_problems(responses: list) -> list[str]:
 def scripted_run_schema(expect: dict) -> dict:
     """The shape of a fixture that runs the student's loop against a scripted model, with the
     exercise's own ``expect``."""
-    return {
-        "type": "object",
-        "required": ["description", "task", "responses", "expect"],
-        "additionalProperties": False,
-        "properties": {
-            "description": TEXT,
-            "kind": {"const": "run"},
-            "task": TEXT,
-            "workspace": WORKSPACE_SCHEMA,
-            "responses": {"type": "array", "minItems": 1, "x-mensagens": {
-                "*": "deveria ser uma lista não vazia de respostas"}},
-            "max_turns": {"type": "integer", "minimum": 1},
-            "expect": expect,
-        },
-    }
+    return closed(["description", "task", "responses", "expect"], {
+        "description": TEXT,
+        "kind": {"const": "run"},
+        "task": TEXT,
+        "workspace": WORKSPACE_SCHEMA,
+        "responses": {"type": "array", "minItems": 1, "x-mensagens": {
+            "*": "deveria ser uma lista não vazia de respostas"}},
+        "max_turns": POSITIVE,
+        "expect": expect,
+    })

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grader.checks.fixture_shape import COUNT, TEXT, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
+from grader.checks.fixture_shape import COUNT, TEXT, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
 from grader.checks.framework import Exercise, Fixture, plain_text, response_tokens
 from grader.core.plural import quantity
 
@@ -86,39 +86,26 @@ def kept_out_ids(fixture: Fixture) -> set:
 
 
 # Level 1: items to classify, each with its answer and the words shown when it is missed.
-CLASSIFICATION_SCHEMA = {
-    "type": "object",
-    "required": ["description", "kind", "items"],
-    "additionalProperties": False,
-    "properties": {
-        "description": TEXT,
-        "kind": {"const": "classification"},
-        "items": {
-            "type": "object",
-            "minProperties": 1,
-            "additionalProperties": {
-                "type": "object",
-                "required": ["answer", "why"],
-                "additionalProperties": False,
-                "properties": {
-                    "answer": {"enum": list(LABELS)},
-                    "why": {**TEXT, "x-mensagens": dict.fromkeys(
-                        ("*", "required"), "obrigatório: a explicação mostrada quando o item está errado")},
-                },
-                "x-mensagens": {"type": "deveria ser um objeto {answer, why}"},
-            },
-            "x-mensagens": {"*": "obrigatório, deveria mapear item -> {answer, why}"},
-        },
+CLASSIFICATION_SCHEMA = closed(["description", "kind", "items"], {
+    "description": TEXT,
+    "kind": {"const": "classification"},
+    "items": {
+        "type": "object",
+        "minProperties": 1,
+        "additionalProperties": closed(["answer", "why"], {
+            "answer": {"enum": list(LABELS)},
+            "why": {**TEXT, "x-mensagens": dict.fromkeys(
+                ("*", "required"), "obrigatório: a explicação mostrada quando o item está errado")},
+        }, messages={"type": "deveria ser um objeto {answer, why}"}),
+        "x-mensagens": {"*": "obrigatório, deveria mapear item -> {answer, why}"},
     },
-}
-# Level 2: a scripted run; its expect is what a correct loop does with the script (checked against it).
-RUN_SCHEMA = scripted_run_schema({
-    "type": "object",
-    "required": ["model_calls", "tokens_used", "status"],
-    "additionalProperties": False,
-    "properties": {"model_calls": COUNT, "tokens_used": COUNT, "status": {"type": "string"}},
-    "x-mensagens": {"type": "deveria ser {model_calls, tokens_used, status}"},
 })
+# Level 2: a scripted run; its expect is what a correct loop does with the script (checked against it).
+RUN_SCHEMA = scripted_run_schema(closed(
+    ["model_calls", "tokens_used", "status"],
+    {"model_calls": COUNT, "tokens_used": COUNT, "status": {"type": "string"}},
+    messages={"type": "deveria ser {model_calls, tokens_used, status}"},
+))
 FIXTURE_SCHEMA = kinds_schema({"classification": CLASSIFICATION_SCHEMA, "run": RUN_SCHEMA})
 FIXTURE_SCHEMAS = (CLASSIFICATION_SCHEMA, RUN_SCHEMA)
 

@@ -1,7 +1,7 @@
 """Exercise 2 and the shape of its fixtures: files for ``load_checkpoint`` (level 2) and scripted runs (level 3), as ``grade fixtures`` checks them."""
 from __future__ import annotations
 
-from grader.checks.fixture_shape import COUNT, TEXT, TEXTS, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
+from grader.checks.fixture_shape import COUNT, TEXT, TEXTS, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
 from grader.checks.framework import Exercise, Fixture, is_kind
 from grader.core.plural import quantity
 
@@ -36,37 +36,21 @@ def has_tool_turns(fixture: Fixture) -> bool:
 FILE_SPEC = 'obrigatório: {"absent": true}, {"json": ...} ou {"text": "..."}'
 # Level 2: the checkpoint.json load_checkpoint reads (absent, any JSON value, or exact text,
 # maybe cut short) and what it should do with it.
-LOAD_SCHEMA = {
-    "type": "object",
-    "required": ["description", "kind", "file", "expect"],
-    "additionalProperties": False,
-    "properties": {
-        "description": TEXT,
-        "kind": {"const": "load"},
-        "file": {
-            "type": "object",
-            "anyOf": [{"required": ["absent"]}, {"required": ["json"]}, {"required": ["text"]}],
-            "additionalProperties": False,
-            "properties": {"absent": {"const": True, "x-mensagens": {"*": "deveria ser true (o arquivo não existe)"}}, "json": {}, "text": {"type": "string"}, "drop_last_bytes": COUNT},
-            "x-mensagens": {"type": FILE_SPEC, "anyOf": FILE_SPEC},
-        },
-        "expect": {
-            "type": "object",
-            "required": ["load_checkpoint"],
-            "additionalProperties": False,
-            "properties": {"load_checkpoint": {"enum": list(LOAD_OUTCOMES)}, "mentions": TEXTS},
-            "x-mensagens": {"type": "deveria ser um objeto com load_checkpoint (e mentions)"},
-        },
+LOAD_SCHEMA = closed(["description", "kind", "file", "expect"], {
+    "description": TEXT,
+    "kind": {"const": "load"},
+    "file": {
+        "type": "object",
+        "anyOf": [{"required": ["absent"]}, {"required": ["json"]}, {"required": ["text"]}],
+        "additionalProperties": False,
+        "properties": {"absent": {"const": True, "x-mensagens": {"*": "deveria ser true (o arquivo não existe)"}}, "json": {}, "text": {"type": "string"}, "drop_last_bytes": COUNT},
+        "x-mensagens": {"type": FILE_SPEC, "anyOf": FILE_SPEC},
     },
-}
-# Level 3: a scripted run; its expect is what a correct loop does with the script (checked against it).
-RUN_SCHEMA = scripted_run_schema({
-    "type": "object",
-    "required": ["saves"],
-    "additionalProperties": False,
-    "properties": {"saves": COUNT},
-    "x-mensagens": {"type": "deveria ser {saves}"},
+    "expect": closed(["load_checkpoint"], {"load_checkpoint": {"enum": list(LOAD_OUTCOMES)}, "mentions": TEXTS},
+                     messages={"type": "deveria ser um objeto com load_checkpoint (e mentions)"}),
 })
+# Level 3: a scripted run; its expect is what a correct loop does with the script (checked against it).
+RUN_SCHEMA = scripted_run_schema(closed(["saves"], {"saves": COUNT}, messages={"type": "deveria ser {saves}"}))
 FIXTURE_SCHEMA = kinds_schema({"load": LOAD_SCHEMA, "run": RUN_SCHEMA})
 FIXTURE_SCHEMAS = (LOAD_SCHEMA, RUN_SCHEMA)
 

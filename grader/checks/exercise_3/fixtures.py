@@ -6,6 +6,7 @@ from grader.checks.fixture_shape import (
     COUNT,
     TEXT,
     WORKSPACE_SCHEMA,
+    closed,
     pending_ids,
     pending_problems,
     problem,
@@ -22,28 +23,17 @@ ACTIONS = ("rerun", "is_error")
 
 # A crash scene: the checkpoint at the crash, the world, and what reconcile does with each
 # pending call.
-FIXTURE_SCHEMA = {
-    "type": "object",
-    "required": ["description", "checkpoint", "expect"],
-    "additionalProperties": False,
-    "properties": {
-        "description": TEXT,
-        "checkpoint": CHECKPOINT_SCHEMA,
-        "workspace": WORKSPACE_SCHEMA,
-        "expect": {
-            "type": "object",
-            "required": ["resume_action"],
-            "additionalProperties": False,
-            "properties": {
-                "resume_action": {"type": "object", "additionalProperties": {"enum": list(ACTIONS)}, "x-mensagens": {
-                    "*": "deveria mapear tool_use_id -> \"rerun\" ou \"is_error\" ({} quando nada está pendente)"}},
-                "outbox_after": COUNT,
-                "tickets_after": COUNT,
-            },
-            "x-mensagens": {"type": "deveria ser um objeto com resume_action"},
-        },
-    },
-}
+FIXTURE_SCHEMA = closed(["description", "checkpoint", "expect"], {
+    "description": TEXT,
+    "checkpoint": CHECKPOINT_SCHEMA,
+    "workspace": WORKSPACE_SCHEMA,
+    "expect": closed(["resume_action"], {
+        "resume_action": {"type": "object", "additionalProperties": {"enum": list(ACTIONS)}, "x-mensagens": {
+            "*": "deveria mapear tool_use_id -> \"rerun\" ou \"is_error\" ({} quando nada está pendente)"}},
+        "outbox_after": COUNT,
+        "tickets_after": COUNT,
+    }, messages={"type": "deveria ser um objeto com resume_action"}),
+})
 FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
 
 

@@ -6,6 +6,7 @@ from grader.checks.fixture_shape import (
     COUNT,
     TEXT,
     WORKSPACE_SCHEMA,
+    closed,
     pending_ids,
     pending_problems,
     problem,
@@ -28,50 +29,34 @@ LEDGER_STATUSES = ("intent", "committed", "rejected", "unknown")
 
 RECEIPT = "um recibo precisa de {content: texto, is_error: bool}"
 # One record of the ledger at the crash (harness/effects.py writes them).
-EFFECT_SCHEMA = {
-    "type": "object",
-    "required": ["tool", "status"],
-    "additionalProperties": False,
-    "properties": {
-        "tool": {"type": "string"},
-        "input_hash": {"type": "string"},
-        "status": {"enum": list(LEDGER_STATUSES)},
-        "result": {"type": ["object", "null"], "required": ["content", "is_error"],
-                   "properties": {"content": {"type": "string"}, "is_error": {"type": "boolean"}},
-                   "x-mensagens": {"type": RECEIPT}},
-        "recorded_at": {"type": "string"},
-    },
+EFFECT_SCHEMA = closed(["tool", "status"], {
+    "tool": {"type": "string"},
+    "input_hash": {"type": "string"},
+    "status": {"enum": list(LEDGER_STATUSES)},
+    "result": {"type": ["object", "null"], "required": ["content", "is_error"],
+               "properties": {"content": {"type": "string"}, "is_error": {"type": "boolean"}},
+               "x-mensagens": {"type": RECEIPT}},
+    "recorded_at": {"type": "string"},
+}, messages={"type": "deveria ser um registro {tool, input_hash, status, result, recorded_at}"}, **{
     # a receipt (any status but intent) has a result; an intent's is null
     "if": {"required": ["status"], "properties": {"status": {"not": {"const": "intent"}}}},
     "then": {"required": ["result"], "properties": {"result": {"type": "object", "x-mensagens": dict.fromkeys(
         ("type", "required"), RECEIPT)}}},
-    "x-mensagens": {"type": "deveria ser um registro {tool, input_hash, status, result, recorded_at}"},
-}
+})
 # A crash scene: the checkpoint, the ledger, the world, and the way each pending call is resumed.
-FIXTURE_SCHEMA = {
-    "type": "object",
-    "required": ["description", "checkpoint", "expect"],
-    "additionalProperties": False,
-    "properties": {
-        "description": TEXT,
-        "checkpoint": CHECKPOINT_SCHEMA,
-        "effects": {"type": "object", "additionalProperties": EFFECT_SCHEMA,
-                    "x-mensagens": {"type": "deveria ser um objeto tool_use_id -> registro"}},
-        "workspace": WORKSPACE_SCHEMA,
-        "expect": {
-            "type": "object",
-            "required": ["ways"],
-            "additionalProperties": False,
-            "properties": {
-                "ways": {"type": "object", "additionalProperties": {"enum": list(WAYS)},
-                         "x-mensagens": {"type": "deveria mapear tool_use_id -> " + " | ".join(WAYS)}},
-                "outbox_after": COUNT,
-                "tickets_after": COUNT,
-            },
-            "x-mensagens": {"type": "deveria ser um objeto com ways"},
-        },
-    },
-}
+FIXTURE_SCHEMA = closed(["description", "checkpoint", "expect"], {
+    "description": TEXT,
+    "checkpoint": CHECKPOINT_SCHEMA,
+    "effects": {"type": "object", "additionalProperties": EFFECT_SCHEMA,
+                "x-mensagens": {"type": "deveria ser um objeto tool_use_id -> registro"}},
+    "workspace": WORKSPACE_SCHEMA,
+    "expect": closed(["ways"], {
+        "ways": {"type": "object", "additionalProperties": {"enum": list(WAYS)},
+                 "x-mensagens": {"type": "deveria mapear tool_use_id -> " + " | ".join(WAYS)}},
+        "outbox_after": COUNT,
+        "tickets_after": COUNT,
+    }, messages={"type": "deveria ser um objeto com ways"}),
+})
 FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
 
 

@@ -12,6 +12,7 @@ from grader.checks.fixture_shape import (
     COUNT,
     TEXT,
     WORKSPACE_SCHEMA,
+    closed,
     holds,
     intact,
     pending_problems,
@@ -60,58 +61,43 @@ FILE = {"type": ["object", "string"], "x-mensagens": {"*": "deveria ser um objet
 
 def point_schema(*extra: str) -> dict:
     """``{turn, point}`` of a point to rewind or fork to, with ``extra`` texts required."""
-    return {
-        "type": "object",
-        "required": ["turn", "point", *extra],
-        "additionalProperties": False,
-        "properties": {"turn": COUNT, "point": {"enum": ["A", "B"]},
-                       **{key: {**TEXT, "x-mensagens": {"required": "obrigatório, o timeline_id da linha original"}}
-                          for key in extra}},
-        "x-mensagens": {"type": "deveria ser um objeto com " + ", ".join(("turn", "point", *extra))},
-    }
+    return closed(["turn", "point", *extra], {
+        "turn": COUNT,
+        "point": {"enum": ["A", "B"]},
+        **{key: {**TEXT, "x-mensagens": {"required": "obrigatório, o timeline_id da linha original"}} for key in extra},
+    }, messages={"type": "deveria ser um objeto com " + ", ".join(("turn", "point", *extra))})
 
 
 # A recorded run folder, file by file, and what each level's functions find in it.
-FIXTURE_SCHEMA = {
-    "type": "object",
-    "required": ["description", "run_dir", "expect"],
-    "additionalProperties": False,
-    "properties": {
-        "description": TEXT,
-        "run_dir": {
-            "type": "object",
-            "patternProperties": {
-                UNSAFE_PATH: refused("o caminho precisa ser relativo e ficar dentro da pasta da execução"),
-                CHECKPOINT_FILE: {**FILE, "if": {"type": "object"}, "then": CHECKPOINT_SCHEMA},
-            },
-            "additionalProperties": FILE,
-            "x-mensagens": {"type": "obrigatório, deveria mapear caminho relativo -> conteúdo"},
+FIXTURE_SCHEMA = closed(["description", "run_dir", "expect"], {
+    "description": TEXT,
+    "run_dir": {
+        "type": "object",
+        "patternProperties": {
+            UNSAFE_PATH: refused("o caminho precisa ser relativo e ficar dentro da pasta da execução"),
+            CHECKPOINT_FILE: {**FILE, "if": {"type": "object"}, "then": CHECKPOINT_SCHEMA},
         },
-        "mtimes": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
-                   "x-mensagens": {"type": "deveria mapear caminho -> instante (segundos)"}},
-        "workspace": WORKSPACE_SCHEMA,
-        "expect": {
-            "type": "object",
-            "required": ["latest", "latest_by_turn"],
-            "additionalProperties": False,
-            "properties": {
-                "latest": {**NAME_OR_NULL, "x-mensagens": {"required": "obrigatório (null quando não há ponto)"}},
-                "latest_by_turn": {
-                    "type": "object",
-                    "minProperties": 1,
-                    "patternProperties": {r"[^0-9]|^$": refused("a chave deveria ser um número de turno")},
-                    "additionalProperties": NAME_OR_NULL,
-                    "x-mensagens": {k: "obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"
-                                    for k in ("type", "required", "minProperties")},
-                },
-                "rewind": point_schema(),
-                "rewind_missing_turn": {"type": ["integer", "null"]},
-                "fork": point_schema("parent_timeline_id"),
-            },
-            "x-mensagens": {"type": "obrigatório, deveria ser um objeto com latest e latest_by_turn"},
-        },
+        "additionalProperties": FILE,
+        "x-mensagens": {"type": "obrigatório, deveria mapear caminho relativo -> conteúdo"},
     },
-}
+    "mtimes": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+               "x-mensagens": {"type": "deveria mapear caminho -> instante (segundos)"}},
+    "workspace": WORKSPACE_SCHEMA,
+    "expect": closed(["latest", "latest_by_turn"], {
+        "latest": {**NAME_OR_NULL, "x-mensagens": {"required": "obrigatório (null quando não há ponto)"}},
+        "latest_by_turn": {
+            "type": "object",
+            "minProperties": 1,
+            "patternProperties": {r"[^0-9]|^$": refused("a chave deveria ser um número de turno")},
+            "additionalProperties": NAME_OR_NULL,
+            "x-mensagens": {k: "obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"
+                            for k in ("type", "required", "minProperties")},
+        },
+        "rewind": point_schema(),
+        "rewind_missing_turn": {"type": ["integer", "null"]},
+        "fork": point_schema("parent_timeline_id"),
+    }, messages={"type": "obrigatório, deveria ser um objeto com latest e latest_by_turn"}),
+})
 FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
 
 
