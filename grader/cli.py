@@ -58,10 +58,6 @@ def grade_parser() -> argparse.ArgumentParser:
 
 
 def run_grade(argv: list[str]) -> int:
-    from grader.core.engine import grade
-    from grader.reports import render
-    from grader.student.progress import record_progress
-
     args = grade_parser().parse_args(argv)
     options = {
         name: value for name, value in (
@@ -73,16 +69,27 @@ def run_grade(argv: list[str]) -> int:
     if junit_problem:  # before a grading that may take minutes
         print(f"grade: {junit_problem}", file=sys.stderr)
         return 2
+    prelaunched = None
     try:
         notebook = args.notebook or course_root() / "exercises" / f"{args.exercise}.ipynb"
         if args.sandbox:
             from grader.core import sandbox
 
             options["sandbox"] = sandbox.require()
-        report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures, **options)
+        prelaunched = launch_kernel_early(notebook, options.get("sandbox"))
+        from grader.core.engine import grade  # imports nbclient and the checks while the kernel starts
+
+        report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures,
+                       prelaunched=prelaunched, **options)
     except GraderError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
+    finally:
+        if prelaunched is not None:
+            prelaunched.discard()  # already done when the grading took it; here for the ways out before
+    from grader.reports import render
+    from grader.student.progress import record_progress
+
     record_progress(args.exercise, report, notebook)
     if args.junit:
         try:
@@ -94,6 +101,17 @@ def run_grade(argv: list[str]) -> int:
     else:
         sys.stdout.write(render.text_report(report, verbose=args.verbose))
     return 0 if report.passed else 1
+
+
+def launch_kernel_early(notebook: Path, sandbox) -> object | None:
+    """The grading's kernel, launched before the grader imports the notebook machinery, so its
+    start (seconds of imports in its own process) overlaps with the grader's; None when there is
+    no notebook file to grade (that is reported without starting anything)."""
+    if not Path(notebook).is_file():
+        return None
+    from grader.core.prelaunch import PrelaunchedKernel
+
+    return PrelaunchedKernel(sandbox)
 
 
 def print_help() -> None:

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from grader.core.engine import grade_with_fixtures, load_exercise
-from grader.core.execution import kernel_env
+from grader.core.environment import kernel_env
 from grader.core.fixture_loader import load_fixtures
 from grader.core.forked_kernels import ForkedProvisioner, KernelTemplate, notebook_imports, supported, template_modules
 from grader.core.warm import PrelaunchedKernel

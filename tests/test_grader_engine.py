@@ -6,8 +6,10 @@ import io
 import json
 import os
 import socket
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
+import nbformat
 import pytest
 
 from grader import cli
@@ -224,13 +226,37 @@ def test_a_port_taken_while_the_kernel_starts_does_not_kill_the_grading(tmp_path
 
 def test_kernel_sockets_live_in_the_grading_folder_when_they_can(tmp_path):
     first, retry = kernel.kernel_connection(tmp_path, 1), kernel.kernel_connection(tmp_path, 2)
+    for settings in (first, retry):  # the connection file too: never loose in the temp folder
+        connection = Path(settings.pop("connection_file"))
+        assert connection.parent == tmp_path and connection.name.startswith("kernel-")
+        assert connection.name.endswith("-connection.json")
     if os.name == "posix":
         assert first == {"transport": "ipc", "ip": str(tmp_path / "kernel")}
     else:
         assert first == {"transport": "tcp"}
     assert retry == {"transport": "tcp"}  # a folder that cannot hold sockets still gets a kernel
     too_deep = tmp_path / ("x" * 120)
-    assert kernel.kernel_connection(too_deep, 1) == {"transport": "tcp"}  # longer than a socket path may be
+    assert kernel.kernel_connection(too_deep, 1)["transport"] == "tcp"  # longer than a socket path may be
+
+
+def test_a_connection_file_name_cannot_be_taken_in_advance(tmp_path):
+    """The kernel's code writes in the grading folder; the next kernel's connection file gets a
+    name it could not know, so a folder planted under a likely name does not stop it."""
+    names = {kernel.kernel_connection(tmp_path, 1, generation=2)["connection_file"] for _ in range(50)}
+    assert len(names) == 50
+
+
+def test_a_folder_planted_where_a_restarted_kernels_files_go_does_not_stop_the_grading(tmp_path):
+    planted = (
+        "import os, time\nif not os.path.exists('kernel2-connection.json'):\n"
+        "    os.mkdir('kernel2-connection.json')\n    while True:\n        try:\n"
+        "            time.sleep(1000)\n        except BaseException:\n            pass"
+    )
+    notebook = solution_notebook()
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(planted))
+    report = grade("exercise-3", write(notebook, tmp_path / "plantada.ipynb"), cell_timeout=5, total_timeout=240)
+    assert report.notebook_error_kind is None, report.notebook_error
+    assert report.checks and all(check.passed for check in report.checks)
 
 
 def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch, taken_port):

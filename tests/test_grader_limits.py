@@ -122,7 +122,7 @@ def test_a_check_that_swallows_its_time_limit_or_exhausts_memory_is_named_and_th
 
 def test_a_grading_kernel_never_inherits_a_credential(monkeypatch):
     """Grading is offline: an instructor's key or password must not reach a submission (nor its feedback)."""
-    from grader.core.execution import kernel_env
+    from grader.core.environment import kernel_env
 
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "GITHUB_TOKEN", "MY_SECRET",
                  "PGPASSWORD", "DATABASE_URL", "AWS_SECRET_ACCESS_KEY"):

@@ -249,7 +249,8 @@ def test_a_sandboxed_kernel_whose_template_fails_starts_in_a_bubblewrap_of_its_o
 
     if sandbox.sandbox_uid() is None:
         pytest.skip("kernels forked in one sandbox need root")
-    monkeypatch.setattr("tempfile.tempdir", None)  # the worker points it at its folder; undone after
+    monkeypatch.setattr("tempfile.tempdir", None)  # the worker points these at its folder; undone after
+    monkeypatch.setattr("grader.core.scratch._placed_in", None)
     box = sandbox.require()
     template = sandboxed_template("exercise-3", box)
     try:

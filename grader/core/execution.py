@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from nbclient.util import run_sync
 from grader.checks.framework import error_text
 from grader.core import grading_files
 from grader.core import kernel as kernels
-from grader.core.environment import GRADER_ENV
+from grader.core.environment import kernel_env
 from grader.core.errors import os_reason
 from grader.core.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
 from grader.core.results import (
@@ -250,15 +249,6 @@ def _running_check(path: Path) -> str | None:
 
 # Grading is always offline, so a kernel never needs a credential; leaving them out keeps an
 # instructor's key out of a batch's submissions (and of the feedback pages they can print into).
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^ANTHROPIC_|^DATABASE_URL$", re.I)
-
-
-def kernel_env() -> dict[str, str]:
-    """The environment a grading kernel starts with: the grader's, without credentials."""
-    env = {key: value for key, value in os.environ.items()
-           if key != "JPY_SESSION_NAME" and not _SECRET_NAME.search(key)}
-    env[GRADER_ENV] = "1"
-    return env
 
 
 class _Grading:

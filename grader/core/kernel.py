@@ -10,6 +10,7 @@ that dies near its memory limit is reported as out of memory rather than as a cr
 from __future__ import annotations
 
 import os
+import secrets
 import re
 import signal
 import threading
@@ -50,10 +51,15 @@ def kernel_connection(workdir: Path, attempt: int = 1, generation: int = 1) -> d
     its own socket names.
     """
     prefix = workdir / ("kernel" if generation == 1 else f"kernel{generation}")
+    # The connection file in the grading's folder too (jupyter_client's default is a loose file
+    # in the temp folder), so a grading killed outright leaves nothing outside that folder. Its
+    # name is drawn at random: the kernel's code writes in that folder, and a folder it planted
+    # under a name known in advance would stop the next kernel from starting.
+    settings: dict[str, Any] = {"connection_file": f"{prefix}-{secrets.token_hex(8)}-connection.json"}
     short_enough = len(os.fsencode(str(prefix))) + len("-5") < _UNIX_SOCKET_PATH_LIMIT
     if os.name == "posix" and short_enough and attempt == 1:
-        return {"transport": "ipc", "ip": str(prefix)}
-    return {"transport": "tcp"}
+        return {**settings, "transport": "ipc", "ip": str(prefix)}
+    return {**settings, "transport": "tcp"}
 
 
 def _discard(client: Any) -> None:

@@ -52,6 +52,17 @@ def remove_abandoned(parent: Path) -> list[Path]:
     return removed
 
 
+_placed_in: Path | None = None
+
+
+def place_in(folder: Path) -> None:
+    """Make every later grading folder of this process directly in ``folder`` (a sandboxed
+    worker's folder of grading folders: mode 711, so that each kernel, running as its own user,
+    reaches its own folder and cannot list the others')."""
+    global _placed_in
+    _placed_in = Path(folder)
+
+
 def _private_parent() -> Path | None:
     """This user's folder of grading folders, made if needed; None when the name is taken by
     something that is not this user's private folder (a file, a symlink, another user's folder)."""
@@ -71,17 +82,27 @@ def _private_parent() -> Path | None:
     return parent
 
 
-@contextlib.contextmanager
-def scratch_folder(kind: str = "") -> Iterator[Path]:
-    """A private folder (mode 700) for this process's temporary files, removed with all it holds at the end."""
-    parent = _private_parent()
+def new_scratch(kind: str = "") -> Path:
+    """A private folder (mode 700) for this process's temporary files; the caller removes it
+    (``remove``). Abandoned folders of this user are removed first."""
+    parent = _placed_in or _private_parent()
     if parent is None:  # never sweep a folder someone else controls: just make ours beside it
         parent = Path(tempfile.gettempdir())
     else:
         remove_abandoned(parent)
     prefix = f"grade-{kind}-" if kind else "grade-"
-    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+
+
+def remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_folder(kind: str = "") -> Iterator[Path]:
+    """``new_scratch``, removed with all it holds when the block ends (an exception included)."""
+    folder = new_scratch(kind)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove(folder)

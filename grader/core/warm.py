@@ -6,9 +6,9 @@ task per line on stdin (JSON: the notebook, where to write the result, whether m
 tasks follow) and answers ``done`` on stdout when the result file is written.
 
 While a submission is graded, the kernel for the next one is already starting: a
-``PrelaunchedKernel`` launches the kernel process (cheap) in the next grading's own
-folder, and the kernel imports IPython on its own, in parallel with the grading; the
-engine connects to it when that grading begins (``grade(..., prelaunched=...)``).
+``PrelaunchedKernel`` (grader/core/prelaunch.py) launches the kernel process (cheap) in the
+next grading's own folder, and the kernel imports IPython on its own, in parallel with the
+grading; the engine connects to it when that grading begins (``grade(..., prelaunched=...)``).
 Each submission still gets a fresh kernel that nothing ran in before. Outside the
 sandbox, the worker's kernels are forked from the batch's template process, which
 imported ipykernel and anthropic once for every worker (grader/core/forked_kernels.py);
@@ -17,7 +17,6 @@ where it cannot, they start as before.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -26,76 +25,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grader.checks.framework import describe_error
-from grader.core import grading_files
-from grader.core import kernel as kernels
-from grader.core.execution import kernel_env
-from grader.core.sandbox import Sandbox, kernel_environment, sandboxed_connection
+from grader.core import scratch as scratch_folders
+from grader.core.environment import kernel_env
+from grader.core.prelaunch import PrelaunchedKernel
+from grader.core.sandbox import Sandbox
 
 DONE = "done"
-
-
-class PrelaunchedKernel:
-    """A kernel started ahead of its grading, in the folder that grading will use."""
-
-    def __init__(self, sandbox: Sandbox | None = None, template: Any = None) -> None:
-        self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
-        from jupyter_client.manager import AsyncKernelManager
-        from jupyter_core.utils import run_sync
-
-        self._temporary = tempfile.TemporaryDirectory(prefix="grade-")
-        self.workdir = Path(self._temporary.name)
-        self._taken = False
-        self._km: Any = None
-        self._stderr = grading_files.open_append(self.workdir / "kernel-stderr-1-1.log")
-        if sandbox is not None:
-            sandbox.prepare(self.workdir)
-            settings = sandboxed_connection(self.workdir, sandbox, 1)
-        else:
-            settings = kernels.kernel_connection(self.workdir, 1, 1)
-        manager_class = settings.pop("manager_class", AsyncKernelManager)
-        env = kernel_env()
-        if template is not None:
-            from grader.core.forked_kernels import forked_manager_class
-
-            confine = sandbox.confinement() if sandbox is not None else None
-            manager_class = forked_manager_class(template, manager_class, confine)
-            if sandbox is not None:
-                env = kernel_environment(self.workdir)  # what bubblewrap would have given it
-        km = manager_class(kernel_name="python3", **settings)
-        try:
-            # The same launch nbclient would do (its in-memory history argument included).
-            run_sync(km.start_kernel)(
-                extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
-                env=env, stderr=self._stderr, stdout=self._stderr,
-            )
-            self._km = km
-        except Exception:  # noqa: BLE001 - the grading then starts its own kernel
-            self._km = None
-
-    def take(self) -> Any:
-        """The kernel manager, now owned (and shut down) by the grading; None if the launch failed."""
-        self._taken = True
-        return self._km
-
-    @contextlib.contextmanager
-    def folder(self) -> Iterator[str]:
-        """The grading folder, removed (with a kernel never taken) when the grading ends."""
-        try:
-            yield str(self.workdir)
-        finally:
-            self.discard()
-
-    def discard(self) -> None:
-        if self._km is not None and not self._taken:
-            from jupyter_core.utils import run_sync
-
-            with contextlib.suppress(Exception):
-                run_sync(self._km.shutdown_kernel)(now=True)
-        self._km = None
-        with contextlib.suppress(OSError):
-            self._stderr.close()
-        with contextlib.suppress(OSError):
-            self._temporary.cleanup()
 
 
 def grade_payload(grade_one, notebook: Path, prelaunched: PrelaunchedKernel | None) -> dict[str, Any]:
@@ -192,7 +127,8 @@ def sandboxed_template(exercise: str, sandbox: Sandbox) -> Any:
         return None
     scratch = Path(tempfile.mkdtemp(prefix="grade-sandbox-"))
     scratch.chmod(0o711)
-    tempfile.tempdir = str(scratch)  # every grading folder of this worker is made in there
+    tempfile.tempdir = str(scratch)  # every temporary file of this worker is made in there,
+    scratch_folders.place_in(scratch)  # and every grading folder, right inside it
     server = TemplateProcess.start(exercise, kernel_env(), wrapper=template_bwrap_arguments(scratch))
     template = KernelTemplate(server.address, server)
     template.scratch = scratch  # removed with everything in it when the worker ends

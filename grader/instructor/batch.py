@@ -285,7 +285,7 @@ def kernel_template(options: BatchOptions, needed: bool = True, parent: Path | N
     if options.sandbox or not needed:
         yield None
         return
-    from grader.core.execution import kernel_env
+    from grader.core.environment import kernel_env
     from grader.core.forked_kernels import TemplateProcess
 
     template = TemplateProcess.start(options.exercise, kernel_env(), parent=None if parent is None else str(parent))
