@@ -11,6 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
+import pytest
+
 from grader.core.scratch import BATCH, remove_abandoned, scratch_folder
 
 PREFIX = f"grade-{BATCH}-"
@@ -107,6 +110,61 @@ def test_a_grading_closed_with_its_terminal_leaves_one_folder_the_next_grading_r
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert leftovers(temp) == []
+
+
+def processes_with(variable: str) -> list[int]:
+    """Pids of live processes whose environment holds ``variable`` (NAME=value)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if variable.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
+def test_the_workers_of_a_batch_killed_outright_die_with_it(tmp_path):
+    looping = tmp_path / "entregas" / "laco.ipynb"
+    looping.parent.mkdir()
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell("while True:\n    pass"))
+    nbformat.write(notebook, looping)
+    process, _ = start_batch(tmp_path, copies=1, jobs=2)
+    marker = f"GRADE_BATCH_PID={process.pid}"
+    deadline = time.monotonic() + 120
+    while len(processes_with(marker)) < 2:  # both workers started
+        assert process.poll() is None and time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []  # not grading on for the submission's 300 s
+
+
+def test_what_a_graded_notebook_makes_with_tempfile_goes_with_its_grading_folder(tmp_path):
+    """The course's own notebooks call tempfile.mkdtemp(); graded, those folders must not pile up."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    notebook = tmp_path / "exercise-1.ipynb"
+    shutil.copyfile(ROOT / "solutions" / "exercise-1.ipynb", notebook)
+    assert "mkdtemp" in notebook.read_text(encoding="utf-8")  # the case this test is about
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT), "GRADE_STATE_FILE": str(tmp_path / "s.json")}
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "exercise-1", "--notebook", str(notebook)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert leftovers(temp) == []
+
+
+def test_a_folder_named_with_an_impossible_pid_is_left_alone(tmp_path):
+    for name in ("grade-2147483648-x", "grade-99999999999999999999-abc", "grade-lote-99999999999999999999-y"):
+        (tmp_path / name).mkdir()
+    assert remove_abandoned(tmp_path) == []
+    assert len(list(tmp_path.iterdir())) == 3
 
 
 def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):

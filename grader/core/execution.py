@@ -266,7 +266,7 @@ class _Grading:
         self.memory_limit_mb = memory_limit_mb or None
         self.deadline = float("inf")  # set once the first kernel is ready
         self.phase = "start"
-        self.env = kernel_env()
+        self.env = kernel_env(workdir)
         self.prelaunched = prelaunched
         self.sandbox = sandbox
         if sandbox is not None:

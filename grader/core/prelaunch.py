@@ -39,7 +39,7 @@ class PrelaunchedKernel:
         else:
             settings = kernels.kernel_connection(self.workdir, 1, 1)
         manager_class = settings.pop("manager_class", AsyncKernelManager)
-        env = kernel_env()
+        env = kernel_env(self.workdir)
         if template is not None:
             from grader.core.forked_kernels import forked_manager_class
 

@@ -24,12 +24,14 @@ BATCH = "lote"
 _NAME = re.compile(r"^grade-(?:lote-)?(\d+)-")
 
 
-def _alive(pid: int) -> bool:
+def _may_be_running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: alive
+        return True
+    except (OverflowError, ValueError):  # no process can have that number: not a folder of ours
         return True
     return True
 
@@ -45,7 +47,7 @@ def remove_abandoned(parent: Path) -> list[Path]:
             with contextlib.suppress(OSError):
                 # Never another user's folder, nor one whose process still runs (a pid now taken
                 # by another live process keeps its folder until a later run).
-                if entry.stat(follow_symlinks=False).st_uid != os.geteuid() or _alive(int(match.group(1))):
+                if entry.stat(follow_symlinks=False).st_uid != os.geteuid() or _may_be_running(int(match.group(1))):
                     continue
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(Path(entry.path))

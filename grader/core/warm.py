@@ -31,6 +31,26 @@ from grader.core.prelaunch import PrelaunchedKernel
 from grader.core.sandbox import Sandbox
 
 DONE = "done"
+BATCH_PID_ENV = "GRADE_BATCH_PID"  # set by the batch for its workers
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_batch() -> None:
+    """Linux: have the kernel kill this worker (SIGKILL) when the batch that started it dies, so a
+    batch killed outright leaves no worker grading on for minutes. The batch's pid is checked after
+    asking, in case it died before."""
+    batch = os.environ.get(BATCH_PID_ENV, "")
+    if not batch.isdigit() or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(batch):
+        os._exit(1)
 
 
 def grade_payload(grade_one, notebook: Path, prelaunched: PrelaunchedKernel | None) -> dict[str, Any]:
@@ -49,6 +69,7 @@ def write_payload(path: Path, payload: dict[str, Any]) -> None:
 
 def serve(argv: list[str]) -> int:
     """The warm worker's loop (``python -m grader.instructor.batch --serve ...``)."""
+    die_with_batch()
     from grader.core.kernel import DEFAULT_MEMORY_MB
 
     parser = argparse.ArgumentParser(prog="grader.instructor.batch --serve")

@@ -40,6 +40,7 @@ from grader.core.kernel import DEFAULT_MEMORY_MB  # the same default as grade an
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
 from grader.core.scratch import BATCH, scratch_folder
+from grader.core.warm import BATCH_PID_ENV
 
 DEFAULT_TIMEOUT = 300.0
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
@@ -311,7 +312,9 @@ class WorkerPool:
         with self._lock:
             if self.cancelled:
                 return None
-            env = None if self.temp_root is None else {**os.environ, "TMPDIR": str(self.temp_root)}
+            env = {**os.environ, BATCH_PID_ENV: str(os.getpid())}  # the worker dies with the batch
+            if self.temp_root is not None:
+                env["TMPDIR"] = str(self.temp_root)
             process = subprocess.Popen(
                 command,
                 env=env,
