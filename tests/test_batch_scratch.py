@@ -75,6 +75,19 @@ def test_ctrl_c_leaves_no_temporary_folder_behind(tmp_path):
     assert leftovers(temp) == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["terminal-closed", "sigterm"])
+def test_a_closed_terminal_or_sigterm_still_writes_what_was_graded(tmp_path, signum):
+    process, temp = start_batch(tmp_path, copies=6, jobs=1)
+    wait_for_first_row(process)
+    os.killpg(process.pid, signum)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signum, err
+    rows = (tmp_path / "notas.csv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 1 + 6 and any("aprovado" in row for row in rows[1:]), rows
+    assert any("nao_corrigido" in row for row in rows[1:]), rows
+    assert leftovers(temp) == []
+
+
 def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_path):
     process, temp = start_batch(tmp_path, copies=4, jobs=1)
     wait_for_first_row(process)

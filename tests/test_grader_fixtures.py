@@ -160,3 +160,45 @@ def test_a_broken_fixture_check_without_expected_values_is_named_and_the_student
                        message="texto para o aluno")
     text = disagreement(bare)
     assert '"Fecha a chamada"' in text and "o texto que um aluno leria: texto para o aluno" in text
+
+
+def _problems(folder) -> list[str]:
+    return [problem for item in read_fixture_files("exercise-3", [folder], VALIDATE) for problem in item.problems]
+
+
+def test_a_fixtures_folder_that_adds_nothing_is_a_problem_not_a_silent_grading(tmp_path):
+    """A wrong path (a typo in the exercise's subfolder, an empty folder) would grade a class without
+    the instructor's private fixtures; it is reported instead, naming what was found there."""
+    typo = tmp_path / "typo"
+    (typo / "exercise3").mkdir(parents=True)
+    (typo / "exercise3" / "nova.json").write_text(json.dumps(fixture_data("cpA")), encoding="utf-8")
+    [problem] = _problems(typo)
+    assert "não tem nenhuma fixture" in problem and "exercise3" in problem and "typo/exercise-3/NOME.json" in problem
+    empty = tmp_path / "vazia"
+    empty.mkdir()
+    [problem] = _problems(empty)
+    assert "vazia: a pasta de fixtures não tem nenhuma fixture" in problem
+    with pytest.raises(FixtureError):
+        load_fixtures("exercise-3", [empty], VALIDATE)
+    (empty / "exercise-3").mkdir()  # the exercise's own subfolder, empty
+    assert len(_problems(empty)) == 1
+
+
+def test_one_fixtures_folder_for_several_exercises_may_hold_none_of_this_one(tmp_path):
+    shared = tmp_path / "privadas"
+    (shared / "exercise-4").mkdir(parents=True)
+    (shared / "exercise-4" / "x.json").write_text("{}", encoding="utf-8")
+    assert _problems(shared) == []
+
+
+def test_a_pending_call_that_disagrees_with_the_message_shows_both_sides_and_nothing_else():
+    data = fixture_data("cpB")
+    call = data["checkpoint"]["pending_tool_use"][0]
+    real_id = call["id"]
+    call["id"] = "toolu_DIGITADO"
+    problems = VALIDATE(data)
+    assert len(problems) == 1, problems  # not also "resume_action should name toolu_DIGITADO"
+    assert "'toolu_DIGITADO' não é o id de nenhum tool_use" in problems[0] and real_id in problems[0]
+    call["id"], call["input"] = real_id, {**call["input"], "to": "outra@exemplo.com"}
+    [problem] = VALIDATE(data)
+    assert "outra@exemplo.com" in problem and "diferentes do tool_use de mesmo id" in problem

@@ -4,6 +4,7 @@ fine. Each function returns Portuguese problems naming the field (``campo `check
 ...``); an empty list means the fixture is fine."""
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 from grader.checks.framework import content_blocks
@@ -127,6 +128,15 @@ def intact(failures: list[Failure], *path) -> bool:
     return holds(failures, *path) and not any(failure.path[:len(path)] == path for failure in failures)
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 3
+
+
+def shown_value(value: Any) -> str:
+    """A value as a message quotes it: short whatever its size (a fixture can hold anything)."""
+    return _SHORT.repr(value)
+
+
 def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
     """What CHECKPOINT_SCHEMA cannot say: pending_tool_use matches the tool_use blocks of the
     last assistant message (same ids, names and inputs), and is null only when that message
@@ -144,9 +154,12 @@ def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
     for index, call in enumerate(pending):
         block = uses.get(call["id"])
         if block is None:
-            problems.append(problem(f"{field}[{index}].id", f"{call['id']!r} não é o id de nenhum tool_use da última mensagem"))
+            problems.append(problem(f"{field}[{index}].id", f"{call['id']!r} não é o id de nenhum tool_use da última "
+                                                            f"mensagem (os ids ali: {shown_value(sorted(uses))})"))
         elif block.get("name") != call["name"] or block.get("input") != call["input"]:
-            problems.append(problem(f"{field}[{index}]", "name/input diferentes do tool_use de mesmo id na última mensagem"))
+            problems.append(problem(f"{field}[{index}]", (
+                f"name/input ({call['name']!r}, {shown_value(call['input'])}) diferentes do tool_use de mesmo id na "
+                f"última mensagem ({block.get('name')!r}, {shown_value(block.get('input'))})")))
     return problems
 
 

@@ -84,6 +84,27 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
     return f"YAML inválido na linha {mark.line + 1}, coluna {mark.column + 1} ({detail})"
 
 
+def _fixture_files_in(folder: Path) -> list[Path]:
+    return [path for path in folder.iterdir() if path.suffix in SUFFIXES and path.is_file()]
+
+
+def _holds_fixtures(folder: Path) -> bool:
+    """An instructor's folder holds fixtures when it has fixture files, or ``exercise-N/``
+    subfolders with some (one folder for several exercises: this exercise may have none)."""
+    return bool(_fixture_files_in(folder)) or any(
+        sub.is_dir() and sub.name.startswith("exercise-") and _fixture_files_in(sub) for sub in folder.iterdir()
+    )
+
+
+def _empty_folder_problem(folder: Path, exercise: str) -> str:
+    """A --fixtures folder with nothing to add: most likely a wrong path, which would grade
+    without the instructor's fixtures if it passed in silence."""
+    near = sorted(sub.name for sub in folder.iterdir() if sub.is_dir())
+    seen = f" (subpastas encontradas: {', '.join(near[:5])})" if near else ""
+    return (f"{display_path(folder)}: a pasta de fixtures não tem nenhuma fixture{seen}; esperado "
+            f"{display_path(folder)}/{exercise}/NOME.json (ou .yaml), ou os arquivos direto nela")
+
+
 def read_fixture_files(
     exercise: str,
     extra_dirs: Sequence[Path] = (),
@@ -100,7 +121,10 @@ def read_fixture_files(
             continue
         if not folder.is_dir():
             continue
-        for path in sorted(p for p in folder.iterdir() if p.suffix in SUFFIXES and p.is_file()):
+        if folder != FIXTURES_ROOT / exercise and not _holds_fixtures(folder):
+            files.append(FixtureFile(folder.name, folder, problems=[_empty_folder_problem(folder, exercise)]))
+            continue
+        for path in sorted(_fixture_files_in(folder)):
             item = FixtureFile(path.stem, path)
             files.append(item)
             data, problem = _parse(path)

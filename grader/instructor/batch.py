@@ -757,16 +757,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"ignorados (não são .ipynb nem pastas): {', '.join(ignored)}", file=sys.stderr)
     print(f"Corrigindo {quantity(len(submissions), 'submissão', 'submissões')} do {args.exercise} com -j {args.jobs}...", file=sys.stderr)
     bar = ProgressBar(len(submissions))
+    stopped_by: list[int] = []
     try:
-        rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
+        with hangup_as_interrupt(stopped_by):
+            rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
     except BatchInterrupted as interrupted:
-        bar.close()  # before printing on the same stderr
+        with contextlib.suppress(OSError):  # a closed terminal: the gradebook still gets written
+            bar.close()  # before printing on the same stderr
         write_gradebook(args.csv, interrupted.rows, levels, max_points)
         write_feedback(args.feedback, interrupted.rows)
-        print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
-        return 130
+        with contextlib.suppress(OSError):
+            print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
+        return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
     finally:
-        bar.close()
+        with contextlib.suppress(OSError):
+            bar.close()
     write_gradebook(args.csv, rows, levels, max_points)
     print(summary(rows))
     print(f"Gradebook: {args.csv}")
@@ -774,6 +779,23 @@ def run(args: argparse.Namespace) -> int:
         write_feedback(args.feedback, rows)
         print(f"Páginas de retorno: {args.feedback}/ (uma por submissão)")
     return 0
+
+
+@contextlib.contextmanager
+def hangup_as_interrupt(stopped_by: list[int]) -> Iterator[None]:
+    """A closed terminal (SIGHUP) or a polite kill (SIGTERM) stops the batch as Ctrl-C does: the
+    workers are killed and what was already graded is written, not lost with the process."""
+    def interrupt(signum, _frame):
+        stopped_by.append(signum)
+        raise KeyboardInterrupt
+
+    names = [getattr(signal, name) for name in ("SIGHUP", "SIGTERM") if hasattr(signal, name)]
+    previous = {signum: signal.signal(signum, interrupt) for signum in names}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def write_feedback(folder: Path | None, rows: list[Row]) -> None:

@@ -45,7 +45,7 @@ def validate_fixture(data: dict) -> list[str]:
     checkpoint, actions = data["checkpoint"], data["expect"]["resume_action"]
     problems = pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], "checkpoint.pending_tool_use")
     ids = pending_ids(checkpoint)
-    if sorted(actions) != sorted(ids):
+    if not problems and sorted(actions) != sorted(ids):  # ids the checkpoint itself gets wrong: said above
         problems.append(problem(
             "expect.resume_action",
             f"as chaves deveriam ser exatamente os ids pendentes {ids} (são {list(actions)})",
