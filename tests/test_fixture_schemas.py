@@ -210,6 +210,33 @@ def test_exercise_4_hostile_values(path, value, message):
     assert_reported(validate_exercise_4, SCENE, path, value, message)
 
 
+NEVER_STARTED = shipped("exercise-4", "nunca-comecou")  # send_email pending, nothing in the ledger
+READ_AND_REFUSAL = shipped("exercise-4", "recusa-gravada-e-leitura")  # read_file and a rejected send_email
+
+
+@pytest.mark.parametrize("base, path, value, message", [
+    # a high-impact call labelled as a read: a reconcile running it with no key and no receipt would pass
+    (NEVER_STARTED, "expect.ways.toolu_01TE2", "rerun",
+     'campo `expect.ways.toolu_01TE2`: "rerun" é só para leituras (READ_ONLY_TOOLS), e send_email é de alto impacto'),
+    (READ_AND_REFUSAL, "expect.ways.toolu_04RD2", "run",
+     'campo `expect.ways.toolu_04RD2`: "run" é só para alto impacto (HIGH_IMPACT_TOOLS), e read_file é de leitura'),
+    # a receipt in the ledger settles the call whatever its tool
+    (READ_AND_REFUSAL, "expect.ways.toolu_04EM2", "run",
+     'campo `expect.ways.toolu_04EM2`: há um recibo rejected em effects para esta chamada: a via é "reuse"'),
+])
+def test_exercise_4_each_way_agrees_with_the_tools_kind(base, path, value, message):
+    assert_reported(validate_exercise_4, base, path, value, message)
+
+
+def test_exercise_4_an_unclassified_tool_has_no_way_but_a_receipt():
+    data = with_change("expect.ways.toolu_01TE2", "run", NEVER_STARTED)
+    for block in (data["checkpoint"]["messages"][-1]["content"][-1], data["checkpoint"]["pending_tool_use"][0]):
+        block["name"] = "apagar_tudo"
+    assert validate_exercise_4(data) == [
+        'campo `expect.ways.toolu_01TE2`: "run" é só para alto impacto (HIGH_IMPACT_TOOLS), e apagar_tudo não '
+        'está em READ_ONLY_TOOLS nem em HIGH_IMPACT_TOOLS']
+
+
 def test_exercise_4_an_intent_record_has_a_null_result():
     assert validate_exercise_4(shipped("exercise-4", "intencao-sem-efeito")) == []
 
@@ -310,6 +337,8 @@ def test_exercise_6_hostile_values(base, path, value, message):
     ("exercise-2", LOAD, "file.drop_last_bytes", True, "campo `file.drop_last_bytes`: deveria ser um inteiro >= 0 (é True)"),
     ("exercise-3", BASE, "checkpoint.turns", 1.0, "campo `checkpoint.turns`: deveria ser um inteiro >= 0 (é 1.0)"),
     ("exercise-4", SCENE, f"effects.{CALL}.result", None, f"campo `effects.{CALL}.result`: {RECEIPT}"),
+    ("exercise-4", NEVER_STARTED, "expect.ways.toolu_01TE2", "rerun",
+     'campo `expect.ways.toolu_01TE2`: "rerun" é só para leituras (READ_ONLY_TOOLS)'),
     ("exercise-5", RUN, "run_dir|../fora.json", {}, f"campo `run_dir.../fora.json`: {INSIDE}"),
     ("exercise-6", SEQUENCE, "expect.crashes_at", [0], "campo `expect.crashes_at[0]`: deveria ser um inteiro >= 1 (é 0)"),
 ])
