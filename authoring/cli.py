@@ -25,7 +25,7 @@ SUBCOMMANDS = {
 }
 
 # Modules whose `check_problems(root) -> list[str]` feed `course check`.
-CHECKERS = ["authoring.exercises", "authoring.glossary"]
+CHECKERS = ["grader.core.manifest", "authoring.exercises", "authoring.glossary"]
 
 
 def project_root() -> Path:
@@ -52,7 +52,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return console.run(lambda: dispatch(argv))
+    return console.run_command("course", lambda: dispatch(argv))
 
 
 def dispatch(argv: list[str] | None) -> int:
@@ -65,7 +65,7 @@ def dispatch(argv: list[str] | None) -> int:
         sp = sub.add_parser(name, help=help_text)
         module.add_arguments(sp)
         sp.set_defaults(func=module.run)
-    sp = sub.add_parser("check", help="falha se exercises/ ou o glossário estiverem fora de sincronia")
+    sp = sub.add_parser("check", help="falha se o manifesto tiver problema ou se exercises/ ou o glossário estiverem fora de sincronia")
     sp.set_defaults(func=run_check)
     args, unknown = parser.parse_known_args(argv)
     if unknown:

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from grader.core.schema_errors import MISSING, NON_BLANK, all_failures, describe, field_name
+from grader.core.yaml_reading import StrictSafeLoader
 
 LESSON_NUMBERS = range(1, 8)  # 1 a 6: as lições; 7: o apêndice
 ENTRY_KEYS = ("term", "aliases", "definition", "source", "lesson", "reference_term")
@@ -54,28 +55,6 @@ def fold(text: str) -> str:
     return re.sub(r"\s+", " ", without_marks).strip()
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key repeated inside one mapping (PyYAML keeps the last)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
-    seen: dict[object, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None,
-                f'chave "{key}" repetida no mesmo bloco (linhas {seen[key]} e {line})',
-                key_node.start_mark,
-            )
-        seen[key] = line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def load_glossary(path: Path) -> list[Term]:
     """Read and validate a glossary file; raise GlossaryError listing every problem."""
     path = Path(path)
@@ -87,7 +66,7 @@ def load_glossary(path: Path) -> list[Term]:
     except UnicodeDecodeError as exc:
         raise GlossaryError([f"{name}: o arquivo não está em UTF-8 ({exc.reason})."]) from None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = yaml.load(text, Loader=StrictSafeLoader)
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)

@@ -123,7 +123,7 @@ def print_help() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return console.run(lambda: dispatch(list(sys.argv[1:] if argv is None else argv)))
+    return console.run_command("grade", lambda: dispatch(list(sys.argv[1:] if argv is None else argv)))
 
 
 def dispatch(argv: list[str]) -> int:

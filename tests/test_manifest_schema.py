@@ -26,7 +26,7 @@ GOOD = "version: 1\nexercises:\n  - name: exercise-1\n    title: Um\n    levels:
         ("{c: 1}", "{c: true}", "check_points.c: deveria ser um número maior ou igual a zero, é True"),
         ("{c: 1}", "{}", "exercise-1.levels[1].check_points: deveria ser um mapeamento nome_da_verificacao: pontos"),
         ("{level: 1,", "{level: true,", "exercise-1.levels[0].level: deveria ser um inteiro >= 1, é True"),
-        ("{level: 1,", "{level: 1.0,", "exercise-1.levels[0].level: deveria ser 1 (níveis numerados 1, 2, 3... em ordem), é 1.0"),
+        ("{level: 1,", "{level: 1.0,", "exercise-1.levels[0].level: deveria ser um inteiro >= 1, é 1.0"),
         ("{level: 2,", "{level: 3,", "exercise-1.levels[1].level: deveria ser 2 (níveis numerados 1, 2, 3... em ordem), é 3"),
         ("hints: [a, b]", "hints: [a, '']", "exercise-1.levels[0].hints[1]: deveria ser um texto não vazio, é ''"),
         ("hints: [a, b]", "hints: ~", "exercise-1.levels[0].hints: deveria ser uma lista de textos (pode ser vazia: [])"),

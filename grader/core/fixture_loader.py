@@ -16,6 +16,7 @@ import yaml
 
 from grader.checks.framework import Fixture
 from grader.core.errors import FixtureError
+from grader.core.yaml_reading import yaml_problem
 
 FIXTURES_ROOT = Path(__file__).parents[1] / "fixtures"  # grader/fixtures
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -69,19 +70,7 @@ def _parse(path: Path) -> tuple[object, str | None]:
     try:
         return yaml.safe_load(text), None
     except yaml.YAMLError as error:
-        return None, _yaml_problem(error)
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    """PyYAML's multi-line report as one line: where (1-based), its short problem, where the bad part began."""
-    mark = getattr(error, "problem_mark", None)
-    if mark is None:
-        return f"YAML inválido ({' '.join(str(error).split())})"
-    detail = getattr(error, "problem", None) or "erro de sintaxe"
-    start = getattr(error, "context_mark", None)
-    if start is not None and (start.line, start.column) != (mark.line, mark.column):
-        detail += f"; o trecho começa na linha {start.line + 1}, coluna {start.column + 1}"
-    return f"YAML inválido na linha {mark.line + 1}, coluna {mark.column + 1} ({detail})"
+        return None, yaml_problem(error, text)
 
 
 def _fixture_files_in(folder: Path) -> list[Path]:

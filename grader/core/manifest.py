@@ -13,18 +13,20 @@ from pathlib import Path
 
 import yaml
 
-from grader.core.errors import os_reason
-from grader.core.schema_errors import NON_BLANK, Failure, describe, field_name, first_failure
+from grader.core.errors import GraderError, os_reason
+from grader.core.schema_errors import NON_BLANK, Failure, describe, field_name, first_failure, shown
+from grader.core.yaml_reading import StrictCSafeLoader, yaml_problem
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.yaml")
 # libyaml's parser when PyYAML has it (its wheels do): the pure-Python one takes ~25 ms of
-# every `grade` start on this file, more than validating it against MANIFEST_SCHEMA.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# every `grade` start on this file, more than validating it against MANIFEST_SCHEMA. Only
+# construction is the project's own (a repeated key is refused).
+_YAML_LOADER = StrictCSafeLoader
 
 
-
-class ManifestError(ValueError):
-    """The manifest file is missing or has the wrong shape."""
+class ManifestError(GraderError, ValueError):
+    """The manifest file is unreadable or has the wrong shape (every command reports it as
+    one line, as any GraderError)."""
 
 
 class UnknownExerciseError(LookupError):
@@ -154,7 +156,7 @@ def _schema_problem(data: object, failure: Failure, source: Path) -> ManifestErr
         return _fail(source, _where(data, tuple(parent)) or "raiz", f"falta a chave {key!r}")
     if failure.keyword == "additionalProperties":
         return _fail(source, _where(data, tuple(parent)) or "raiz",
-                     f"chave desconhecida {key!r} (aceitas: {', '.join(sorted(failure.expected))})")
+                     f"chave desconhecida {shown(key)} (aceitas: {', '.join(sorted(failure.expected))})")
     return _fail(source, _where(data, failure.path), describe(failure, found=", é {value!r}"))
 
 
@@ -165,9 +167,9 @@ def _check_order(data: dict, source: Path) -> None:
         name = exercise["name"]
         if name != f"exercise-{position}":
             raise _fail(source, f"exercises[{position - 1}].name",
-                        f"a posição {position} da lista deveria ser exercise-{position}, é {name}")
+                        f"a posição {position} da lista deveria ser exercise-{position}, é {shown(name)[1:-1]}")
         for index, level in enumerate(exercise["levels"]):
-            if type(level["level"]) is not int or level["level"] != index + 1:
+            if level["level"] != index + 1:
                 raise _fail(source, f"{name}.levels[{index}].level",
                             f"deveria ser {index + 1} (níveis numerados 1, 2, 3... em ordem), é {level['level']!r}")
 
@@ -191,7 +193,7 @@ def parse_manifest(text: str, source: Path = MANIFEST_PATH) -> Manifest:
     try:
         data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as error:
-        raise ManifestError(f"{source.name}: YAML inválido: {error}") from None
+        raise ManifestError(f"{source.name}: {yaml_problem(error, text)}") from None
     failure = first_failure(MANIFEST_SCHEMA, data)
     if failure is not None:
         raise _schema_problem(data, failure, source)
@@ -218,7 +220,20 @@ def _read(path: Path) -> Manifest:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ManifestError(f"Não consegui ler o manifesto {path.name}: {os_reason(error)}") from None
+    except UnicodeDecodeError as error:
+        line = error.object[:error.start].count(b"\n") + 1
+        raise ManifestError(f"{path.name}: o arquivo não está em UTF-8 (byte 0x{error.object[error.start]:02x} "
+                            f"na linha {line}); grave-o de novo como UTF-8") from None
     return parse_manifest(text, path)
+
+
+def check_problems(root: Path) -> list[str]:
+    """For `course check`: the problem of the manifest of the project at ``root``, if any."""
+    try:
+        _read(Path(root) / "grader" / "core" / MANIFEST_PATH.name)
+    except ManifestError as error:
+        return [str(error)]
+    return []
 
 
 @lru_cache(maxsize=1)

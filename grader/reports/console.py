@@ -3,6 +3,8 @@
 - ``ArgumentParser`` (argparse in Portuguese) and ``run`` (a quiet end when stdout's reader
   goes away, ``grade list | head``, or on Ctrl-C, exit 130) come from ``harness.cli_text``:
   ``python -m harness`` uses them too, and the harness never imports the grader.
+- ``run_command``: ``run`` plus the one place a GraderError that reaches the top (a broken
+  manifest, read by almost every command) becomes its Portuguese line and exit 2.
 - ``seconds``, ``whole_number``, ``memory_mb``: argparse types that refuse nan, inf, negative
   or too-small values with a Portuguese reason.
 - ``output_file_problem``: why a file a command will write cannot be written, asked first.
@@ -10,13 +12,29 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
 
 from harness.cli_text import INTERRUPTED, ArgumentParser, run
 
-__all__ = ["INTERRUPTED", "ArgumentParser", "run", "seconds", "whole_number", "memory_mb", "output_file_problem"]
+__all__ = ["INTERRUPTED", "ArgumentParser", "run", "run_command", "seconds", "whole_number", "memory_mb", "output_file_problem"]
+
+
+def run_command(prog: str, main: Callable[[], int | None]) -> int:
+    """``run(main)``, with a GraderError that nothing below caught said as ``prog: message``
+    (no traceback), exit 2."""
+    from grader.core.errors import GraderError
+
+    def reported() -> int | None:
+        try:
+            return main()
+        except GraderError as error:
+            print(f"{prog}: {error}", file=sys.stderr)
+            return 2
+
+    return run(reported)
 
 
 def seconds(low: float = 0.0, high: float = 24 * 3600.0) -> Callable[[str], float]:
