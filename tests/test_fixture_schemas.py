@@ -74,6 +74,53 @@ def test_a_relative_path_inside_the_sandbox_is_fine_and_names_with_dots_are_not_
     assert [p for p in validate_fixture(data) if "workspace" in p] == []
 
 
+SANDBOX = "precisa ficar dentro da sandbox: "
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("", "o caminho está vazio"),
+    (".", "tem uma parte . ou .."),
+    ("notes/./a.md", "tem uma parte . ou .."),
+    ("notes/", "termina com /"),
+    ("notes//a.md", "tem uma parte vazia"),
+    ("a\x00b.md", "tem um caractere NUL"),
+    ("notes\\a.md", "tem uma barra invertida"),
+    ("C:/a.md", "começa com uma letra de unidade"),
+    ("c:a.md", "começa com uma letra de unidade"),
+    ("a" * 256, "tem uma parte de 256 bytes (o máximo é 255)"),
+    ("ç" * 128, "tem uma parte de 256 bytes (o máximo é 255)"),  # 128 characters, 2 bytes each
+    ("/".join(["a" * 200] * 6), "tem 1205 bytes (o máximo é 1024)"),  # every part short, the whole too long
+    ("\ud800.md", "não é um texto Unicode válido"),
+])
+def test_a_workspace_path_that_cannot_be_written_in_the_sandbox_is_refused(path, reason):
+    problems = validate_fixture(with_change("workspace", {"files": {path: "x", "notes/ok.md": "y"}}))
+    assert len(problems) == 1 and SANDBOX in problems[0] and reason in problems[0], problems
+    assert problems[0].startswith("campo `workspace.files`: o caminho ") and len(problems[0]) < 200
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"a.md": "x", "a.md/sub": "y"}, "campo `workspace.files`: o caminho 'a.md/sub' fica dentro de 'a.md', que é um arquivo"),
+    ({"notes/a/b.md": "x", "notes": "y"}, "campo `workspace.files`: o caminho 'notes/a/b.md' fica dentro de 'notes', que é um arquivo"),
+    ({"Notas.md": "x", "notas.md": "y"}, "campo `workspace.files`: o caminho 'notas.md' é o mesmo arquivo que 'Notas.md'"),
+    ({"NOTES/a.md": "x", "notes": "y"}, "campo `workspace.files`: o caminho 'NOTES/a.md' fica dentro de 'notes', que é um arquivo"),
+    ({"caf\u00e9.md": "x", "cafe\u0301.md": "y"},  # one accent, two Unicode forms
+     "campo `workspace.files`: o caminho 'cafe\u0301.md' é o mesmo arquivo que 'caf\u00e9.md' no macOS e no Windows"),
+])
+def test_no_workspace_path_is_both_a_file_and_a_folder_or_the_same_file_twice(files, message):
+    assert_reported(validate_fixture, BASE, "workspace", {"files": files}, message)
+
+
+def test_every_exercise_with_a_workspace_holds_its_paths_to_the_same_rule():
+    from grader.checks.exercise_1.fixtures import validate_fixture as exercise_1
+    from grader.checks.exercise_2.fixtures import validate_fixture as exercise_2
+
+    for validate, base in ((exercise_1, shipped("exercise-1", "single-tool")), (exercise_2, shipped("exercise-2", "run-tool-error")),
+                           (validate_exercise_4, shipped("exercise-4", "recibo-committed")),
+                           (validate_exercise_5, shipped("exercise-5", "equipe-completa"))):
+        assert_reported(validate, base, "workspace", {"files": {"notes/": "x"}},
+                        "campo `workspace.files`: o caminho 'notes/' precisa ficar dentro da sandbox: termina com /")
+
+
 def test_every_problem_is_reported_at_once():
     data = with_change("description", 7)
     data["checkpoint"]["turns"] = -2
@@ -252,6 +299,11 @@ INSIDE = "o caminho precisa ser relativo e ficar dentro da pasta da execução"
     ("run_dir|../fora.json", {}, f"campo `run_dir.../fora.json`: {INSIDE}"),
     ("run_dir|/etc/passwd", "x", f"campo `run_dir./etc/passwd`: {INSIDE}"),
     ("run_dir|a//b.json", "x", f"campo `run_dir.a//b.json`: {INSIDE}"),
+    ("run_dir|a\x00b.json", "x", f"campo `run_dir.'a\\x00b.json'`: {INSIDE}: tem um caractere NUL"),
+    ("run_dir|checkpoints\\turn-001-A.json", "x", f"campo `run_dir.'checkpoints\\\\turn-001-A.json'`: {INSIDE}: tem uma barra invertida"),
+    ("run_dir|./checkpoints/turn-001-A.json", "x", f"campo `run_dir../checkpoints/turn-001-A.json`: {INSIDE}: tem uma parte . ou .."),
+    ("run_dir|checkpoint.json/x", "x", "campo `run_dir.checkpoint.json/x`: o caminho 'checkpoint.json/x' fica dentro de 'checkpoint.json', que é um arquivo"),
+    ("run_dir|" + "x" * 5000, "x", f"campo `run_dir.'{'x' * 27}...{'x' * 28}'`: {INSIDE}: tem uma parte de 5000 bytes (o máximo é 255)"),
     ("run_dir|notas.txt", 3, "campo `run_dir.notas.txt`: deveria ser um objeto JSON ou um texto (gravado como está)"),
     (f"run_dir|{POINT}", 3, f"campo `run_dir.{POINT}`: deveria ser um objeto JSON ou um texto"),
     (f"run_dir|{POINT}|turns", True, f"campo `run_dir.{POINT}.turns`: deveria ser um inteiro >= 0 (é True)"),

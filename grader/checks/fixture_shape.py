@@ -5,7 +5,8 @@ fine. Each function returns Portuguese problems naming the field (``campo `check
 from __future__ import annotations
 
 import reprlib
-from typing import Any
+import unicodedata
+from typing import Any, Callable, Iterable
 
 from grader.checks.framework import content_blocks
 from grader.core.schema_errors import NON_BLANK, Failure, all_failures, describe, field_name
@@ -58,15 +59,13 @@ CHECKPOINT_SCHEMA = {
     "x-mensagens": {"type": "obrigatório, deveria ser um objeto com " + ", ".join(CHECKPOINT_FIELDS)},
 }
 _OBJECTS = {"type": "array", "items": {"type": "object"}, "x-mensagens": {"*": "deveria ser uma lista de objetos"}}
-# The world a fixture starts in; a file's path stays inside the sandbox (not absolute, no "..").
+# The world a fixture starts in; its files' paths follow path_problems (workspace_problems).
 WORKSPACE_SCHEMA = {
     "type": ["object", "null"],
     "additionalProperties": False,
     "properties": {
         "files": {
             "type": "object",
-            "propertyNames": {"not": {"pattern": r"^/|(^|/)\.\.(/|$)"},
-                              "x-mensagens": {"*": "o caminho {value!r} precisa ficar dentro da sandbox"}},
             "additionalProperties": {"type": "string"},
             "x-mensagens": {"type": "deveria mapear caminho relativo -> conteúdo (texto)"},
         },
@@ -135,6 +134,80 @@ _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 3
 def shown_value(value: Any) -> str:
     """A value as a message quotes it: short whatever its size (a fixture can hold anything)."""
     return _SHORT.repr(value)
+
+
+PATH_PART_BYTES = 255  # the longest file name Linux, macOS and Windows file systems take
+PATH_BYTES = 1024  # leaves the grading folder room under Linux's PATH_MAX (4096)
+
+
+def unsafe_path(path: Any) -> str | None:
+    """Why ``path`` cannot name a file inside the folder a fixture is written into (relative,
+    "/" between non-empty parts, none of them "." or "..", nothing a file system refuses),
+    in Portuguese; None when it can."""
+    if not isinstance(path, str) or not path:
+        return "o caminho está vazio"
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\ud800") names no file
+        return "não é um texto Unicode válido"
+    reasons = (
+        ("\0" in path, "tem um caractere NUL"),
+        ("\\" in path, "tem uma barra invertida (\\): separe as pastas com /"),
+        (path[1:2] == ":" and path[:1].isascii() and path[:1].isalpha(), "começa com uma letra de unidade (C:)"),
+        (path.startswith("/"), "começa com / (é um caminho absoluto)"),
+        (path.endswith("/"), "termina com / (é uma pasta, não um arquivo)"),
+        ("" in path.split("/"), "tem uma parte vazia (//)"),
+        (any(part in (".", "..") for part in path.split("/")), "tem uma parte . ou .."),
+    )
+    reason = next((reason for broken, reason in reasons if broken), None)
+    if reason:
+        return reason
+    longest = max(len(part.encode("utf-8")) for part in path.split("/"))
+    if longest > PATH_PART_BYTES:
+        return f"tem uma parte de {longest} bytes (o máximo é {PATH_PART_BYTES})"
+    return f"tem {size} bytes (o máximo é {PATH_BYTES})" if size > PATH_BYTES else None
+
+
+def path_problems(paths: Iterable, field_of: Callable[[str], str], unsafe: str) -> list[str]:
+    """The paths of one folder a fixture writes file by file: each must be safe (``unsafe``,
+    with ``{path}`` for the path, says so where it is not, at ``field_of(path)``), none may be
+    a folder of another, and no two may name the same file on a file system that folds case
+    or Unicode forms (macOS, Windows)."""
+    problems, files = [], {}
+    for path in paths:
+        reason = unsafe_path(path)
+        if reason:
+            problems.append(problem(field_of(path), f"{unsafe.format(path=shown_value(path))}: {reason}"))
+        else:
+            files.setdefault(_same_file(path), path)
+    for path in paths:
+        if unsafe_path(path):
+            continue
+        parts = path.split("/")
+        folder = next((files[key] for key in (_same_file("/".join(parts[:end])) for end in range(1, len(parts)))
+                       if key in files), None)
+        twin = files[_same_file(path)]
+        if folder is not None:
+            problems.append(problem(field_of(path), f"o caminho {shown_value(path)} fica dentro de "
+                                                    f"{shown_value(folder)}, que é um arquivo"))
+        elif twin != path:
+            problems.append(problem(field_of(path), (
+                f"o caminho {shown_value(path)} é o mesmo arquivo que {shown_value(twin)} no macOS e no Windows "
+                "(mudam só maiúsculas ou a forma Unicode dos acentos)")))
+    return problems
+
+
+def _same_file(path: str) -> str:
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def workspace_problems(data: dict) -> list[str]:
+    """path_problems for the files of a fixture's workspace (when it has them)."""
+    workspace = data.get("workspace")
+    files = workspace.get("files") if isinstance(workspace, dict) else None
+    if not isinstance(files, dict):
+        return []
+    return path_problems(list(files), lambda path: "workspace.files", "o caminho {path} precisa ficar dentro da sandbox")
 
 
 def pending_problems(pending: Any, messages: list, field: str) -> list[str]:

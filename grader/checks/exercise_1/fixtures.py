@@ -4,7 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grader.checks.fixture_shape import COUNT, TEXT, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
+from grader.checks.fixture_shape import (
+    COUNT, TEXT, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema,
+    workspace_problems,
+)
 from grader.checks.framework import Exercise, Fixture, plain_text, response_tokens
 from grader.core.plural import quantity
 
@@ -114,7 +117,7 @@ FIXTURE_SCHEMAS = (CLASSIFICATION_SCHEMA, RUN_SCHEMA)
 def validate_fixture(data: dict) -> list[str]:
     """The shape (FIXTURE_SCHEMA), then what a schema cannot say: a run's responses and
     its expect against the script."""
-    problems = schema_problems(FIXTURE_SCHEMA, data)
+    problems = schema_problems(FIXTURE_SCHEMA, data) + workspace_problems(data)
     if problems or data["kind"] != "run":
         return problems
     return response_problems(data["responses"]) or run_expect_problems(data)

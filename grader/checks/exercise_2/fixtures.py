@@ -1,7 +1,10 @@
 """Exercise 2 and the shape of its fixtures: files for ``load_checkpoint`` (level 2) and scripted runs (level 3), as ``grade fixtures`` checks them."""
 from __future__ import annotations
 
-from grader.checks.fixture_shape import COUNT, TEXT, TEXTS, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema
+from grader.checks.fixture_shape import (
+    COUNT, TEXT, TEXTS, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema,
+    workspace_problems,
+)
 from grader.checks.framework import Exercise, Fixture, is_kind
 from grader.core.plural import quantity
 
@@ -59,7 +62,7 @@ FIXTURE_SCHEMAS = (LOAD_SCHEMA, RUN_SCHEMA)
 def validate_fixture(data: dict) -> list[str]:
     """The shape (FIXTURE_SCHEMA), then what a schema cannot say: which file each outcome
     needs; a run's responses and its saves against the script."""
-    problems = schema_problems(FIXTURE_SCHEMA, data)
+    problems = schema_problems(FIXTURE_SCHEMA, data) + workspace_problems(data)
     if problems:
         return problems
     if data["kind"] == "load":

@@ -11,6 +11,7 @@ from grader.checks.fixture_shape import (
     pending_problems,
     problem,
     schema_problems,
+    workspace_problems,
 )
 from grader.checks.framework import Exercise, Fixture
 
@@ -39,7 +40,7 @@ FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
 
 @EXERCISE.fixture_validator
 def validate_fixture(data: dict) -> list[str]:
-    problems = schema_problems(FIXTURE_SCHEMA, data)
+    problems = schema_problems(FIXTURE_SCHEMA, data) + workspace_problems(data)
     if problems:
         return problems
     checkpoint, actions = data["checkpoint"], data["expect"]["resume_action"]

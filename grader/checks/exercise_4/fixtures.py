@@ -11,6 +11,7 @@ from grader.checks.fixture_shape import (
     pending_problems,
     problem,
     schema_problems,
+    workspace_problems,
 )
 from grader.checks.framework import Exercise
 
@@ -65,7 +66,7 @@ def validate_fixture(data: dict) -> list[str]:
     """The shape (FIXTURE_SCHEMA), then what a schema cannot say: the pending calls against
     the last message, each way against the ledger and the tool's kind, and the ways' keys
     against the pending ids."""
-    problems = schema_problems(FIXTURE_SCHEMA, data)
+    problems = schema_problems(FIXTURE_SCHEMA, data) + workspace_problems(data)
     if problems:
         return problems
     checkpoint, effects, ways = data["checkpoint"], data.get("effects") or {}, data["expect"]["ways"]

@@ -15,9 +15,12 @@ from grader.checks.fixture_shape import (
     closed,
     holds,
     intact,
+    path_problems,
     pending_problems,
     problem,
     refused,
+    shown_value,
+    workspace_problems,
     worded,
 )
 from grader.core.schema_errors import all_failures
@@ -51,8 +54,6 @@ def active_point_name(relative: str) -> str | None:
     return name if folder == CHECKPOINTS and "/" not in name and _point(name) else None
 
 
-# A path in the run folder: relative, no empty part, no "..".
-UNSAFE_PATH = r"^/|^$|//|/$|(^|/)\.\.(/|$)"
 # A file holding a checkpoint: checkpoint.json, or a point turn-NNN-A.json / -B.json anywhere.
 CHECKPOINT_FILE = r"^checkpoint\.json$|(^|/)turn-[0-9]{3,}-[AB]\.json$"
 NAME_OR_NULL = {"type": ["string", "null"]}
@@ -74,7 +75,6 @@ FIXTURE_SCHEMA = closed(["description", "run_dir", "expect"], {
     "run_dir": {
         "type": "object",
         "patternProperties": {
-            UNSAFE_PATH: refused("o caminho precisa ser relativo e ficar dentro da pasta da execução"),
             CHECKPOINT_FILE: {**FILE, "if": {"type": "object"}, "then": CHECKPOINT_SCHEMA},
         },
         "additionalProperties": FILE,
@@ -107,10 +107,11 @@ def validate_fixture(data: dict) -> list[str]:
     left readable (all problems at once): each checkpoint's pending calls, mtimes naming
     files of run_dir, and the points expect names existing in checkpoints/."""
     failures = all_failures(FIXTURE_SCHEMA, data)
-    problems = worded(failures)
+    problems = worded(failures) + workspace_problems(data)
     if not holds(failures, "run_dir"):
         return problems
     run_dir, expect = data["run_dir"], data.get("expect")
+    problems += path_problems(list(run_dir), _run_dir_field, INSIDE_RUN_DIR)
     for path, value in run_dir.items():
         if isinstance(value, dict) and _is_checkpoint_file(path) and intact(failures, "run_dir", path):
             problems += pending_problems(value["pending_tool_use"], value["messages"], f"run_dir.{path}.pending_tool_use")
@@ -134,6 +135,14 @@ def validate_fixture(data: dict) -> list[str]:
     if missing is not None and any(_point(name)[0] == missing for name in active):
         problems.append(problem("expect.rewind_missing_turn", "deveria ser um turno sem nenhum ponto ativo"))
     return problems
+
+
+INSIDE_RUN_DIR = "o caminho precisa ser relativo e ficar dentro da pasta da execução"
+
+
+def _run_dir_field(path: str) -> str:
+    """``run_dir.<path>``, the path quoted short when it would not print as it is."""
+    return f"run_dir.{path if path.isprintable() and path == shown_value(path)[1:-1] else shown_value(path)}"
 
 
 def _is_checkpoint_file(path: str) -> bool:
