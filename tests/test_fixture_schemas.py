@@ -121,6 +121,53 @@ def test_every_exercise_with_a_workspace_holds_its_paths_to_the_same_rule():
                         "campo `workspace.files`: o caminho 'notes/' precisa ficar dentro da sandbox: termina com /")
 
 
+TWO_PENDING = shipped("exercise-3", "incidente-duas-chamadas")  # user, assistant, user, assistant with 2 tool_use
+
+
+def conversation(*changes):
+    """TWO_PENDING's checkpoint with each (message index, change) applied to a copy."""
+    data = json.loads(json.dumps(TWO_PENDING))
+    for index, change in changes:
+        change(data["checkpoint"]["messages"][index])
+    return data
+
+
+@pytest.mark.parametrize("data, message", [
+    # a pending list that leaves out a tool_use of the last message: the API refuses the resumed conversation
+    (with_change("checkpoint.pending_tool_use", TWO_PENDING["checkpoint"]["pending_tool_use"][:1], TWO_PENDING),
+     "campo `checkpoint.pending_tool_use`: falta o tool_use 'toolu_01TE3' (create_ticket) da última mensagem: "
+     "cada tool_use dela ainda sem tool_result é uma chamada pendente"),
+    (with_change("checkpoint.pending_tool_use", TWO_PENDING["checkpoint"]["pending_tool_use"] * 2, TWO_PENDING),
+     "campo `checkpoint.pending_tool_use[2].id`: 'toolu_01TE2' já está listado (cada chamada pendente aparece uma vez)"),
+    (conversation((0, lambda m: m.update(role="assistant"))),
+     "campo `checkpoint.messages[0].role`: a conversa começa com uma mensagem do usuário (é 'assistant')"),
+    (conversation((2, lambda m: m.update(role="assistant"))),
+     "campo `checkpoint.messages[2].role`: os papéis se alternam: depois de uma mensagem 'assistant' vem uma 'user' (é 'assistant')"),
+    (conversation((2, lambda m: m["content"][0].update(tool_use_id="toolu_OUTRO"))),
+     "campo `checkpoint.messages[2].content[0].tool_use_id`: 'toolu_OUTRO' não é o id de nenhum tool_use da mensagem "
+     "anterior do assistente (os ids ali: ['toolu_01TE1'])"),
+    (conversation((2, lambda m: m.update(content="li a ata"))),
+     "campo `checkpoint.messages[1].content[1]`: o tool_use 'toolu_01TE1' não tem tool_result na mensagem seguinte"),
+    # a pending call reusing an earlier turn's id: which call does a tool_result answer?
+    (conversation((1, lambda m: m["content"][1].update(id="toolu_01TE2")), (2, lambda m: m["content"][0].update(tool_use_id="toolu_01TE2"))),
+     "campo `checkpoint.messages[3].content[1].id`: o id 'toolu_01TE2' já é de um tool_use anterior "
+     "(checkpoint.messages[1].content[1]): cada chamada tem o seu id"),
+])
+def test_the_conversation_is_one_the_api_accepts_once_the_pending_calls_are_answered(data, message):
+    assert validate_fixture(TWO_PENDING) == []
+    problems = validate_fixture(data)
+    assert any(message in problem for problem in problems), problems
+
+
+def test_every_checkpoint_holds_its_conversation_to_the_same_rules():
+    scene = shipped("exercise-4", "tres-chamadas-no-turno")
+    assert_reported(validate_exercise_4, scene, "checkpoint.pending_tool_use", scene["checkpoint"]["pending_tool_use"][1:],
+                    "campo `checkpoint.pending_tool_use`: falta o tool_use 'toolu_04RD1' (read_file) da última mensagem")
+    point = "checkpoints/turn-001-A.json"
+    assert_reported(validate_exercise_5, shipped("exercise-5", "equipe-completa"), f"run_dir|{point}|messages|0|role", "assistant",
+                    f"campo `run_dir.{point}.messages[0].role`: a conversa começa com uma mensagem do usuário")
+
+
 def test_every_problem_is_reported_at_once():
     data = with_change("description", 7)
     data["checkpoint"]["turns"] = -2

@@ -210,10 +210,62 @@ def workspace_problems(data: dict) -> list[str]:
     return path_problems(list(files), lambda path: "workspace.files", "o caminho {path} precisa ficar dentro da sandbox")
 
 
+def checkpoint_problems(checkpoint: dict, field: str) -> list[str]:
+    """What CHECKPOINT_SCHEMA cannot say about a checkpoint at ``field`` (once the schema
+    passed): its conversation is one the API accepts once the pending calls get their
+    tool_result, and those calls are the ones the last message left unanswered."""
+    messages = checkpoint["messages"]
+    return (conversation_problems(messages, f"{field}.messages")
+            + pending_problems(checkpoint["pending_tool_use"], messages, f"{field}.pending_tool_use"))
+
+
+def conversation_problems(messages: list, field: str) -> list[str]:
+    """The order the Messages API requires: the user speaks first, roles alternate, each
+    tool_use is answered in the next message (but the last one's, which are pending), each
+    tool_result answers a tool_use of the message just before, and no two tool_use share an id."""
+    problems = []
+    if messages[0]["role"] != "user":
+        problems.append(problem(f"{field}[0].role", f"a conversa começa com uma mensagem do usuário (é {messages[0]['role']!r})"))
+    for index, (before, message) in enumerate(zip(messages, messages[1:]), start=1):
+        if message["role"] == before["role"]:
+            other = "user" if before["role"] == "assistant" else "assistant"
+            problems.append(problem(f"{field}[{index}].role", f"os papéis se alternam: depois de uma mensagem "
+                                                             f"{before['role']!r} vem uma {other!r} (é {message['role']!r})"))
+    first_use: dict = {}
+    for index, message in enumerate(messages):
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        if message["role"] == "assistant":
+            answered = set(_ids(messages[index + 1], "tool_result", "tool_use_id")) if index + 1 < len(messages) else None
+            for position, block in enumerate(blocks):
+                if block["type"] != "tool_use":
+                    continue
+                where, tool_use_id = f"{field}[{index}].content[{position}]", block.get("id")
+                if tool_use_id in first_use:
+                    problems.append(problem(f"{where}.id", f"o id {shown_value(tool_use_id)} já é de um tool_use anterior "
+                                                           f"({first_use[tool_use_id]}): cada chamada tem o seu id"))
+                first_use.setdefault(tool_use_id, where)
+                if answered is not None and tool_use_id not in answered:
+                    problems.append(problem(where, f"o tool_use {shown_value(tool_use_id)} não tem tool_result na mensagem "
+                                                   "seguinte (só os da última mensagem ficam pendentes)"))
+        else:
+            asked = _ids(messages[index - 1], "tool_use", "id") if index else []
+            for position, block in enumerate(blocks):
+                if block["type"] == "tool_result" and block.get("tool_use_id") not in asked:
+                    problems.append(problem(f"{field}[{index}].content[{position}].tool_use_id", (
+                        f"{shown_value(block.get('tool_use_id'))} não é o id de nenhum tool_use da mensagem anterior do "
+                        f"assistente (os ids ali: {shown_value(asked)})")))
+    return problems
+
+
+def _ids(message: dict, kind: str, key: str) -> list:
+    """The ``key`` of each ``kind`` block of an assistant's (tool_use) or a user's (tool_result) message."""
+    wanted_role = "assistant" if kind == "tool_use" else "user"
+    return [block.get(key) for block in content_blocks(message, kind)] if message["role"] == wanted_role else []
+
+
 def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
-    """What CHECKPOINT_SCHEMA cannot say: pending_tool_use matches the tool_use blocks of the
-    last assistant message (same ids, names and inputs), and is null only when that message
-    asks for no tool."""
+    """pending_tool_use is exactly the tool_use blocks of the last assistant message (same
+    ids, names and inputs, each once), and is null only when that message asks for no tool."""
     last = messages[-1]
     uses = {block.get("id"): block for block in content_blocks(last, "tool_use")}
     if pending is None:
@@ -223,16 +275,24 @@ def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
         return []
     if last["role"] != "assistant" or not uses:
         return [problem(field, "há chamadas pendentes, mas a última mensagem não é do assistente com tool_use")]
-    problems = []
+    problems, listed = [], set()
     for index, call in enumerate(pending):
         block = uses.get(call["id"])
-        if block is None:
+        if call["id"] in listed:
+            problems.append(problem(f"{field}[{index}].id", f"{shown_value(call['id'])} já está listado "
+                                                            "(cada chamada pendente aparece uma vez)"))
+        elif block is None:
             problems.append(problem(f"{field}[{index}].id", f"{call['id']!r} não é o id de nenhum tool_use da última "
                                                             f"mensagem (os ids ali: {shown_value(sorted(uses))})"))
         elif block.get("name") != call["name"] or block.get("input") != call["input"]:
             problems.append(problem(f"{field}[{index}]", (
                 f"name/input ({call['name']!r}, {shown_value(call['input'])}) diferentes do tool_use de mesmo id na "
                 f"última mensagem ({block.get('name')!r}, {shown_value(block.get('input'))})")))
+        listed.add(call["id"])
+    if listed <= set(uses):  # else a mistyped id is the missing one, said above
+        problems += [problem(field, f"falta o tool_use {shown_value(tool_use_id)} ({block.get('name')}) da última "
+                                    "mensagem: cada tool_use dela ainda sem tool_result é uma chamada pendente")
+                     for tool_use_id, block in uses.items() if tool_use_id not in listed]
     return problems
 
 

@@ -6,9 +6,9 @@ from grader.checks.fixture_shape import (
     COUNT,
     TEXT,
     WORKSPACE_SCHEMA,
+    checkpoint_problems,
     closed,
     pending_ids,
-    pending_problems,
     problem,
     schema_problems,
     workspace_problems,
@@ -44,7 +44,7 @@ def validate_fixture(data: dict) -> list[str]:
     if problems:
         return problems
     checkpoint, actions = data["checkpoint"], data["expect"]["resume_action"]
-    problems = pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], "checkpoint.pending_tool_use")
+    problems = checkpoint_problems(checkpoint, "checkpoint")
     ids = pending_ids(checkpoint)
     if not problems and sorted(actions) != sorted(ids):  # ids the checkpoint itself gets wrong: said above
         problems.append(problem(

@@ -6,9 +6,9 @@ from grader.checks.fixture_shape import (
     COUNT,
     TEXT,
     WORKSPACE_SCHEMA,
+    checkpoint_problems,
     closed,
     pending_ids,
-    pending_problems,
     problem,
     schema_problems,
     workspace_problems,
@@ -70,7 +70,7 @@ def validate_fixture(data: dict) -> list[str]:
     if problems:
         return problems
     checkpoint, effects, ways = data["checkpoint"], data.get("effects") or {}, data["expect"]["ways"]
-    problems = pending_problems(checkpoint["pending_tool_use"], checkpoint["messages"], "checkpoint.pending_tool_use")
+    problems = checkpoint_problems(checkpoint, "checkpoint")
     calls_agree = not problems  # else the ids below may be the checkpoint's mistake, said already
     tools = {call["id"]: call["name"] for call in checkpoint["pending_tool_use"] or []}
     for key, way in ways.items():

@@ -12,11 +12,11 @@ from grader.checks.fixture_shape import (
     COUNT,
     TEXT,
     WORKSPACE_SCHEMA,
+    checkpoint_problems,
     closed,
     holds,
     intact,
     path_problems,
-    pending_problems,
     problem,
     refused,
     shown_value,
@@ -114,7 +114,7 @@ def validate_fixture(data: dict) -> list[str]:
     problems += path_problems(list(run_dir), _run_dir_field, INSIDE_RUN_DIR)
     for path, value in run_dir.items():
         if isinstance(value, dict) and _is_checkpoint_file(path) and intact(failures, "run_dir", path):
-            problems += pending_problems(value["pending_tool_use"], value["messages"], f"run_dir.{path}.pending_tool_use")
+            problems += checkpoint_problems(value, f"run_dir.{path}")
     if holds(failures, "mtimes"):
         problems += [problem(f"mtimes.{path}", "não é um arquivo de run_dir") for path in data.get("mtimes") or {}
                      if path not in run_dir]
