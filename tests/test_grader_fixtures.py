@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -202,3 +203,52 @@ def test_a_pending_call_that_disagrees_with_the_message_shows_both_sides_and_not
     call["id"], call["input"] = real_id, {**call["input"], "to": "outra@exemplo.com"}
     [problem] = VALIDATE(data)
     assert "outra@exemplo.com" in problem and "diferentes do tool_use de mesmo id" in problem
+
+
+def _only_problem(folder) -> str:
+    problems = _problems(folder)
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("gigante.json", '{"outbox_after": 1' + "0" * 5000 + "}", "valor que não pode ser lido"),
+    ("gigante.yaml", "turns: 1" + "0" * 5000 + "\n", "valor que não pode ser lido"),
+    ("funda.json", "[" * 100_000 + "]" * 100_000, "fundo demais"),
+    ("funda.yaml", "a: " + "[" * 20_000 + "]" * 20_000 + "\n", "fundo demais"),
+    ("repetida.json", '{"description": "a", "description": "b"}', "a chave 'description' aparece duas vezes"),
+    ("repetida.yaml", "description: a\ndescription: b\n", 'chave "description" repetida'),
+    ("bomba.yaml", "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+     "âncoras e aliases"),
+])
+def test_a_file_that_cannot_be_read_as_data_is_one_problem_never_a_traceback(tmp_path, name, text, expected):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    problem = _only_problem(tmp_path)
+    assert name in problem and expected in problem, problem
+
+
+def test_a_bom_and_an_upper_case_suffix_are_still_fixtures(tmp_path):
+    data = json.dumps(fixture_data("cpA"))
+    (tmp_path / "com-bom.json").write_text("\ufeff" + data, encoding="utf-8")
+    (tmp_path / "MAIUSCULA.JSON").write_text(data, encoding="utf-8")
+    files = {item.name: item for item in read_fixture_files("exercise-3", [tmp_path], VALIDATE)}
+    assert files["com-bom"].problems == [] and files["MAIUSCULA"].problems == []
+
+
+def test_what_is_named_like_a_fixture_but_is_no_file_is_reported_not_skipped(tmp_path):
+    (tmp_path / "pasta.json").mkdir()
+    (tmp_path / "quebrado.json").symlink_to(tmp_path / "nao-existe.json")
+    os.mkfifo(tmp_path / "cano.json")  # never opened: reading it would wait forever
+    problems = _problems(tmp_path)
+    assert len(problems) == 3 and all("não é um arquivo comum" in problem for problem in problems), problems
+
+
+def test_a_linked_fixture_is_named_by_its_link(tmp_path):
+    target = tmp_path / "longe" / "alvo.json"
+    target.parent.mkdir()
+    target.write_text("{", encoding="utf-8")
+    (tmp_path / "minhas").mkdir()
+    (tmp_path / "minhas" / "atalho.json").symlink_to(target)
+    problem = _only_problem(tmp_path / "minhas")
+    assert "atalho.json: JSON inválido" in problem and "alvo" not in problem

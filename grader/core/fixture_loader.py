@@ -8,6 +8,7 @@ field it concerns, so ``grade fixtures`` can list them all at once.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -16,7 +17,7 @@ import yaml
 
 from grader.checks.framework import Fixture
 from grader.core.errors import FixtureError
-from grader.core.yaml_reading import yaml_problem
+from grader.core.yaml_reading import StrictSafeLoader, yaml_problem
 
 FIXTURES_ROOT = Path(__file__).parents[1] / "fixtures"  # grader/fixtures
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -40,12 +41,14 @@ class FixtureFile:
 
 def display_path(path: Path) -> str:
     """A short, machine-independent label: relative to the package or to the cwd."""
-    path = Path(path).resolve()
+    # Absolute but not resolved: a linked fixture is named by its link, where the instructor put it.
+    path = Path(os.path.abspath(path))
     for base in (FIXTURES_ROOT.parent.parent, Path.cwd()):
-        try:
-            return str(path.relative_to(base.resolve()))
-        except ValueError:
-            continue
+        for candidate in (Path(os.path.abspath(base)), base.resolve()):
+            try:
+                return str(path.relative_to(candidate))
+            except ValueError:
+                continue
     return str(path)
 
 
@@ -59,22 +62,42 @@ def fixture_folders(exercise: str, extra_dirs: Sequence[Path] = ()) -> list[Path
 
 def _parse(path: Path) -> tuple[object, str | None]:
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a BOM some editors write is not part of the data.
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         return None, f"não consegui ler o arquivo ({error})"
-    if path.suffix == ".json":
-        try:
-            return json.loads(text), None
-        except json.JSONDecodeError as error:
-            return None, f"JSON inválido na linha {error.lineno}, coluna {error.colno}: {error.msg}"
     try:
-        return yaml.safe_load(text), None
+        if path.suffix.lower() == ".json":
+            return json.loads(text, object_pairs_hook=_refuse_repeated_keys), None
+        return yaml.load(text, Loader=StrictSafeLoader), None
+    except json.JSONDecodeError as error:
+        return None, f"JSON inválido na linha {error.lineno}, coluna {error.colno}: {error.msg}"
     except yaml.YAMLError as error:
         return None, yaml_problem(error, text)
+    except _RepeatedKey as error:
+        return None, f"JSON inválido: a chave {error.args[0]!r} aparece duas vezes no mesmo objeto"
+    except RecursionError:
+        return None, "o arquivo aninha listas ou objetos fundo demais para ser lido"
+    except ValueError as error:  # an integer of thousands of digits, among others
+        return None, f"valor que não pode ser lido ({str(error)[:120]})"
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return data
 
 
 def _fixture_files_in(folder: Path) -> list[Path]:
-    return [path for path in folder.iterdir() if path.suffix in SUFFIXES and path.is_file()]
+    """Every entry named like a fixture (the suffix in any case), regular file or not: a folder, a
+    broken link or a pipe named ``x.json`` is reported, never skipped in silence."""
+    return [path for path in folder.iterdir() if path.suffix.lower() in SUFFIXES]
 
 
 def _holds_fixtures(folder: Path) -> bool:
@@ -116,6 +139,10 @@ def read_fixture_files(
         for path in sorted(_fixture_files_in(folder)):
             item = FixtureFile(path.stem, path)
             files.append(item)
+            if not path.is_file():
+                item.problems.append(f"{item.label}: não é um arquivo comum (uma pasta, um link quebrado, "
+                                     "um pipe?); uma fixture é um arquivo .json ou .yaml")
+                continue
             data, problem = _parse(path)
             if problem:
                 item.problems.append(f"{item.label}: {problem}")

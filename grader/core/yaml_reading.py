@@ -1,5 +1,6 @@
 """Reading the project's hand-edited YAML files: PyYAML's errors as one Portuguese line,
-and loaders that refuse a key repeated in one mapping (PyYAML keeps the last silently).
+and loaders that refuse a key repeated in one mapping (PyYAML keeps the last silently) and
+anchors/aliases (a few nested ones expand to gigabytes).
 
 The manifest, the fixtures and the glossary all read YAML through here.
 """
@@ -60,5 +61,31 @@ class StrictCSafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """CSafeLoader (when present) that refuses a key repeated inside one mapping."""
 
 
+def _refuse_aliases(root: yaml.Node) -> None:
+    """An alias (``*name``) makes one node appear twice in the document: refused before anything
+    is built, since a few of them nested (a "billion laughs") expand to gigabytes. These files
+    are written by hand and need none."""
+    seen: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, "âncoras e aliases (&nome, *nome) não são aceitos: escreva cada valor por extenso",
+                node.start_mark)
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                pending += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            pending += node.value
+
+
+def _construct_document(loader, node: yaml.Node):
+    _refuse_aliases(node)
+    return yaml.constructor.BaseConstructor.construct_document(loader, node)
+
+
 for _loader in (StrictSafeLoader, StrictCSafeLoader):
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _loader.construct_document = _construct_document
