@@ -252,3 +252,9 @@ def test_a_linked_fixture_is_named_by_its_link(tmp_path):
     (tmp_path / "minhas" / "atalho.json").symlink_to(target)
     problem = _only_problem(tmp_path / "minhas")
     assert "atalho.json: JSON inválido" in problem and "alvo" not in problem
+
+
+def test_several_missing_fields_are_each_said_once():
+    data = fixture_data("cpA")
+    del data["checkpoint"], data["expect"]
+    assert VALIDATE(data) == ["campo `checkpoint`: obrigatório", "campo `expect`: obrigatório"]

@@ -204,10 +204,14 @@ def all_failures(schema: dict, data: Any) -> list[Failure]:
     if held is None or held[0] is not schema:
         held = _validators[id(schema)] = (schema, _strict_validator(schema))
     failures: list[Failure] = []
+    placed: set[tuple] = set()  # jsonschema reports "required" once per missing key, each naming all of them
     for error in held[1].iter_errors(_briefly_shown(data, {})):
         path = tuple(error.absolute_path)
         if error.validator in ("required", "additionalProperties"):
-            failures += _object_failures(path, error.validator, error.validator_value, error.instance, error.schema)
+            for failure in _object_failures(path, error.validator, error.validator_value, error.instance, error.schema):
+                if (failure.path, failure.keyword) not in placed:
+                    placed.add((failure.path, failure.keyword))
+                    failures.append(failure)
         else:
             failures.append(Failure(path, error.validator, error.validator_value, error.instance, error.schema))
     return failures
