@@ -54,6 +54,8 @@ def assert_reported(validate, base: dict, path: str, value, message: str) -> Non
     ("checkpoint.tokens_used", -1, "campo `checkpoint.tokens_used`: deveria ser um inteiro >= 0 (é -1)"),
     ("checkpoint.task", "  ", "campo `checkpoint.task`: deveria ser um texto não vazio (é '  ')"),
     ("checkpoint.version", True, "campo `checkpoint.version`: deveria ser 1 (é True)"),
+    ("checkpoint.version", 1.0, "campo `checkpoint.version`: deveria ser 1 (é 1.0)"),
+    ("checkpoint.version", "1", "campo `checkpoint.version`: deveria ser 1 (é '1')"),
     ("checkpoint.messages", [], "campo `checkpoint.messages`: deveria ser uma lista não vazia de mensagens"),
     ("checkpoint.pending_tool_use", [], "campo `checkpoint.pending_tool_use`: deveria ser null ou uma lista não vazia"),
     ("description", "", "campo `description`: deveria ser um texto não vazio (é '')"),
@@ -67,6 +69,12 @@ def assert_reported(validate, base: dict, path: str, value, message: str) -> Non
 ])
 def test_each_hostile_value_is_named_by_field(path, value, message):
     assert_reported(validate_fixture, BASE, path, value, message)
+
+
+@pytest.mark.parametrize("version", [True, 1.0, 2, "1", None])
+def test_a_wrong_checkpoint_version_is_one_problem(version):
+    assert validate_fixture(with_change("checkpoint.version", version)) == [
+        f"campo `checkpoint.version`: deveria ser 1 (é {version!r})"]
 
 
 def test_a_relative_path_inside_the_sandbox_is_fine_and_names_with_dots_are_not_parents():
@@ -340,6 +348,8 @@ def test_exercise_4_an_intent_record_has_a_null_result():
 RUN = shipped("exercise-5", "equipe-completa")
 POINT = "checkpoints/turn-001-A.json"
 INSIDE = "o caminho precisa ser relativo e ficar dentro da pasta da execução"
+UNTIL_2100 = "deveria ser um instante em segundos até 4102444800 (o ano 2100)"
+TURN_KEY = "a chave deveria ser um número de turno (0, 1, 2, ..., sem zeros à esquerda)"
 
 
 @pytest.mark.parametrize("path, value, message", [
@@ -359,10 +369,19 @@ INSIDE = "o caminho precisa ser relativo e ficar dentro da pasta da execução"
     ("mtimes", {"checkpoint.json": 0}, "campo `mtimes.checkpoint.json`: deveria ser um número maior que zero (é 0)"),
     ("mtimes", {"checkpoint.json": True}, "campo `mtimes.checkpoint.json`: deveria ser um número maior que zero (é True)"),
     ("mtimes", {"checkpoint.json": "ontem"}, "campo `mtimes.checkpoint.json`: deveria ser um número maior que zero (é 'ontem')"),
+    ("mtimes", {"checkpoint.json": 1e300}, f"campo `mtimes.checkpoint.json`: {UNTIL_2100} (é 1e+300)"),
+    ("mtimes", {"checkpoint.json": 10**100}, f"campo `mtimes.checkpoint.json`: {UNTIL_2100} (é 1000000"),
+    ("mtimes", {"checkpoint.json": 4102444800.5}, f"campo `mtimes.checkpoint.json`: {UNTIL_2100} (é 4102444800.5)"),
+    (f"run_dir|{POINT}|version", 1.0, f"campo `run_dir.{POINT}.version`: deveria ser 1 (é 1.0)"),
     ("expect.latest", DELETED, "campo `expect.latest`: obrigatório (null quando não há ponto)"),
     ("expect.latest", 3, "campo `expect.latest`: deveria ser um texto ou null (é 3)"),
     ("expect.latest_by_turn", {}, "campo `expect.latest_by_turn`: obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"),
     ("expect.latest_by_turn", {"um": None}, "campo `expect.latest_by_turn.um`: a chave deveria ser um número de turno"),
+    ("expect.latest_by_turn", {"001": None}, f"campo `expect.latest_by_turn.001`: {TURN_KEY}"),
+    ("expect.latest_by_turn", {"1": None, "01": None}, f"campo `expect.latest_by_turn.01`: {TURN_KEY}"),
+    ("expect.latest_by_turn", {"00": None}, f"campo `expect.latest_by_turn.00`: {TURN_KEY}"),  # "0" is turn 0
+    ("expect.latest_by_turn", {"1\n": None}, f"campo `expect.latest_by_turn.1\n`: {TURN_KEY}"),
+    ("expect.latest_by_turn", {"\u0661": None}, f"campo `expect.latest_by_turn.\u0661`: {TURN_KEY}"),  # an Arabic-Indic 1
     ("expect.rewind", {"turn": True, "point": "B"}, "campo `expect.rewind.turn`: deveria ser um inteiro >= 0 (é True)"),
     ("expect.rewind", {"turn": 1.0, "point": "B"}, "campo `expect.rewind.turn`: deveria ser um inteiro >= 0 (é 1.0)"),
     ("expect.rewind", {"turn": 1, "point": "C"}, "campo `expect.rewind.point`: deveria ser \"A\" ou \"B\" (é 'C')"),
@@ -397,6 +416,8 @@ def test_exercise_5_reports_the_shape_and_the_cross_rules_at_once():
 PARSE = shipped("exercise-6", "crash-after-rotulo-e-contagem")
 SEQUENCE = shipped("exercise-6", "passagens-so-uma-vez")
 HARNESS = shipped("exercise-6", "h1-reexecuta-pendentes")
+WRONG_LABEL = shipped("exercise-6", "passagens-rotulo-errado-no-codigo")  # error_at 2 of 2 calls
+ONE_OUTCOME = "use crashes_at OU error_at com error_mentions, não os dois"
 
 
 @pytest.mark.parametrize("base, path, value, message", [
@@ -419,6 +440,11 @@ HARNESS = shipped("exercise-6", "h1-reexecuta-pendentes")
     (SEQUENCE, "expect.quando", 1, "campo `expect.quando`: chave desconhecida (aceitas: crashes_at, error_at, error_mentions)"),
     (SEQUENCE, "expect.crashes_at", [10], "campo `expect.crashes_at`: deveria listar posições (1, 2, ...) de calls"),
     (SEQUENCE, "calls", ["after-sav-A"], "campo `calls`: rótulos desconhecidos ['after-sav-A'] só cabem com error_at"),
+    (WRONG_LABEL, "expect.error_at", 99, "campo `expect.error_at`: deveria ser uma posição (1, 2, ...) de calls, que tem 2 (é 99)"),
+    (WRONG_LABEL, "expect.error_at", 3, "campo `expect.error_at`: deveria ser uma posição (1, 2, ...) de calls, que tem 2 (é 3)"),
+    (WRONG_LABEL, "expect.crashes_at", [2], f"campo `expect`: {ONE_OUTCOME}"),
+    (SEQUENCE, "expect.error_at", 1, f"campo `expect`: {ONE_OUTCOME}"),
+    (SEQUENCE, "expect.error_mentions", ["x"], f"campo `expect`: {ONE_OUTCOME}"),
     (HARNESS, "harness", "h99", "campo `harness`: desconhecido 'h99'; conhecidos: reference"),
     (HARNESS, "expect.verdict", "sim", "campo `expect.verdict`: deveria ser \"aprovar\" ou \"reprovar\" (é 'sim')"),
     (HARNESS, "expect.verdict", "aprovar", "campo `expect.verdict`: para o harness 'reruns-pending-calls' o veredito certo é 'reprovar'"),

@@ -45,7 +45,8 @@ CHECKPOINT_SCHEMA = {
     "type": "object",
     "required": list(CHECKPOINT_FIELDS),
     "properties": {
-        "version": {"const": 1},
+        # 1 and nothing else: not 1.0, which const (JSON equality) would take, nor True
+        "version": {"type": "integer", "minimum": 1, "maximum": 1, "x-mensagens": {"*": "deveria ser 1 (é {value!r})"}},
         "task": TEXT,
         "turns": COUNT,
         "tokens_used": COUNT,

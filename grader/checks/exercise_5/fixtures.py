@@ -57,6 +57,7 @@ def active_point_name(relative: str) -> str | None:
 # A file holding a checkpoint: checkpoint.json, or a point turn-NNN-A.json / -B.json anywhere.
 CHECKPOINT_FILE = r"^checkpoint\.json$|(^|/)turn-[0-9]{3,}-[AB]\.json$"
 NAME_OR_NULL = {"type": ["string", "null"]}
+LATEST_MTIME = 4102444800  # 2100-01-01 UTC: later instants overflow the checks' datetime arithmetic
 FILE = {"type": ["object", "string"], "x-mensagens": {"*": "deveria ser um objeto JSON ou um texto (gravado como está)"}}
 
 
@@ -80,7 +81,9 @@ FIXTURE_SCHEMA = closed(["description", "run_dir", "expect"], {
         "additionalProperties": FILE,
         "x-mensagens": {"type": "obrigatório, deveria mapear caminho relativo -> conteúdo"},
     },
-    "mtimes": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+    "mtimes": {"type": "object", "additionalProperties": {
+        "type": "number", "exclusiveMinimum": 0, "maximum": LATEST_MTIME,
+        "x-mensagens": {"maximum": f"deveria ser um instante em segundos até {LATEST_MTIME} (o ano 2100) (é {{value!r}})"}},
                "x-mensagens": {"type": "deveria mapear caminho -> instante (segundos)"}},
     "workspace": WORKSPACE_SCHEMA,
     "expect": closed(["latest", "latest_by_turn"], {
@@ -88,7 +91,8 @@ FIXTURE_SCHEMA = closed(["description", "run_dir", "expect"], {
         "latest_by_turn": {
             "type": "object",
             "minProperties": 1,
-            "patternProperties": {r"[^0-9]|^$": refused("a chave deveria ser um número de turno")},
+            "patternProperties": {r"[^0-9]|^$|^0.": refused(
+                "a chave deveria ser um número de turno (0, 1, 2, ..., sem zeros à esquerda)")},
             "additionalProperties": NAME_OR_NULL,
             "x-mensagens": {k: "obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"
                             for k in ("type", "required", "minProperties")},

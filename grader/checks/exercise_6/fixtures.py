@@ -47,8 +47,10 @@ SEQUENCE_SCHEMA = closed(["description", "calls", "expect"], {
         "error_at": POSITIVE,
         "error_mentions": LABELS_TEXTS,
     }, messages={"type": "obrigatório, deveria ser um objeto",
-                 "anyOf": "deveria ter crashes_at, ou error_at com error_mentions"},
-        anyOf=[{"required": ["crashes_at"]}, {"required": ["error_at", "error_mentions"]}]),
+                 "anyOf": "deveria ter crashes_at, ou error_at com error_mentions",
+                 "not": "use crashes_at OU error_at com error_mentions, não os dois"},
+        anyOf=[{"required": ["crashes_at"]}, {"required": ["error_at", "error_mentions"]}],
+        **{"not": {"required": ["crashes_at"], "anyOf": [{"required": ["error_at"]}, {"required": ["error_mentions"]}]}}),
 })
 # Level 2: a harness to judge and the verdict verify_resume should reach.
 HARNESS_SCHEMA = closed(["description", "harness", "expect"], {
@@ -80,6 +82,9 @@ def validate_fixture(data: dict) -> list[str]:
             problems += schema_problems(POSITIVE, parsed[1], "expect.parsed[1]")
     elif kind == "sequence":
         calls = data["calls"]
+        if expect.get("error_at", 0) > len(calls):
+            problems.append(problem("expect.error_at", f"deveria ser uma posição (1, 2, ...) de calls, que tem {len(calls)} "
+                                                       f"(é {expect['error_at']})"))
         if "crashes_at" in expect:
             if any(i > len(calls) for i in expect["crashes_at"]):
                 problems.append(problem("expect.crashes_at", "deveria listar posições (1, 2, ...) de calls"))
