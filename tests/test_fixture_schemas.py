@@ -99,6 +99,7 @@ SANDBOX = "precisa ficar dentro da sandbox: "
     ("ç" * 128, "tem uma parte de 256 bytes (o máximo é 255)"),  # 128 characters, 2 bytes each
     ("/".join(["a" * 200] * 6), "tem 1205 bytes (o máximo é 1024)"),  # every part short, the whole too long
     ("\ud800.md", "não é um texto Unicode válido"),
+    (7, "deveria ser um texto (entre aspas)"),  # YAML reads `7: x` with a number for key
 ])
 def test_a_workspace_path_that_cannot_be_written_in_the_sandbox_is_refused(path, reason):
     problems = validate_fixture(with_change("workspace", {"files": {path: "x", "notes/ok.md": "y"}}))

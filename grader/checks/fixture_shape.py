@@ -145,7 +145,9 @@ def unsafe_path(path: Any) -> str | None:
     """Why ``path`` cannot name a file inside the folder a fixture is written into (relative,
     "/" between non-empty parts, none of them "." or "..", nothing a file system refuses),
     in Portuguese; None when it can."""
-    if not isinstance(path, str) or not path:
+    if not isinstance(path, str):  # a YAML key written as a number
+        return "deveria ser um texto (entre aspas)"
+    if not path:
         return "o caminho está vazio"
     try:
         size = len(path.encode("utf-8"))
