@@ -258,3 +258,9 @@ def test_several_missing_fields_are_each_said_once():
     data = fixture_data("cpA")
     del data["checkpoint"], data["expect"]
     assert VALIDATE(data) == ["campo `checkpoint`: obrigatório", "campo `expect`: obrigatório"]
+
+
+def test_a_yaml_key_read_as_a_number_is_one_problem_asking_for_quotes(tmp_path):
+    (tmp_path / "numero.yaml").write_text("description: x\nexpect:\n  latest_by_turn:\n    1: abc\n", encoding="utf-8")
+    problem = _only_problem(tmp_path)
+    assert "numero.yaml: a chave 1 não é um texto" in problem and '"1"' in problem

@@ -69,7 +69,12 @@ def _parse(path: Path) -> tuple[object, str | None]:
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text, object_pairs_hook=_refuse_repeated_keys), None
-        return yaml.load(text, Loader=StrictSafeLoader), None
+        data = yaml.load(text, Loader=StrictSafeLoader)
+        key = _first_key_not_text(data)
+        if key is not None:
+            return None, (f"a chave {key!r} não é um texto: em YAML, escreva-a entre aspas (\"{key}\": ...), "
+                          "como as chaves de um JSON")
+        return data, None
     except json.JSONDecodeError as error:
         return None, f"JSON inválido na linha {error.lineno}, coluna {error.colno}: {error.msg}"
     except yaml.YAMLError as error:
@@ -80,6 +85,21 @@ def _parse(path: Path) -> tuple[object, str | None]:
         return None, "o arquivo aninha listas ou objetos fundo demais para ser lido"
     except ValueError as error:  # an integer of thousands of digits, among others
         return None, f"valor que não pode ser lido ({str(error)[:120]})"
+
+
+def _first_key_not_text(data: object) -> object | None:
+    """YAML reads ``1:`` or ``true:`` as a number or a bool; a fixture's keys are texts, as in JSON."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if not isinstance(key, str):
+                    return key
+                pending.append(value)
+        elif isinstance(item, list):
+            pending.extend(item)
+    return None
 
 
 class _RepeatedKey(ValueError):
