@@ -84,6 +84,8 @@ def _parse(path: Path) -> tuple[object, str | None]:
     except RecursionError:
         return None, "o arquivo aninha listas ou objetos fundo demais para ser lido"
     except ValueError as error:  # an integer of thousands of digits, among others
+        if "digits" in str(error):
+            return None, "um número inteiro tem milhares de dígitos (o limite de leitura é 4300): confira o valor"
         return None, f"valor que não pode ser lido ({str(error)[:120]})"
 
 
