@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.core.schema_errors import MISSING, NON_BLANK, all_failures, describe, field_name
+from grader.core.schema_errors import MISSING, TEXT, all_failures, describe, field_name
 from grader.core.yaml_reading import StrictSafeLoader
 
 LESSON_NUMBERS = range(1, 8)  # 1 a 6: as lições; 7: o apêndice
@@ -120,23 +120,22 @@ def _text(value: object) -> str | None:
 # "*" for any other failure; {value} is the value found. Missing and unknown fields have
 # messages of their own (schema_messages).
 URL_PATTERN = r"^https?://[^\s/]+\.[^\s]+$"
-_TEXT = {"type": "string", "pattern": NON_BLANK}
 ENTRY_SCHEMA = {
     "type": "object",
     "required": list(REQUIRED_KEYS),
     "additionalProperties": False,
     "properties": {
-        "term": {**_TEXT, "x-mensagens": {
+        "term": {**TEXT, "x-mensagens": {
             "*": 'deve ser um texto não vazio (números vão entre aspas, ex.: "137").'}},
-        "aliases": {"type": "array", "items": {**_TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
+        "aliases": {"type": "array", "items": {**TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
                     "x-mensagens": {"*": "deve ser uma lista de textos."}},
-        "definition": {**_TEXT, "x-mensagens": {"*": "deve ser um texto.", "blank": "está vazio."}},
+        "definition": {**TEXT, "x-mensagens": {"*": "deve ser um texto.", "blank": "está vazio."}},
         "source": {
             "type": "object",
             "required": list(SOURCE_KEYS),
             "additionalProperties": False,
             "properties": {
-                "title": {**_TEXT, "x-mensagens": {"*": "falta ou está vazio."}},
+                "title": {**TEXT, "x-mensagens": {"*": "falta ou está vazio."}},
                 "url": {"type": "string", "pattern": URL_PATTERN, "x-mensagens": {
                     "*": "falta ou está vazio.", "pattern": "não é um endereço http(s) válido: {value}"}},
             },
@@ -144,7 +143,7 @@ ENTRY_SCHEMA = {
         },
         "lesson": {"type": "integer", "minimum": min(LESSON_NUMBERS), "maximum": max(LESSON_NUMBERS),
                    "x-mensagens": {"*": "deve ser um número de 1 a 7 (7 é o apêndice), não {value!r}."}},
-        "reference_term": {**_TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
+        "reference_term": {**TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
     },
 }
 # The order an author reads the problems of one entry in.

@@ -4,16 +4,14 @@ fine. Each function returns Portuguese problems naming the field (``campo `check
 ...``); an empty list means the fixture is fine."""
 from __future__ import annotations
 
-import reprlib
 import unicodedata
 from typing import Any, Callable, Iterable
 
 from grader.checks.framework import content_blocks
-from grader.core.schema_errors import NON_BLANK, Failure, all_failures, describe, field_name
+from grader.core.schema_errors import TEXT, Failure, all_failures, describe, field_name, shown
 
 CHECKPOINT_FIELDS = ("version", "task", "turns", "tokens_used", "messages", "pending_tool_use")
 
-TEXT = {"type": "string", "pattern": NON_BLANK}
 COUNT = {"type": "integer", "minimum": 0}
 POSITIVE = {"type": "integer", "minimum": 1}
 TEXTS = {"type": "array", "items": TEXT, "x-mensagens": {"*": "deveria ser uma lista de textos"}}
@@ -128,15 +126,6 @@ def intact(failures: list[Failure], *path) -> bool:
     return holds(failures, *path) and not any(failure.path[:len(path)] == path for failure in failures)
 
 
-_SHORT = reprlib.Repr()
-_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 3
-
-
-def shown_value(value: Any) -> str:
-    """A value as a message quotes it: short whatever its size (a fixture can hold anything)."""
-    return _SHORT.repr(value)
-
-
 PATH_PART_BYTES = 255  # the longest file name Linux, macOS and Windows file systems take
 PATH_BYTES = 1024  # leaves the grading folder room under Linux's PATH_MAX (4096)
 
@@ -180,7 +169,7 @@ def path_problems(paths: Iterable, field_of: Callable[[str], str], unsafe: str) 
     for path in paths:
         reason = unsafe_path(path)
         if reason:
-            problems.append(problem(field_of(path), f"{unsafe.format(path=shown_value(path))}: {reason}"))
+            problems.append(problem(field_of(path), f"{unsafe.format(path=shown(path))}: {reason}"))
         else:
             files.setdefault(_same_file(path), path)
     for path in paths:
@@ -191,11 +180,11 @@ def path_problems(paths: Iterable, field_of: Callable[[str], str], unsafe: str) 
                        if key in files), None)
         twin = files[_same_file(path)]
         if folder is not None:
-            problems.append(problem(field_of(path), f"o caminho {shown_value(path)} fica dentro de "
-                                                    f"{shown_value(folder)}, que é um arquivo"))
+            problems.append(problem(field_of(path), f"o caminho {shown(path)} fica dentro de "
+                                                    f"{shown(folder)}, que é um arquivo"))
         elif twin != path:
             problems.append(problem(field_of(path), (
-                f"o caminho {shown_value(path)} é o mesmo arquivo que {shown_value(twin)} no macOS e no Windows "
+                f"o caminho {shown(path)} é o mesmo arquivo que {shown(twin)} no macOS e no Windows "
                 "(mudam só maiúsculas ou a forma Unicode dos acentos)")))
     return problems
 
@@ -244,19 +233,19 @@ def conversation_problems(messages: list, field: str) -> list[str]:
                     continue
                 where, tool_use_id = f"{field}[{index}].content[{position}]", block.get("id")
                 if tool_use_id in first_use:
-                    problems.append(problem(f"{where}.id", f"o id {shown_value(tool_use_id)} já é de um tool_use anterior "
+                    problems.append(problem(f"{where}.id", f"o id {shown(tool_use_id)} já é de um tool_use anterior "
                                                            f"({first_use[tool_use_id]}): cada chamada tem o seu id"))
                 first_use.setdefault(tool_use_id, where)
                 if answered is not None and tool_use_id not in answered:
-                    problems.append(problem(where, f"o tool_use {shown_value(tool_use_id)} não tem tool_result na mensagem "
+                    problems.append(problem(where, f"o tool_use {shown(tool_use_id)} não tem tool_result na mensagem "
                                                    "seguinte (só os da última mensagem ficam pendentes)"))
         else:
             asked = _ids(messages[index - 1], "tool_use", "id") if index else []
             for position, block in enumerate(blocks):
                 if block["type"] == "tool_result" and block.get("tool_use_id") not in asked:
                     problems.append(problem(f"{field}[{index}].content[{position}].tool_use_id", (
-                        f"{shown_value(block.get('tool_use_id'))} não é o id de nenhum tool_use da mensagem anterior do "
-                        f"assistente (os ids ali: {shown_value(asked)})")))
+                        f"{shown(block.get('tool_use_id'))} não é o id de nenhum tool_use da mensagem anterior do "
+                        f"assistente (os ids ali: {shown(asked)})")))
     return problems
 
 
@@ -282,18 +271,18 @@ def pending_problems(pending: Any, messages: list, field: str) -> list[str]:
     for index, call in enumerate(pending):
         block = uses.get(call["id"])
         if call["id"] in listed:
-            problems.append(problem(f"{field}[{index}].id", f"{shown_value(call['id'])} já está listado "
+            problems.append(problem(f"{field}[{index}].id", f"{shown(call['id'])} já está listado "
                                                             "(cada chamada pendente aparece uma vez)"))
         elif block is None:
             problems.append(problem(f"{field}[{index}].id", f"{call['id']!r} não é o id de nenhum tool_use da última "
-                                                            f"mensagem (os ids ali: {shown_value(sorted(uses))})"))
+                                                            f"mensagem (os ids ali: {shown(sorted(uses))})"))
         elif block.get("name") != call["name"] or block.get("input") != call["input"]:
             problems.append(problem(f"{field}[{index}]", (
-                f"name/input ({call['name']!r}, {shown_value(call['input'])}) diferentes do tool_use de mesmo id na "
-                f"última mensagem ({block.get('name')!r}, {shown_value(block.get('input'))})")))
+                f"name/input ({call['name']!r}, {shown(call['input'])}) diferentes do tool_use de mesmo id na "
+                f"última mensagem ({block.get('name')!r}, {shown(block.get('input'))})")))
         listed.add(call["id"])
     if listed <= set(uses):  # else a mistyped id is the missing one, said above
-        problems += [problem(field, f"falta o tool_use {shown_value(tool_use_id)} ({block.get('name')}) da última "
+        problems += [problem(field, f"falta o tool_use {shown(tool_use_id)} ({block.get('name')}) da última "
                                     "mensagem: cada tool_use dela ainda sem tool_result é uma chamada pendente")
                      for tool_use_id, block in uses.items() if tool_use_id not in listed]
     return problems

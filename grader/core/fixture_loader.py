@@ -122,12 +122,10 @@ def _fixture_files_in(folder: Path) -> list[Path]:
     return [path for path in folder.iterdir() if path.suffix.lower() in SUFFIXES]
 
 
-def _holds_fixtures(folder: Path) -> bool:
-    """An instructor's folder holds fixtures when it has fixture files, or ``exercise-N/``
-    subfolders with some (one folder for several exercises: this exercise may have none)."""
-    return bool(_fixture_files_in(folder)) or any(
-        sub.is_dir() and sub.name.startswith("exercise-") and _fixture_files_in(sub) for sub in folder.iterdir()
-    )
+def _other_exercises_hold_fixtures(folder: Path) -> bool:
+    """One instructor's folder for several exercises (``exercise-N/`` subfolders with fixtures):
+    this exercise may have none there."""
+    return any(sub.is_dir() and sub.name.startswith("exercise-") and _fixture_files_in(sub) for sub in folder.iterdir())
 
 
 def _empty_folder_problem(folder: Path, exercise: str) -> str:
@@ -155,10 +153,11 @@ def read_fixture_files(
             continue
         if not folder.is_dir():
             continue
-        if folder != FIXTURES_ROOT / exercise and not _holds_fixtures(folder):
+        found = sorted(_fixture_files_in(folder))
+        if not found and folder != FIXTURES_ROOT / exercise and not _other_exercises_hold_fixtures(folder):
             files.append(FixtureFile(folder.name, folder, problems=[_empty_folder_problem(folder, exercise)]))
             continue
-        for path in sorted(_fixture_files_in(folder)):
+        for path in found:
             item = FixtureFile(path.stem, path)
             files.append(item)
             if not path.is_file():

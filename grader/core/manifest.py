@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from grader.core.errors import GraderError, os_reason
-from grader.core.schema_errors import NON_BLANK, Failure, describe, field_name, first_failure, shown
+from grader.core.schema_errors import TEXT, Failure, describe, field_name, first_failure, shown
 from grader.core.yaml_reading import StrictCSafeLoader, yaml_problem
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.yaml")
@@ -87,7 +87,6 @@ def unknown_exercise_message(name: str, known: list[str]) -> str:
     )
 
 
-_TEXT = {"type": "string", "pattern": NON_BLANK}
 _POINTS = {"type": "number", "exclusiveMinimum": 0}
 _EXERCISE_NAME = r"^exercise-[0-9]+$"
 # The file's shape as JSON Schema (Draft 2020-12), checked by fastjsonschema: `grade list`
@@ -108,15 +107,15 @@ MANIFEST_SCHEMA = {
             "properties": {
                 "name": {"type": "string", "pattern": _EXERCISE_NAME,
                          "x-mensagens": {"*": "deveria ter a forma exercise-N, é {value!r}"}},
-                "title": _TEXT,
+                "title": TEXT,
                 "levels": {"type": "array", "minItems": 1, "items": {
                     "type": "object",
                     "required": ["level", "title", "hints"],
                     "additionalProperties": False,
                     "properties": {
                         "level": {"type": "integer", "minimum": 1},
-                        "title": _TEXT,
-                        "hints": {"type": "array", "items": _TEXT, "x-mensagens": {
+                        "title": TEXT,
+                        "hints": {"type": "array", "items": TEXT, "x-mensagens": {
                             "*": "deveria ser uma lista de textos (pode ser vazia: [])"}},
                         "points": _POINTS,
                         "check_points": {

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 MISSING = object()  # the value of a required field that is absent
 NON_BLANK = r"\S"  # the pattern of a text that must not be empty or only spaces
+TEXT = {"type": "string", "pattern": NON_BLANK}  # a text with something in it
 
 _TYPE_NAMES = {"object": "um objeto", "array": "uma lista", "string": "um texto", "integer": "um inteiro",
                "number": "um número", "boolean": "true ou false", "null": "null"}

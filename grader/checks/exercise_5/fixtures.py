@@ -19,11 +19,10 @@ from grader.checks.fixture_shape import (
     path_problems,
     problem,
     refused,
-    shown_value,
     workspace_problems,
     worded,
 )
-from grader.core.schema_errors import all_failures
+from grader.core.schema_errors import all_failures, shown
 from grader.checks.framework import Exercise
 
 
@@ -146,7 +145,7 @@ INSIDE_RUN_DIR = "o caminho precisa ser relativo e ficar dentro da pasta da exec
 
 def _run_dir_field(path: str) -> str:
     """``run_dir.<path>``, the path quoted short when it would not print as it is."""
-    return f"run_dir.{path if path.isprintable() and path == shown_value(path)[1:-1] else shown_value(path)}"
+    return f"run_dir.{path if path.isprintable() and path == shown(path)[1:-1] else shown(path)}"
 
 
 def _is_checkpoint_file(path: str) -> bool:
