@@ -12,9 +12,10 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from grader.checks.framework import Context
 
@@ -60,6 +61,16 @@ class CrashingFile:
 
 
 @contextmanager
+def bound_everywhere(ctx: Context, spies: dict[str, Any], real: dict[str, Any]) -> Iterator[None]:
+    """Each spy (name -> function) also bound to every student global holding the real
+    function of that name (``from os import replace``); the module attributes themselves are
+    the caller's job."""
+    pairs = [(key, spy) for name, spy in spies.items() for key in ctx.names_bound_to(real[name])]
+    with replaced_globals(ctx, pairs):
+        yield
+
+
+@contextmanager
 def replaced_globals(ctx: Context, pairs: list[tuple[str, Any]]) -> Iterator[None]:
     """``ctx.replaced_global`` for several names at once."""
     if not pairs:
@@ -71,17 +82,25 @@ def replaced_globals(ctx: Context, pairs: list[tuple[str, Any]]) -> Iterator[Non
 
 
 @contextmanager
-def observed_writes(ctx: Context, crash_after: int | None = None) -> Iterator[dict]:
-    """Record every file opened for writing (``budget["opened"]``, resolved paths); with
-    ``crash_after``, the writes die after that many characters in all (``budget["crashed"]``)."""
-    budget: dict = {"left": crash_after, "crashed": False, "opened": []}
+def observed_writes(ctx: Context, crash_after: int | None = None,
+                    before_open: Callable[[Any, str], None] | None = None) -> Iterator[dict]:
+    """Record every file opened for writing (``budget["opened"]``, resolved paths, and
+    ``budget["opened_by"]``, (thread id, path) pairs); with ``crash_after``, the writes die
+    after that many characters in all (``budget["crashed"]``). ``before_open(file, mode)``
+    runs before each real open for writing (the crash-state explorer's snapshot)."""
+    budget: dict = {"left": crash_after, "crashed": False, "opened": [], "opened_by": []}
     real_builtin, real_io = builtins.open, io.open
 
     def spied_open(file, mode="r", *args, **kwargs):
+        writing = isinstance(mode, str) and any(flag in mode for flag in "wax+")
+        if writing and before_open is not None:
+            before_open(file, mode)
         handle = real_io(file, mode, *args, **kwargs)
-        if any(flag in mode for flag in "wax+"):
+        if writing:
             if isinstance(file, (str, bytes, os.PathLike)):
-                budget["opened"].append(Path(os.fsdecode(file)).resolve())
+                opened = Path(os.fsdecode(file)).resolve()
+                budget["opened"].append(opened)
+                budget["opened_by"].append((threading.get_ident(), opened))
             return CrashingFile(handle, budget)
         return handle
 
@@ -97,4 +116,4 @@ def observed_writes(ctx: Context, crash_after: int | None = None) -> Iterator[di
         builtins.open, io.open = real_builtin, real_io
 
 
-__all__ = ["CrashingFile", "TornWrite", "observed_writes", "replaced_globals"]
+__all__ = ["CrashingFile", "TornWrite", "bound_everywhere", "observed_writes", "replaced_globals"]

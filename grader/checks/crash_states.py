@@ -1,0 +1,283 @@
+"""The crash-state explorer, as the grader runs it on a student's save function.
+
+The model (which states a power loss can leave at each point of a save) is
+``harness.crash_states`` (documented in docs/modelo-de-queda.md); this module runs the
+student's code under it, wherever that code reaches the file system (the ``os`` module,
+globals bound to its functions, ``open`` in every form the write spies cover), and words
+what it finds in Portuguese:
+
+- ``explore``: every state a crash may leave, each read back with a loader; before the
+  save returns each must be the old or the new checkpoint (or none, when there was none),
+  after it returns only the new one;
+- ``failed_swap``: ``os.replace``/``os.rename`` raise OSError; the old checkpoint must be
+  left as it was and the error must reach the caller;
+- ``two_writers``: two threads save into the same folder at once, held together just
+  before their swaps; neither may share the other's temporary, both must return, and the
+  checkpoint left must be one of the two.
+
+Each takes ``bind(spies, real)``, a context manager that installs the ``os`` spies in the
+student's namespace too (``write_spies.bound_everywhere``), and ``opens``, one that spies
+on ``open`` (``write_spies.observed_writes``); without them only the ``os`` module and the
+builtin ``open`` are watched, which is how the unit tests call them.
+"""
+from __future__ import annotations
+
+import builtins
+import copy
+import io
+import json
+import os
+import threading
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
+
+from harness.crash_states import (
+    _REAL_OS,
+    CrashState,
+    SaveTrace,
+    Verdict,
+    crash_states,
+    judge,
+    materialise,
+    recorded_os_calls,
+)
+
+CHECKPOINT_NAME = "checkpoint.json"
+WRITERS_MEET_SECONDS = 2.0   # how long a writer waits at the swap for the other one
+WRITERS_FINISH_SECONDS = 20.0
+
+Bind = Callable[[dict, dict], ContextManager]
+Opens = Callable[..., ContextManager]
+
+
+def explorer_state(label: str, turns: int) -> dict:
+    """A run state of a few kilobytes: big enough to tear, small enough to read back dozens of times."""
+    messages: list[dict] = [{"role": "user", "content": f"Tarefa {label}: resumir as atas."}]
+    for number in range(1, 9):
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Turno {number}: decisões da reunião, com ação e prazo. " * 4}]})
+        messages.append({"role": "user", "content": f"Continue a partir da ata {number}. " * 4})
+    return {"version": 1, "task": f"Tarefa {label}", "turns": turns, "tokens_used": 900 * turns,
+            "messages": messages, "pending_tool_use": None, "status": "running", "status_reason": None}
+
+
+def _no_bind(spies: dict, real: dict) -> ContextManager:
+    return nullcontext()
+
+
+@contextmanager
+def _builtin_opens(before_open: Callable[[Any, str], None] | None = None, **_: Any) -> Iterator[dict]:
+    """The smallest ``opens``: the builtin and io ``open`` spied on, for callers with no notebook."""
+    record: dict = {"opened_by": []}
+    real_builtin, real_io = builtins.open, io.open
+
+    def spied(file, mode="r", *args, **kwargs):
+        writing = isinstance(mode, str) and any(flag in mode for flag in "wax+")
+        if writing and before_open is not None:
+            before_open(file, mode)
+        if writing and isinstance(file, (str, bytes, os.PathLike)):
+            record["opened_by"].append((threading.get_ident(), Path(os.fsdecode(file)).resolve()))
+        return real_io(file, mode, *args, **kwargs)
+
+    builtins.open = io.open = spied
+    try:
+        yield record
+    finally:
+        builtins.open, io.open = real_builtin, real_io
+
+
+def _write_old(path: Path, old: Any) -> None:
+    if old is not None:
+        path.write_text(json.dumps(old, ensure_ascii=False), encoding="utf-8")
+
+
+# --- every state a crash may leave ---------------------------------------------------------------
+
+@dataclass
+class Exploration:
+    verdicts: list[Verdict]
+    calls: list[str]            # the file-system calls the save made, in order
+
+    def bad(self) -> list[Verdict]:
+        return [verdict for verdict in self.verdicts if not verdict.acceptable]
+
+
+def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
+            bind: Bind = _no_bind, opens: Opens = _builtin_opens) -> Exploration:
+    """Save ``new`` over ``old`` (None: an empty folder) with every call recorded, then read
+    each state a crash may leave with ``load``. The save's own exceptions propagate."""
+    work = folder / "gravacao"
+    work.mkdir(parents=True)
+    path = work / CHECKPOINT_NAME
+    _write_old(path, old)
+    trace = SaveTrace(work)
+
+    def before_open(file, mode):
+        if isinstance(file, (str, bytes, os.PathLike)):
+            trace.before(f"`open({trace.shown(file)}, {mode!r})`")
+
+    with recorded_os_calls(trace) as spies, bind(spies, _REAL_OS), opens(before_open=before_open):
+        save(copy.deepcopy(new), path)
+    trace.finished()
+    verdicts = []
+    for number, state in enumerate(crash_states(trace, CHECKPOINT_NAME)):
+        place = materialise(state, folder / f"estado-{number}")
+        try:
+            loaded, error = load(place / CHECKPOINT_NAME), None
+        except NotImplementedError:
+            raise
+        except Exception as raised:  # noqa: BLE001 - the loader's error is the finding
+            loaded, error = None, raised
+        verdicts.append(judge(state, loaded, error, old, new, place / CHECKPOINT_NAME))
+    return Exploration(verdicts, list(trace.calls))
+
+
+def crash_problem(verdict: Verdict, calls: list[str], first_save: bool) -> str:
+    """The Portuguese sentence for one state that does not load as it should: where the
+    machine fell, what the disk may hold, what the loader made of it, and the rule broken."""
+    state = verdict.state
+    removed = [call for call in calls if call.startswith(("`os.remove(", "`os.unlink(")) and CHECKPOINT_NAME + ")" in call]
+    in_place = [call for call in calls if call.startswith(f"`open({CHECKPOINT_NAME},")]
+    where = f"Se a máquina cair {state.where()}, o disco pode ficar com {state.describe()}"
+    if verdict.outcome == "nenhum":
+        what = "e load_checkpoint devolve None"
+        if state.returned:
+            rule = ("a gravação voltou, mas o arquivo novo ainda pode não ter nome no disco: a criação e a troca de "
+                    "nome só ficam duráveis com o fsync da pasta depois do os.replace")
+        elif removed:
+            rule = ("o checkpoint anterior some. Não apague o checkpoint antes da troca: os.replace já substitui o "
+                    "destino de uma vez, e entre o os.remove e a troca não há checkpoint nenhum")
+        else:
+            rule = "o checkpoint anterior some: ele só pode deixar de existir quando o novo já está no lugar"
+    elif verdict.outcome == "anterior":
+        what = "e load_checkpoint devolve o checkpoint anterior"
+        rule = ("a gravação voltou como feita, mas uma queda ainda a desfaz: a troca de nome só fica durável com o "
+                "fsync da pasta (os.open(pasta, os.O_RDONLY) e os.fsync) depois do os.replace")
+    else:
+        what = f"e load_checkpoint {verdict.outcome}"
+        if in_place:
+            rule = ("o checkpoint é escrito no próprio arquivo, então uma queda o deixa vazio ou pela metade: "
+                    "escreva num temporário e troque-o pelo verdadeiro com os.replace")
+        else:
+            rule = ("o checkpoint fica vazio ou pela metade: os bytes do temporário só estão no disco depois de "
+                    "f.flush() e os.fsync(f.fileno()), antes do os.replace")
+    before = " (a pasta começava vazia)" if first_save else ""
+    return f"{where}{before}, {what}: {rule}."
+
+
+# --- a swap that fails -----------------------------------------------------------------------------
+
+@dataclass
+class SwapOutcome:
+    tried: bool                 # the save reached os.replace / os.rename
+    raised: BaseException | None
+    left: bytes | None          # the checkpoint's bytes afterwards (None: gone)
+
+
+def failed_swap(save: Callable, old: Any, new: Any, folder: Path, bind: Bind = _no_bind) -> SwapOutcome:
+    """Save ``new`` over ``old`` with os.replace and os.rename raising OSError."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / CHECKPOINT_NAME
+    _write_old(path, old)
+    trace = SaveTrace(folder)
+    raised = None
+    with recorded_os_calls(trace, fail_replace=True) as spies, bind(spies, _REAL_OS):
+        try:
+            save(copy.deepcopy(new), path)
+        except Exception as error:  # noqa: BLE001 - raising is the right answer here
+            raised = error
+    tried = any(call.startswith(("`os.replace(", "`os.rename(")) for call in trace.calls)
+    return SwapOutcome(tried, raised, path.read_bytes() if path.exists() else None)
+
+
+# --- two writers at once ---------------------------------------------------------------------------
+
+@dataclass
+class WritersOutcome:
+    errors: list[BaseException | None]
+    shared: list[str] = field(default_factory=list)   # temporaries both writers wrote or moved
+    unfinished: bool = False
+    left: bytes | None = None
+
+
+def two_writers(save: Callable, first: dict, second: dict, folder: Path,
+                bind: Bind = _no_bind, opens: Opens = _builtin_opens) -> WritersOutcome:
+    """Two threads save into the same folder at once; each waits just before its first swap
+    (os.replace / os.rename) until the other gets there too, so both have written their
+    temporaries before either moves one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / CHECKPOINT_NAME
+    meeting = threading.Barrier(2, timeout=WRITERS_MEET_SECONDS)
+    waited: set[int] = set()
+    moved: list[tuple[int, Path]] = []
+    guard = threading.Lock()
+
+    def meeting_first(name):
+        real = _REAL_OS[name]
+
+        def spy(src, dst, *args, **kwargs):
+            me = threading.get_ident()
+            with guard:
+                moved.append((me, Path(os.fsdecode(src)).resolve()))
+                first_time = me not in waited
+                waited.add(me)
+            if first_time:
+                try:
+                    meeting.wait()
+                except threading.BrokenBarrierError:
+                    pass
+            return real(src, dst, *args, **kwargs)
+        return spy
+
+    spies = {name: meeting_first(name) for name in ("replace", "rename")}
+    errors: list[BaseException | None] = [None, None]
+    identities: list[int] = [0, 0]
+
+    def writer(number: int, state: dict) -> None:
+        identities[number] = threading.get_ident()
+        try:
+            save(copy.deepcopy(state), path)
+        except BaseException as error:  # noqa: BLE001 - a writer's error is the finding
+            errors[number] = error
+
+    real = {name: getattr(os, name) for name in spies}
+    for name, spy in spies.items():
+        setattr(os, name, spy)
+    try:
+        with bind(spies, _REAL_OS), opens() as record:
+            threads = [threading.Thread(target=writer, args=(n, s), daemon=True)
+                       for n, s in enumerate((first, second))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(WRITERS_FINISH_SECONDS)
+            unfinished = any(thread.is_alive() for thread in threads)
+            opened = list(record.get("opened_by", []))
+    finally:
+        for name, function in real.items():
+            setattr(os, name, function)
+    target = path.resolve()
+    by_writer: list[set[Path]] = [set(), set()]
+    for ident, written in opened + moved:
+        if written != target and ident in identities:
+            by_writer[identities.index(ident)].add(written)
+    shared = sorted(p.name for p in by_writer[0] & by_writer[1])
+    return WritersOutcome(errors, shared, unfinished, path.read_bytes() if path.exists() else None)
+
+
+def loads_as(load: Callable, data: bytes | None, folder: Path) -> tuple[Any, BaseException | None]:
+    """What ``load`` makes of a checkpoint holding ``data`` (None: no file), in a fresh folder."""
+    state = CrashState(() if data is None else ((CHECKPOINT_NAME, data),), "", None)
+    place = materialise(state, folder)
+    try:
+        return load(place / CHECKPOINT_NAME), None
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        return None, error
+
+
+__all__ = ["Exploration", "SwapOutcome", "WritersOutcome", "crash_problem", "explore", "explorer_state",
+           "failed_swap", "loads_as", "two_writers"]

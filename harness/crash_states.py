@@ -1,0 +1,341 @@
+"""Lição 2: todos os estados que o disco pode guardar se a energia cair no meio de uma gravação.
+
+Uma gravação é uma sequência de chamadas ao sistema de arquivos (abrir, escrever, fsync,
+os.replace, os.remove...). ``SaveTrace`` fotografa a pasta do checkpoint antes de cada uma
+delas e no fim, e anota o que já é durável: o conteúdo de um arquivo só depois de um fsync
+dele; um nome criado, trocado ou apagado só depois de um fsync da pasta. ``crash_states``
+monta, para cada um desses pontos, os estados que uma queda de energia pode deixar, num
+modelo conservador de um sistema de arquivos Linux (docs/modelo-de-queda.md):
+
+- um arquivo cujo conteúdo atual ainda não passou por fsync pode voltar com o conteúdo
+  durável anterior, vazio, com só um pedaço (o começo, "rasgado") ou inteiro;
+- cada nome da pasta que mudou desde o último fsync da pasta pode voltar como era
+  (o arquivo antigo, ou nada) ou como ficou;
+- o que veio depois da última sincronização pode ter se perdido.
+
+Para o espaço de estados não explodir, cada ponto varia no máximo ``MAX_NAMES_VARIED`` nomes
+da pasta (o checkpoint primeiro) e gera no máximo ``MAX_STATES_PER_POINT`` estados.
+``explore_save`` junta tudo: grava por cima de um checkpoint anterior com o espião ligado,
+recria cada estado numa pasta de rascunho e lê cada um com o ``load`` dado.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import shutil
+import stat
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+MAX_NAMES_VARIED = 4  # nomes da pasta cuja entrada pode ser a antiga ou a nova (2**4 combinações)
+MAX_STATES_PER_POINT = 64
+
+# As funções de verdade, guardadas antes de qualquer espião: a fotografia da pasta não pode
+# passar pelos espiões (nem contar como uma chamada da gravação observada).
+_io_open = io.open
+_REAL_OS = {name: getattr(os, name) for name in (
+    "replace", "rename", "remove", "unlink", "fsync", "fdatasync", "truncate", "ftruncate",
+) if hasattr(os, name)}
+
+
+START = "o começo da gravação"
+
+
+def _of(call: str) -> str:
+    """"de `os.replace(...)`", "do fsync da pasta": a chamada depois de "antes"/"depois"."""
+    return f"do {call}" if call.startswith(("fsync", "fdatasync")) else f"de {call}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A pasta num ponto da gravação: o que há nela e o que dela já é durável."""
+    after: str                   # a última chamada antes deste ponto
+    before: str | None           # a próxima chamada (None: a gravação já voltou)
+    names: dict                  # nome -> chave do arquivo (um inode, sem reuso)
+    contents: dict               # chave -> bytes agora
+    durable_names: dict          # nome -> chave, como estava no último fsync da pasta
+    durable_contents: dict       # chave -> bytes no último fsync do arquivo
+
+
+@dataclass(frozen=True)
+class CrashState:
+    """Um estado possível do disco depois de uma queda: nome -> bytes de cada arquivo."""
+    files: tuple                 # ((nome, bytes), ...) em ordem de nome
+    after: str
+    before: str | None
+
+    @property
+    def returned(self) -> bool:
+        """A queda veio depois de a gravação voltar (quem chamou já conta com ela)."""
+        return self.before is None
+
+    def where(self) -> str:
+        """Onde a máquina caiu, em palavras."""
+        if self.before is None:
+            return f"depois que a gravação voltou (a última chamada foi {self.after})"
+        if self.after == START:
+            return f"no começo da gravação, antes {_of(self.before)}"
+        return f"logo depois {_of(self.after)} e antes {_of(self.before)}"
+
+    def describe(self) -> str:
+        parts = [f"{name} com {len(data)} bytes" if data else f"{name} vazio" for name, data in self.files]
+        return ", ".join(parts) or "a pasta vazia"
+
+
+class SaveTrace:
+    """O caderno da gravação observada: uma fotografia da pasta antes de cada chamada."""
+
+    def __init__(self, folder) -> None:
+        self.folder = Path(folder)
+        self.folder_inode = os.stat(self.folder).st_ino
+        self._keys: dict[int, int] = {}
+        self._serial = itertools.count()
+        self.calls: list[str] = []
+        self.snapshots: list[Snapshot] = []
+        names, contents = self._look()
+        # o ponto de partida é durável: o checkpoint anterior já sobreviveu a quedas
+        self._durable_names, self._durable_contents = dict(names), dict(contents)
+        self._last = START
+
+    def _key(self, inode: int) -> int:
+        if inode not in self._keys:
+            self._keys[inode] = next(self._serial)
+        return self._keys[inode]
+
+    def _look(self) -> tuple[dict, dict]:
+        names, contents = {}, {}
+        with os.scandir(self.folder) as entries:
+            for entry in entries:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                key = self._key(entry.inode())
+                names[entry.name] = key
+                with _io_open(entry.path, "rb") as file:
+                    contents[key] = file.read()
+        return names, contents
+
+    def shown(self, path) -> str:
+        """Um caminho como a mensagem o mostra: só o nome, se está na pasta do checkpoint."""
+        try:
+            text = os.fsdecode(path)
+        except TypeError:
+            return repr(path)
+        full = Path(text) if os.path.isabs(text) else Path.cwd() / text
+        return full.name if full.parent.resolve() == self.folder.resolve() else text
+
+    def before(self, call: str) -> None:
+        """Fotografa a pasta: a máquina pode cair aqui, antes de ``call``."""
+        self._snapshot(call)
+        self.calls.append(call)
+        self._last = call
+
+    def finished(self) -> None:
+        """A gravação voltou: o último ponto, em que só a versão nova vale."""
+        self._snapshot(None)
+
+    def _snapshot(self, call: str | None) -> None:
+        names, contents = self._look()
+        self.snapshots.append(Snapshot(self._last, call, names, contents,
+                                       dict(self._durable_names), dict(self._durable_contents)))
+
+    def unlinking(self, path) -> Callable[[], None]:
+        """Antes de um nome sumir (os.remove, o destino de os.replace): se era o último nome
+        do arquivo, seu inode pode ser reusado, e a chave dele não pode ir junto."""
+        try:
+            info = os.lstat(path)
+        except (OSError, TypeError, ValueError):
+            return lambda: None
+        if info.st_nlink != 1:
+            return lambda: None
+        return lambda: self._keys.pop(info.st_ino, None)
+
+    def synced(self, descriptor: int) -> None:
+        """Depois de um fsync (ou fdatasync) de verdade: o que ele tornou durável."""
+        try:
+            info = os.fstat(descriptor)
+        except OSError:
+            return
+        if stat.S_ISDIR(info.st_mode):
+            if info.st_ino == self.folder_inode:
+                self._durable_names = self._look()[0]
+            return
+        if not stat.S_ISREG(info.st_mode):
+            return
+        key = self._key(info.st_ino)
+        names, contents = self._look()
+        if key in contents:
+            self._durable_contents[key] = contents[key]
+            return
+        try:  # um arquivo fora da pasta (ainda sem nome nela): lido pelo descritor
+            with _io_open(f"/proc/self/fd/{descriptor}", "rb") as file:
+                self._durable_contents[key] = file.read()
+        except OSError:
+            pass
+
+
+def crash_states(trace: SaveTrace, focus: str) -> list[CrashState]:
+    """Todos os estados distintos que uma queda pode deixar, ponto a ponto; ``focus`` é o
+    nome do checkpoint, o primeiro a variar."""
+    seen, states = set(), []
+    for snapshot in trace.snapshots:
+        for files in _states_at(snapshot, focus):
+            mark = (files, snapshot.before is None)
+            if mark not in seen:
+                seen.add(mark)
+                states.append(CrashState(files, snapshot.after, snapshot.before))
+    return states
+
+
+def _states_at(snapshot: Snapshot, focus: str) -> Iterator[tuple]:
+    every = sorted(set(snapshot.names) | set(snapshot.durable_names), key=lambda name: (name != focus, name))
+    changed = [name for name in every if snapshot.names.get(name) != snapshot.durable_names.get(name)]
+    varied = changed[:MAX_NAMES_VARIED]
+    choices = [(snapshot.durable_names.get(name), snapshot.names.get(name)) if name in varied
+               else (snapshot.names.get(name),) for name in every]
+    produced = 0
+    for picked in itertools.product(*choices):
+        entries = [(name, key) for name, key in zip(every, picked) if key is not None]
+        keys = list(dict.fromkeys(key for _, key in entries))
+        options = [_content_options(snapshot, key) for key in keys]
+        for contents in itertools.product(*options):
+            chosen = dict(zip(keys, contents))
+            yield tuple((name, chosen[key]) for name, key in sorted(entries))
+            produced += 1
+            if produced >= MAX_STATES_PER_POINT:
+                return
+
+
+def _content_options(snapshot: Snapshot, key: int) -> list[bytes]:
+    """O conteúdo durável; vazio; um começo rasgado do que falta; tudo (sem repetir)."""
+    durable = snapshot.durable_contents.get(key)
+    current = snapshot.contents.get(key, durable if durable is not None else b"")
+    if durable == current:
+        return [current]
+    kept = durable if durable is not None and current.startswith(durable) else b""
+    torn = current[: len(kept) + (len(current) - len(kept)) // 2]
+    options = [durable if durable is not None else b"", b"", torn, current]
+    return list(dict.fromkeys(options))
+
+
+def materialise(state: CrashState, folder) -> Path:
+    """Recria ``state`` numa pasta vazia (criada se preciso) e a devolve."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in state.files:
+        with _io_open(folder / name, "wb") as file:
+            file.write(data)
+    return folder
+
+
+@contextmanager
+def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[dict]:
+    """Troca, dentro do bloco, as funções do ``os`` que mudam o disco por espiões que
+    fotografam a pasta antes de cada chamada e depois a fazem de verdade. Com
+    ``fail_replace``, os.replace e os.rename levantam OSError sem trocar nada (um disco
+    cheio, uma permissão). Devolve os espiões (nome -> função), para quem precisar
+    instalá-los em outros lugares (um ``from os import replace``, por exemplo)."""
+    real = _REAL_OS
+
+    def moving(name):
+        def spy(src, dst, *args, **kwargs):
+            trace.before(f"`os.{name}({trace.shown(src)}, {trace.shown(dst)})`")
+            if fail_replace:
+                raise OSError(28, "No space left on device (falha simulada na troca)")
+            forget = trace.unlinking(dst)
+            result = real[name](src, dst, *args, **kwargs)
+            forget()
+            return result
+        return spy
+
+    def removing(name):
+        def spy(path, *args, **kwargs):
+            trace.before(f"`os.{name}({trace.shown(path)})`")
+            forget = trace.unlinking(path)
+            result = real[name](path, *args, **kwargs)
+            forget()
+            return result
+        return spy
+
+    def syncing(name):
+        def spy(descriptor):
+            number = descriptor if isinstance(descriptor, int) else descriptor.fileno()
+            kind = "da pasta" if stat.S_ISDIR(os.fstat(number).st_mode) else "do arquivo"
+            trace.before(f"{name} {kind}")
+            result = real[name](descriptor)
+            trace.synced(number)
+            return result
+        return spy
+
+    def truncating(name):
+        def spy(target, length):
+            shown = "o arquivo" if isinstance(target, int) else trace.shown(target)
+            trace.before(f"`os.{name}({shown}, {length})`")
+            return real[name](target, length)
+        return spy
+
+    makers = {"replace": moving, "rename": moving, "remove": removing, "unlink": removing,
+              "fsync": syncing, "fdatasync": syncing, "truncate": truncating, "ftruncate": truncating}
+    spies = {name: makers[name](name) for name in real}
+    for name, spy in spies.items():
+        setattr(os, name, spy)
+    try:
+        yield spies
+    finally:
+        for name, function in real.items():
+            setattr(os, name, function)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """O que o ``load`` leu num estado, e se isso é aceitável ali."""
+    state: CrashState
+    outcome: str                 # "anterior", "novo", "nenhum" ou a descrição do problema
+    acceptable: bool
+
+
+def judge(state: CrashState, loaded: Any, error: BaseException | None, old: Any, new: Any,
+          path: Any = None) -> Verdict:
+    """Antes de a gravação voltar, vale o checkpoint anterior ou o novo (ou nenhum, se não
+    havia anterior); depois, só o novo. ``path``, o arquivo lido, sai da mensagem do erro."""
+    if error is not None:
+        text = str(error).replace(os.fspath(path), "").strip(" :") if path is not None else str(error)
+        return Verdict(state, f"levanta {type(error).__name__}" + (f" ({text})" if text else ""), False)
+    if loaded == new and new is not None:
+        return Verdict(state, "novo", True)
+    if loaded is None:
+        return Verdict(state, "nenhum", old is None and not state.returned)
+    if loaded == old:
+        return Verdict(state, "anterior", not state.returned)
+    return Verdict(state, "um checkpoint que não é nem o anterior nem o novo", False)
+
+
+def explore_save(save: Callable, old: Any, new: Any, folder, load: Callable,
+                 name: str = "checkpoint.json") -> list[Verdict]:
+    """Grava ``new`` com ``save`` por cima de ``old`` (None: a pasta começa vazia), com o
+    espião ligado; depois recria cada estado possível numa subpasta de ``folder`` e o lê
+    com ``load``. Devolve um veredito por estado."""
+    folder = Path(folder)
+    work = folder / "gravacao"
+    work.mkdir(parents=True)
+    path = work / name
+    if old is not None:
+        with _io_open(path, "w", encoding="utf-8") as file:
+            json.dump(old, file, ensure_ascii=False)
+    trace = SaveTrace(work)
+    with recorded_os_calls(trace):
+        save(new, path)
+    trace.finished()
+    verdicts = []
+    for number, state in enumerate(crash_states(trace, name)):
+        place = materialise(state, folder / f"estado-{number}")
+        try:
+            loaded, error = load(place / name), None
+        except Exception as raised:  # noqa: BLE001 - o tipo do erro é o achado
+            loaded, error = None, raised
+        verdicts.append(judge(state, loaded, error, old, new, place / name))
+        shutil.rmtree(place, ignore_errors=True)
+    return verdicts

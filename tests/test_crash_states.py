@@ -1,0 +1,206 @@
+"""The crash-state explorer on its own: small save functions, each with one durability mistake,
+explored directly (no notebook, no grading run), and the reference save, every state of which
+must load."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import pytest
+
+from grader.checks.crash_states import (
+    crash_problem,
+    explore,
+    explorer_state,
+    failed_swap,
+    loads_as,
+    two_writers,
+)
+from harness.checkpoint import load_checkpoint, save_checkpoint
+from harness.crash_states import (
+    MAX_STATES_PER_POINT,
+    CrashState,
+    SaveTrace,
+    crash_states,
+    explore_save,
+    recorded_os_calls,
+)
+
+OLD, NEW = explorer_state("anterior", 3), explorer_state("nova", 4)
+
+
+def fsync_folder(path):
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def save_reference(state, path):
+    """mkstemp in the folder, flush + fsync, os.replace, fsync of the folder."""
+    path = os.fspath(path)
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    fsync_folder(path)
+
+
+def save_without_file_fsync(state, path):
+    path = os.fspath(path)
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(state, file)
+    os.replace(path + ".tmp", path)
+    fsync_folder(path)
+
+
+def save_without_folder_fsync(state, path):
+    path = os.fspath(path)
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def save_removing_the_old_first(state, path):
+    path = os.fspath(path)
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    if os.path.exists(path):
+        os.remove(path)
+    fsync_folder(path)
+    os.replace(path + ".tmp", path)
+    fsync_folder(path)
+
+
+def save_in_place(state, path):
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def save_with_a_fixed_temporary(state, path):
+    """Durable (both fsyncs), but every writer uses the same path + ".tmp"."""
+    path = os.fspath(path)
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(path + ".tmp", path)
+    fsync_folder(path)
+
+
+def save_swallowing_errors(state, path):
+    try:
+        save_reference(state, path)
+    except Exception:  # noqa: BLE001 - the mistake under test
+        pass
+
+
+def explored(save, tmp_path, old=OLD):
+    return explore(save, load_checkpoint, old, NEW, tmp_path)
+
+
+def test_every_state_of_the_reference_save_loads_as_the_old_or_the_new(tmp_path):
+    exploration = explored(save_reference, tmp_path)
+    assert exploration.bad() == []
+    outcomes = {verdict.outcome for verdict in exploration.verdicts}
+    assert outcomes == {"anterior", "novo"}  # both really occur: the explorer is not vacuous
+    assert len(exploration.verdicts) >= 5
+    assert exploration.calls[-2:] == [exploration.calls[-2], "fsync da pasta"]
+
+
+def test_the_first_save_may_leave_no_checkpoint_but_never_a_torn_one(tmp_path):
+    exploration = explored(save_reference, tmp_path, old=None)
+    assert exploration.bad() == []
+    assert {verdict.outcome for verdict in exploration.verdicts} == {"nenhum", "novo"}
+
+
+def test_the_harness_own_atomic_write_survives_every_state(tmp_path):
+    verdicts = explore_save(save_checkpoint, OLD, NEW, tmp_path, load_checkpoint)
+    assert [v for v in verdicts if not v.acceptable] == []
+
+
+def test_without_the_file_fsync_the_swapped_checkpoint_can_come_back_empty(tmp_path):
+    bad = explored(save_without_file_fsync, tmp_path).bad()
+    assert bad
+    words = crash_problem(bad[0], [], first_save=False)
+    assert "os.fsync(f.fileno())" in words and "os.replace" in bad[0].state.where()
+
+
+def test_without_the_folder_fsync_a_returned_save_can_still_be_undone(tmp_path):
+    bad = explored(save_without_folder_fsync, tmp_path).bad()
+    assert bad and all(verdict.state.returned for verdict in bad)
+    assert bad[0].outcome == "anterior"
+    assert "fsync da pasta" in crash_problem(bad[0], [], first_save=False)
+
+
+def test_removing_the_old_file_before_the_swap_loses_it(tmp_path):
+    exploration = explored(save_removing_the_old_first, tmp_path)
+    lost = [verdict for verdict in exploration.bad() if verdict.outcome == "nenhum"]
+    assert lost and not lost[0].state.returned
+    words = crash_problem(lost[0], exploration.calls, first_save=False)
+    assert "`os.remove(checkpoint.json)`" in words and "o checkpoint anterior some" in words
+
+
+def test_writing_in_place_can_leave_an_empty_or_torn_checkpoint(tmp_path):
+    exploration = explored(save_in_place, tmp_path)
+    bad = exploration.bad()
+    assert bad and any("CheckpointError" in verdict.outcome for verdict in bad)
+    assert "próprio arquivo" in crash_problem(bad[0], exploration.calls, first_save=False)
+
+
+def test_a_fixed_temporary_name_is_shared_by_two_writers(tmp_path):
+    outcome = two_writers(save_with_a_fixed_temporary, OLD, NEW, tmp_path)
+    assert outcome.shared == ["checkpoint.json.tmp"]
+    assert any(error is not None for error in outcome.errors)  # held at the swap, one loses its file
+
+
+def test_unique_temporaries_let_two_writers_both_finish(tmp_path):
+    outcome = two_writers(save_reference, OLD, NEW, tmp_path)
+    assert outcome.shared == [] and outcome.errors == [None, None] and not outcome.unfinished
+    loaded, error = loads_as(load_checkpoint, outcome.left, tmp_path / "lido")
+    assert error is None and loaded in (OLD, NEW)
+
+
+def test_a_failed_swap_must_leave_the_old_checkpoint_and_raise(tmp_path):
+    outcome = failed_swap(save_reference, OLD, NEW, tmp_path / "certo")
+    assert outcome.tried and isinstance(outcome.raised, OSError)
+    assert json.loads(outcome.left) == OLD
+    swallowed = failed_swap(save_swallowing_errors, OLD, NEW, tmp_path / "engolido")
+    assert swallowed.tried and swallowed.raised is None
+
+
+def test_the_state_space_stays_bounded(tmp_path):
+    """Ten temporaries in flight at once: each point varies at most a few names."""
+    folder = tmp_path / "muitos"
+    folder.mkdir()
+    trace = SaveTrace(folder)
+    with recorded_os_calls(trace):
+        for number in range(10):
+            (folder / f"t{number}").write_text("x" * 40)
+        os.remove(folder / "t0")
+    trace.finished()
+    states = crash_states(trace, "checkpoint.json")
+    assert 0 < len(states) <= 2 * MAX_STATES_PER_POINT
+
+
+def test_a_crash_state_says_where_the_machine_fell():
+    state = CrashState((("checkpoint.json", b""),), "`os.replace(a, checkpoint.json)`", "fsync da pasta")
+    assert state.where() == "logo depois de `os.replace(a, checkpoint.json)` e antes do fsync da pasta"
+    assert state.describe() == "checkpoint.json vazio"
+    assert CrashState((), "fsync da pasta", None).where().startswith("depois que a gravação voltou")
+
+
+@pytest.mark.parametrize("save", [save_without_file_fsync, save_without_folder_fsync, save_removing_the_old_first,
+                                  save_in_place], ids=["no-file-fsync", "no-folder-fsync", "remove-first", "in-place"])
+def test_each_mistake_is_caught_by_the_explorer_alone(save, tmp_path):
+    assert explored(save, tmp_path).bad()
