@@ -313,11 +313,20 @@ def judge(state: CrashState, loaded: Any, error: BaseException | None, old: Any,
     return Verdict(state, "um checkpoint que não é nem o anterior nem o novo", False)
 
 
-def explore_save(save: Callable, old: Any, new: Any, folder, load: Callable,
+def read_json_or_none(path) -> Any:
+    """A leitura mais simples: o JSON do arquivo, ou None se ele não existe."""
+    try:
+        with _io_open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except FileNotFoundError:
+        return None
+
+
+def explore_save(save: Callable, old: Any, new: Any, folder, load: Callable = read_json_or_none,
                  name: str = "checkpoint.json") -> list[Verdict]:
     """Grava ``new`` com ``save`` por cima de ``old`` (None: a pasta começa vazia), com o
     espião ligado; depois recria cada estado possível numa subpasta de ``folder`` e o lê
-    com ``load``. Devolve um veredito por estado."""
+    com ``load`` (por padrão, ``read_json_or_none``). Devolve um veredito por estado."""
     folder = Path(folder)
     work = folder / "gravacao"
     work.mkdir(parents=True)

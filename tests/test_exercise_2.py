@@ -28,11 +28,17 @@ WRITES = "n1.writes_the_state"
 NO_TMP = "n1.no_temporary_left"
 REPLACE = "n1.replaced_in_the_same_folder"
 FSYNC = "n1.fsyncs_file_and_folder"
+CRASHES = "n1.every_crash_state_loads"
+FAILED_SWAP = "n1.a_failed_swap_is_reported"
+WRITERS = "n1.two_writers_at_once"
+UNWRITABLE = "n1.an_unwritable_state_is_refused"
 LOAD_CHECK = "n2.loads_as_expected[{}]"
 ERROR_FIXTURES = ["load-cut-mid-character", "load-empty", "load-messages-as-object", "load-missing-messages",
                   "load-missing-pending-tool-use", "load-missing-task", "load-missing-turns", "load-missing-version",
                   "load-not-an-object", "load-older-version", "load-other-version", "load-pending-as-object",
-                  "load-tokens-used-as-text", "load-truncated", "load-turns-as-text", "load-turns-bool"]
+                  "load-tokens-used-as-text", "load-truncated", "load-turns-as-text", "load-turns-bool",
+                  "load-version-as-text", "load-version-float", "load-version-bool", "load-tokens-used-bool",
+                  "load-folder-in-place"]
 
 
 solution_results = solution_results_fixture(EXERCISE)
@@ -44,7 +50,8 @@ def results_for(notebook, tmp_path, monkeypatch, level):
 
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
-    assert len(solution_results) == 6 + 19 + 6 * 4 - 1  # point B does not apply to the answer at once
+    # 10 checks of level 1, 24 load fixtures, 7 checks on each of the 5 runs (point B does not apply to the answer at once)
+    assert len(solution_results) == 10 + 24 + 7 * 5 - 1
 
 
 @pytest.mark.slow
@@ -52,7 +59,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 48
+    assert report.score == 1.0 and len(report.checks) == 68
 
 
 @pytest.mark.slow
@@ -106,23 +113,29 @@ ATOMIC_WITHOUT_FSYNC = '''    temporary = os.fspath(path) + ".tmp"
 '''
 
 
-def test_atomic_but_without_fsync_fails_only_the_fsync_check(tmp_path, monkeypatch, solution_results):
+def test_atomic_but_without_fsync_fails_the_fsync_the_crash_states_and_two_writers(tmp_path, monkeypatch,
+                                                                                      solution_results):
     failed = level1(ATOMIC_WITHOUT_FSYNC, tmp_path, monkeypatch)
-    assert set(failed) == {FSYNC}
+    assert set(failed) == {FSYNC, CRASHES, WRITERS}
     assert "Nenhum os.fsync no arquivo" in failed[FSYNC]
-    assert solution_results[FSYNC]["status"] == "pass"
+    assert "logo depois de `os.replace(checkpoint.json.tmp, checkpoint.json)`" in failed[CRASHES]
+    assert "os.fsync(f.fileno())" in failed[CRASHES]
+    assert "checkpoint.json.tmp" in failed[WRITERS]
+    for check in (FSYNC, CRASHES, WRITERS):
+        assert solution_results[check]["status"] == "pass"
 
 
 def test_fsync_before_flush_is_caught_by_the_size_at_fsync_time(tmp_path, monkeypatch):
     notebook = edited(EXERCISE, SAVE, "        file.flush()\n", "")
     failed = failing(results_for(notebook, tmp_path, monkeypatch, level=1))
-    assert set(failed) == {FSYNC} and "faltou f.flush()" in failed[FSYNC]
+    assert set(failed) == {FSYNC, CRASHES} and "faltou f.flush()" in failed[FSYNC]
 
 
 def test_forgetting_the_folder_fsync(tmp_path, monkeypatch):
-    notebook = edited(EXERCISE, SAVE, "        os.fsync(folder)\n", "        pass\n")
+    notebook = edited(EXERCISE, SAVE, "        os.fsync(directory)\n", "        pass\n")
     failed = failing(results_for(notebook, tmp_path, monkeypatch, level=1))
-    assert set(failed) == {FSYNC} and "Faltou o fsync da pasta" in failed[FSYNC]
+    assert set(failed) == {FSYNC, CRASHES} and "Faltou o fsync da pasta" in failed[FSYNC]
+    assert "depois que a gravação voltou" in failed[CRASHES] and "fsync da pasta" in failed[CRASHES]
 
 
 def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
@@ -193,7 +206,7 @@ def test_bool_turns_slip_through_isinstance_int(tmp_path, monkeypatch):
     notebook = edited(EXERCISE, LOAD, "if isinstance(value, bool) or not isinstance(value, expected):",
                       "if not isinstance(value, expected):")
     failed = level2(notebook, tmp_path, monkeypatch)
-    assert set(failed) == {LOAD_CHECK.format("load-turns-bool")}
+    assert set(failed) == {LOAD_CHECK.format(name) for name in ("load-turns-bool", "load-version-bool", "load-tokens-used-bool")}
     assert "aceitou" in failed[LOAD_CHECK.format("load-turns-bool")]
 
 
@@ -210,6 +223,8 @@ def test_reading_text_directly_lets_a_cut_character_escape_as_unicode_error(tmp_
     notebook = edited(EXERCISE, LOAD, '''        raw = Path(path).read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as error:  # uma pasta no lugar do arquivo, falta de permissão...
+        raise CheckpointError(f"{path}: não dá para ler o arquivo ({error.strerror or error})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -217,6 +232,8 @@ def test_reading_text_directly_lets_a_cut_character_escape_as_unicode_error(tmp_
 ''', '''        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except OSError as error:
+        raise CheckpointError(f"{path}: não dá para ler o arquivo ({error})") from None
 ''')
     failed = level2(notebook, tmp_path, monkeypatch)
     assert set(failed) == {LOAD_CHECK.format("load-cut-mid-character")}

@@ -244,7 +244,7 @@ def test_exercise_1_classification_hostile_values(path, value, message):
 
 LOAD = shipped("exercise-2", "load-truncated")
 LOAD_VALID = shipped("exercise-2", "load-valid")
-FILE_SPEC = 'campo `file`: obrigatório: {"absent": true}, {"json": ...} ou {"text": "..."}'
+FILE_SPEC = 'campo `file`: obrigatório: {"absent": true}, {"folder": true}, {"json": ...} ou {"text": "..."}'
 
 
 @pytest.mark.parametrize("path, value, message", [
@@ -257,7 +257,8 @@ FILE_SPEC = 'campo `file`: obrigatório: {"absent": true}, {"json": ...} ou {"te
     ("file.drop_last_bytes", -1, "campo `file.drop_last_bytes`: deveria ser um inteiro >= 0 (é -1)"),
     ("file.text", 3, "campo `file.text`: deveria ser um texto (é 3)"),
     ("file.absent", False, "campo `file.absent`: deveria ser true (o arquivo não existe)"),
-    ("file.jsn", {}, "campo `file.jsn`: chave desconhecida (aceitas: absent, json, text, drop_last_bytes)"),
+    ("file.jsn", {}, "campo `file.jsn`: chave desconhecida (aceitas: absent, folder, json, text, drop_last_bytes)"),
+    ("file", {"folder": False}, "campo `file.folder`: deveria ser true (uma pasta no lugar do arquivo)"),
     ("expect.load_checkpoint", "none", 'campo `expect.load_checkpoint`: deveria ser "None" ou "checkpoint" ou "CheckpointError" (é \'none\')'),
     ("expect.load_checkpoint", DELETED, "campo `expect.load_checkpoint`: obrigatório"),
     ("expect.mentions", "versão", "campo `expect.mentions`: deveria ser uma lista de textos"),
@@ -269,6 +270,25 @@ FILE_SPEC = 'campo `file`: obrigatório: {"absent": true}, {"json": ...} ou {"te
 ])
 def test_exercise_2_load_hostile_values(path, value, message):
     assert_reported(validate_exercise_2, LOAD, path, value, message)
+
+
+PAUSED_RUN = shipped("exercise-2", "run-pause-turn")  # tool_use, pause_turn, tool_use, end_turn
+
+
+@pytest.mark.parametrize("path, value, message", [
+    ("expect.status", "finished", 'campo `expect.status`: deveria ser "completed" ou "refused" ou "failed" ou "running"'),
+    ("expect.status", DELETED, "campo `expect.status`: obrigatório"),
+    ("expect.status", "running", "campo `expect.status`: pelo roteiro, um loop correto termina com status 'completed' (está 'running')"),
+    # a pause_turn is one save and the run goes on: counting it as the end would say 2
+    ("expect.saves", 2, "campo `expect.saves`: pelo roteiro, um loop correto grava 6 vezes (está 2)"),
+    ("max_turns", 2, "campo `expect.status`: pelo roteiro, um loop correto termina com status 'running' (está 'completed')"),
+    ("responses.1.content", [{"type": "tool_use", "id": "toolu_X", "name": "list_dir", "input": {"path": "notes"}}],
+     'campo `responses[1].stop_reason`: é "pause_turn", mas a resposta tem tool_use'),
+    ("responses.0.content", [{"type": "text", "text": "Vou listar."}],
+     'campo `responses[0].stop_reason`: é "tool_use", mas a resposta não tem nenhum bloco tool_use'),
+])
+def test_exercise_2_runs_count_a_pause_turn_and_say_the_final_status(path, value, message):
+    assert_reported(validate_exercise_2, PAUSED_RUN, path, value, message)
 
 
 def test_exercise_2_a_checkpoint_outcome_needs_an_object_in_json():

@@ -37,7 +37,7 @@ LESSON_MODULES = {
     2: (["harness.checkpoint", "harness.checkpointed_loop"],
         {"write_json_atomic", "save_checkpoint", "load_checkpoint", "run_agent", "CHECKPOINT_VERSION",
          "CHECKPOINT_FIELDS"},
-        {"load_checkpoint_quietly", "number_text", "recording_save", "spy_fsync",
+        {"load_checkpoint_quietly", "number_text", "recording_save", "save_without_folder_fsync", "spy_fsync",
          "spy_replace"}),
     3: (["harness.resume"], {"resume_action", "reconcile", "resume_run", "UNKNOWN_OUTCOME"},
         {"copy_of_crash", "crash_after_every_tool", "crash_resume_loop", "reconcile_rerun_everything",

@@ -75,9 +75,10 @@ def _builtin_opens(before_open: Callable[[Any, str], None] | None = None, **_: A
 
     def spied(file, mode="r", *args, **kwargs):
         writing = isinstance(mode, str) and any(flag in mode for flag in "wax+")
-        if writing and before_open is not None:
+        named = isinstance(file, (str, bytes, os.PathLike)) and kwargs.get("opener") is None
+        if writing and named and before_open is not None:
             before_open(file, mode)
-        if writing and isinstance(file, (str, bytes, os.PathLike)):
+        if writing and named:
             record["opened_by"].append((threading.get_ident(), Path(os.fsdecode(file)).resolve()))
         return real_io(file, mode, *args, **kwargs)
 

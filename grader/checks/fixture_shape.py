@@ -305,7 +305,23 @@ def response_problems(responses: list) -> list[str]:
             expand_response(response, index)
         except (ValueError, TypeError) as error:
             problems.append(problem(f"responses[{index}]", str(error)))
+            continue
+        problems += stop_reason_problems(response, f"responses[{index}]")
     return problems
+
+
+def stop_reason_problems(response: dict, field: str) -> list[str]:
+    """What the stop reason says must agree with the blocks: tool_use asks for at least one
+    tool; pause_turn only pauses (a tool_use in it would never run, and the next request,
+    with that tool_use unanswered, is one the API refuses)."""
+    asked = [block for block in response.get("content", []) if isinstance(block, dict) and block.get("type") == "tool_use"]
+    reason = response.get("stop_reason")
+    if reason == "tool_use" and not asked:
+        return [problem(f"{field}.stop_reason", "é \"tool_use\", mas a resposta não tem nenhum bloco tool_use")]
+    if reason == "pause_turn" and asked:
+        return [problem(f"{field}.stop_reason", "é \"pause_turn\", mas a resposta tem tool_use: um pause_turn só pausa o "
+                                                "turno (o loop não executa nada e chama o modelo de novo); use \"tool_use\"")]
+    return []
 
 
 def scripted_run_schema(expect: dict) -> dict:

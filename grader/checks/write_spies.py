@@ -93,11 +93,13 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
 
     def spied_open(file, mode="r", *args, **kwargs):
         writing = isinstance(mode, str) and any(flag in mode for flag in "wax+")
-        if writing and before_open is not None:
+        # with an opener, ``file`` need not name the file opened (NamedTemporaryFile passes its folder)
+        named = isinstance(file, (str, bytes, os.PathLike)) and kwargs.get("opener") is None
+        if writing and named and before_open is not None:
             before_open(file, mode)
         handle = real_io(file, mode, *args, **kwargs)
         if writing:
-            if isinstance(file, (str, bytes, os.PathLike)):
+            if named:
                 opened = Path(os.fsdecode(file)).resolve()
                 budget["opened"].append(opened)
                 budget["opened_by"].append((threading.get_ident(), opened))

@@ -23,7 +23,7 @@ Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_2 import level_1, level_2, level_3  # noqa: F401
+from grader.checks.exercise_2 import level_1, level_1_crashes, level_2, level_3  # noqa: F401
 from grader.checks.exercise_2.fixtures import EXERCISE, validate_fixture
 
 __all__ = ["EXERCISE", "validate_fixture"]

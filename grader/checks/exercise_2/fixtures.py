@@ -15,45 +15,65 @@ EXERCISE = Exercise("exercise-2")
 LOAD_OUTCOMES = ("None", "checkpoint", "CheckpointError")
 
 
+STATUSES = ("completed", "refused", "failed", "running")
+GOES_ON = ("run_tools", "continue")  # tool_use runs the tools, pause_turn calls again: the run goes on
+
+
+def action_of(response: dict) -> str:
+    """What the stop-reason rule (harness.loop.STOP_REASON_ACTIONS) asks of the loop."""
+    from grader.checks.reference import STOP_REASON_ACTIONS
+
+    return STOP_REASON_ACTIONS.get(response.get("stop_reason"), "failed")
+
+
 def scripted_turns(data: dict) -> list[dict]:
-    """The responses a correct loop receives from this script: up to the first one that does
-    not ask for tools, and never more than max_turns."""
+    """The responses a correct loop receives from this script: up to the first one that ends
+    the run (neither tool_use nor pause_turn), and never more than max_turns."""
     limit = data.get("max_turns", len(data["responses"]))
     turns = []
     for response in data["responses"][:limit]:
         turns.append(response)
-        if response.get("stop_reason") != "tool_use":
+        if action_of(response) not in GOES_ON:
             break
     return turns
 
 
 def expected_saves(data: dict) -> int:
-    """Points A and B in every turn with tools, only A in the final turn."""
-    return sum(2 if response.get("stop_reason") == "tool_use" else 1 for response in scripted_turns(data))
+    """Points A and B in every turn with tools, only A in a paused turn and in the final one."""
+    return sum(2 if action_of(response) == "run_tools" else 1 for response in scripted_turns(data))
+
+
+def expected_status(data: dict) -> str:
+    """The status a correct loop records: the last response's, or running when the ceiling stopped it."""
+    action = action_of(scripted_turns(data)[-1])
+    return "running" if action in GOES_ON else action
 
 
 def has_tool_turns(fixture: Fixture) -> bool:
     return is_kind("run")(fixture) and any(r.get("stop_reason") == "tool_use" for r in scripted_turns(fixture.data))
 
 
-FILE_SPEC = 'obrigatório: {"absent": true}, {"json": ...} ou {"text": "..."}'
-# Level 2: the checkpoint.json load_checkpoint reads (absent, any JSON value, or exact text,
-# maybe cut short) and what it should do with it.
+FILE_SPEC = 'obrigatório: {"absent": true}, {"folder": true}, {"json": ...} ou {"text": "..."}'
+# Level 2: the checkpoint.json load_checkpoint reads (absent, a folder in its place, any JSON
+# value, or exact text, maybe cut short) and what it should do with it.
 LOAD_SCHEMA = closed(["description", "kind", "file", "expect"], {
     "description": TEXT,
     "kind": {"const": "load"},
     "file": {
         "type": "object",
-        "anyOf": [{"required": ["absent"]}, {"required": ["json"]}, {"required": ["text"]}],
+        "anyOf": [{"required": ["absent"]}, {"required": ["folder"]}, {"required": ["json"]}, {"required": ["text"]}],
         "additionalProperties": False,
-        "properties": {"absent": {"const": True, "x-mensagens": {"*": "deveria ser true (o arquivo não existe)"}}, "json": {}, "text": {"type": "string"}, "drop_last_bytes": COUNT},
+        "properties": {"absent": {"const": True, "x-mensagens": {"*": "deveria ser true (o arquivo não existe)"}},
+                       "folder": {"const": True, "x-mensagens": {"*": "deveria ser true (uma pasta no lugar do arquivo)"}},
+                       "json": {}, "text": {"type": "string"}, "drop_last_bytes": COUNT},
         "x-mensagens": {"type": FILE_SPEC, "anyOf": FILE_SPEC},
     },
     "expect": closed(["load_checkpoint"], {"load_checkpoint": {"enum": list(LOAD_OUTCOMES)}, "mentions": TEXTS},
                      messages={"type": "deveria ser um objeto com load_checkpoint (e mentions)"}),
 })
 # Level 3: a scripted run; its expect is what a correct loop does with the script (checked against it).
-RUN_SCHEMA = scripted_run_schema(closed(["saves"], {"saves": COUNT}, messages={"type": "deveria ser {saves}"}))
+RUN_SCHEMA = scripted_run_schema(closed(["saves", "status"], {"saves": COUNT, "status": {"enum": list(STATUSES)}},
+                                        messages={"type": "deveria ser {saves, status}"}))
 FIXTURE_SCHEMA = kinds_schema({"load": LOAD_SCHEMA, "run": RUN_SCHEMA})
 FIXTURE_SCHEMAS = (LOAD_SCHEMA, RUN_SCHEMA)
 
@@ -79,7 +99,11 @@ def load_outcome_problems(spec: dict, outcome: str) -> list[str]:
 
 
 def saves_problems(data: dict) -> list[str]:
+    problems = []
     saves, got = expected_saves(data), data["expect"]["saves"]
     if got != saves:
-        return [problem("expect.saves", f"pelo roteiro, um loop correto grava {quantity(saves, 'vez', 'vezes')} (está {got!r})")]
-    return []
+        problems.append(problem("expect.saves", f"pelo roteiro, um loop correto grava {quantity(saves, 'vez', 'vezes')} (está {got!r})"))
+    status, said = expected_status(data), data["expect"]["status"]
+    if said != status:
+        problems.append(problem("expect.status", f"pelo roteiro, um loop correto termina com status {status!r} (está {said!r})"))
+    return problems

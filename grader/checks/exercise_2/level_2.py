@@ -20,6 +20,9 @@ from grader.checks.framework import (
 def write_fixture_file(path: Path, spec: dict) -> None:
     if spec.get("absent"):
         return
+    if spec.get("folder"):
+        path.mkdir()
+        return
     if "json" in spec:
         data = json.dumps(spec["json"], ensure_ascii=False, indent=1).encode("utf-8")
     else:

@@ -1,7 +1,7 @@
 """Level 3: ``run_agent`` saves point A after the model's decision and point B after the tools, every turn."""
 from __future__ import annotations
 
-from grader.checks.exercise_2.fixtures import EXERCISE, has_tool_turns, scripted_turns
+from grader.checks.exercise_2.fixtures import EXERCISE, expected_status, has_tool_turns, scripted_turns
 from grader.checks.exercise_2.run_probe import (
     checkpointed_run,
     expected_points,
@@ -34,12 +34,21 @@ def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
         message = "save_checkpoint nunca foi chamado: o loop precisa gravar o checkpoint nos pontos A e B."
     elif run.saves[0].state.get("turns") == 0:
         message = "A primeira gravação aconteceu antes do primeiro turno: os pontos são A (depois da resposta) e B (depois dos resultados)."
+    elif len(observed) < len(wanted) and paused_at(fixture, observed[-1][1]):
+        message = (f"O loop parou no turno {observed[-1][1]}, cuja resposta veio com stop_reason \"pause_turn\" e sem "
+                   "tool_use: um pause_turn não encerra a tarefa, o modelo só pausou o turno. Grave o ponto A e chame "
+                   "o modelo de novo (take_response devolve [] nesse caso, e None só quando a execução parou).")
     elif len(observed) < len(wanted):
         message = (f"Houve {quantity(len(observed), 'gravação', 'gravações')}; um loop com os pontos A e B faz {len(wanted)} nesta "
                    "tarefa (A e B em cada turno com ferramentas, só A no final).")
     else:
         message = f"As gravações não seguem a sequência A, B, A, B, ..., A: houve {len(observed)}, esperava {len(wanted)}."
     raise CheckFailed(message, expected=[f"{p}{t}" for p, t in wanted], observed=[f"{p}{t}" for p, t in observed])
+
+
+def paused_at(fixture: Fixture, turn: object) -> bool:
+    turns = scripted_turns(fixture.data)
+    return isinstance(turn, int) and 1 <= turn <= len(turns) and turns[turn - 1].get("stop_reason") == "pause_turn"
 
 
 @EXERCISE.check(
@@ -221,4 +230,35 @@ def final_checkpoint_is_the_returned_state(ctx: Context, fixture: Fixture) -> No
             expected=f"turns={run.state.get('turns')}, {len(run.state.get('messages', []))} mensagens",
             observed=on_disk if isinstance(on_disk, str) else
             f"turns={on_disk.get('turns')}, {len(on_disk.get('messages', []))} mensagens",
+        )
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="O status da execução fica registrado no estado e no checkpoint final",
+    criterion=(
+        "Ao terminar, o estado devolvido e o último checkpoint gravado trazem status: completed quando o "
+        "modelo encerra, running quando o teto de turnos interrompe (como take_response registra)."
+    ),
+)
+def records_the_status(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    wanted = expected_status(fixture.data)
+    returned = run.state.get("status") if isinstance(run.state, dict) else None
+    on_disk = read_checkpoint_file(run.path)
+    saved = on_disk.get("status") if isinstance(on_disk, dict) else None
+    if returned != wanted or saved != wanted:
+        where = "no estado devolvido" if returned != wanted else "no último checkpoint gravado"
+        found = returned if returned != wanted else saved
+        why = ("o modelo encerrou, mas o status continua \"running\": quem retoma este checkpoint não sabe que a "
+               "tarefa acabou e chamaria o modelo de novo" if wanted == "completed" and found == "running" else
+               "o teto de turnos interrompeu a execução, que não terminou" if wanted == "running" else
+               "o status diz se a execução terminou e por quê")
+        raise CheckFailed(
+            f"Ao terminar, {where} status vale {show(found, 40)}, e deveria ser {wanted!r}: {why}. Registre o "
+            "status quando a execução para (take_response faz isso) e grave o checkpoint depois.",
+            expected=wanted, observed=found,
         )
