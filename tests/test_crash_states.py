@@ -204,3 +204,24 @@ def test_a_crash_state_says_where_the_machine_fell():
                                   save_in_place], ids=["no-file-fsync", "no-folder-fsync", "remove-first", "in-place"])
 def test_each_mistake_is_caught_by_the_explorer_alone(save, tmp_path):
     assert explored(save, tmp_path).bad()
+
+
+def save_with_named_temporary_file(state, path):
+    """NamedTemporaryFile opens its folder's path with an opener: the spy must not take that path for the file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, suffix=".tmp", delete=False) as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(file.name, path)
+    fsync_folder(path)
+
+
+def test_named_temporary_files_are_not_taken_for_one_shared_file(tmp_path):
+    outcome = two_writers(save_with_named_temporary_file, OLD, NEW, tmp_path)
+    assert outcome.shared == [] and outcome.errors == [None, None] and outcome.swapped
+    assert explored(save_with_named_temporary_file, tmp_path / "explorado").bad() == []
+
+
+def test_writers_that_never_swap_are_told_apart(tmp_path):
+    assert not two_writers(save_in_place, OLD, NEW, tmp_path).swapped

@@ -102,7 +102,11 @@ class Exploration:
     calls: list[str]            # the file-system calls the save made, in order
 
     def bad(self) -> list[Verdict]:
-        return [verdict for verdict in self.verdicts if not verdict.acceptable]
+        """The states that do not load as they should, the most telling first: a torn or
+        empty checkpoint, then a lost one, then an undone save."""
+        wrong = [verdict for verdict in self.verdicts if not verdict.acceptable]
+        rank = {"nenhum": 1, "anterior": 2}
+        return sorted(wrong, key=lambda verdict: rank.get(verdict.outcome, 0))
 
 
 def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
@@ -201,6 +205,7 @@ class WritersOutcome:
     shared: list[str] = field(default_factory=list)   # temporaries both writers wrote or moved
     unfinished: bool = False
     left: bytes | None = None
+    swapped: bool = True        # some writer called os.replace / os.rename
 
 
 def two_writers(save: Callable, first: dict, second: dict, folder: Path,
@@ -265,7 +270,7 @@ def two_writers(save: Callable, first: dict, second: dict, folder: Path,
         if written != target and ident in identities:
             by_writer[identities.index(ident)].add(written)
     shared = sorted(p.name for p in by_writer[0] & by_writer[1])
-    return WritersOutcome(errors, shared, unfinished, path.read_bytes() if path.exists() else None)
+    return WritersOutcome(errors, shared, unfinished, path.read_bytes() if path.exists() else None, bool(moved))
 
 
 def loads_as(load: Callable, data: bytes | None, folder: Path) -> tuple[Any, BaseException | None]:

@@ -155,6 +155,12 @@ def two_writers_at_once(ctx: Context) -> None:
 
     run.__name__ = "save_checkpoint"
     outcome = ctx.call(run)
+    if not outcome.swapped:  # writing in place: what two writers do to one file is timing, not a rule
+        raise nothing_observed(
+            "save_checkpoint não chamou os.replace nem os.rename, então não há temporários dos dois gravadores "
+            "a comparar",
+            expected="cada gravação escrevendo o seu temporário e trocando-o pelo checkpoint",
+        )
     if outcome.unfinished:
         raise CheckFailed(
             "Com dois gravadores ao mesmo tempo, um deles não terminou: save_checkpoint espera por algo que "
