@@ -15,7 +15,9 @@ Cada módulo do núcleo guarda uma ideia, na ordem em que as lições a ensinam:
   fila de respostas) e o modo ao vivo;
 - ``tools``: as ferramentas e o "mundo externo" que elas alteram;
 - ``loop`` (lição 1): o loop do agente em memória;
-- ``checkpoint`` e ``checkpointed_loop`` (lição 2): gravar a cena de execução;
+- ``checkpoint`` e ``checkpointed_loop`` (lição 2): gravar a cena de execução; e
+  ``crash_states``: cada estado que uma queda de energia pode deixar no meio de uma
+  gravação (o modelo de ``docs/modelo-de-queda.md``, que o corretor do exercício 2 usa);
 - ``resume`` (lição 3): retomar e reconciliar uma chamada órfã;
 - ``effects``, ``approval`` e ``tool_runner`` (lição 4): livro-razão de efeitos,
   registro de intenção, válvula de aprovação e a ordem de cada chamada;

@@ -37,7 +37,7 @@ MAX_STATES_PER_POINT = 64
 # As funções de verdade, guardadas antes de qualquer espião: a fotografia da pasta não pode
 # passar pelos espiões (nem contar como uma chamada da gravação observada).
 _io_open = io.open
-_REAL_OS = {name: getattr(os, name) for name in (
+REAL_OS_CALLS = {name: getattr(os, name) for name in (
     "replace", "rename", "remove", "unlink", "fsync", "fdatasync", "truncate", "ftruncate",
 ) if hasattr(os, name)}
 
@@ -75,6 +75,8 @@ class CrashState:
 
     def where(self) -> str:
         """Onde a máquina caiu, em palavras."""
+        if self.before is None and self.after == START:
+            return "depois que a gravação voltou (sem nenhuma chamada ao sistema de arquivos observada)"
         if self.before is None:
             return f"depois que a gravação voltou (a última chamada foi {self.after})"
         if self.after == START:
@@ -238,7 +240,7 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
     ``fail_replace``, os.replace e os.rename levantam OSError sem trocar nada (um disco
     cheio, uma permissão). Devolve os espiões (nome -> função), para quem precisar
     instalá-los em outros lugares (um ``from os import replace``, por exemplo)."""
-    real = _REAL_OS
+    real = REAL_OS_CALLS
 
     def moving(name):
         def spy(src, dst, *args, **kwargs):

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
 from harness.crash_states import (
-    _REAL_OS,
+    REAL_OS_CALLS,
     CrashState,
     SaveTrace,
     Verdict,
@@ -123,7 +123,7 @@ def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
         if isinstance(file, (str, bytes, os.PathLike)):
             trace.before(f"`open({trace.shown(file)}, {mode!r})`")
 
-    with recorded_os_calls(trace) as spies, bind(spies, _REAL_OS), opens(before_open=before_open):
+    with recorded_os_calls(trace) as spies, bind(spies, REAL_OS_CALLS), opens(before_open=before_open):
         save(copy.deepcopy(new), path)
     trace.finished()
     verdicts = []
@@ -188,7 +188,7 @@ def failed_swap(save: Callable, old: Any, new: Any, folder: Path, bind: Bind = _
     _write_old(path, old)
     trace = SaveTrace(folder)
     raised = None
-    with recorded_os_calls(trace, fail_replace=True) as spies, bind(spies, _REAL_OS):
+    with recorded_os_calls(trace, fail_replace=True) as spies, bind(spies, REAL_OS_CALLS):
         try:
             save(copy.deepcopy(new), path)
         except Exception as error:  # noqa: BLE001 - raising is the right answer here
@@ -221,7 +221,7 @@ def two_writers(save: Callable, first: dict, second: dict, folder: Path,
     guard = threading.Lock()
 
     def meeting_first(name):
-        real = _REAL_OS[name]
+        real = REAL_OS_CALLS[name]
 
         def spy(src, dst, *args, **kwargs):
             me = threading.get_ident()
@@ -252,7 +252,7 @@ def two_writers(save: Callable, first: dict, second: dict, folder: Path,
     for name, spy in spies.items():
         setattr(os, name, spy)
     try:
-        with bind(spies, _REAL_OS), opens() as record:
+        with bind(spies, REAL_OS_CALLS), opens() as record:
             threads = [threading.Thread(target=writer, args=(n, s), daemon=True)
                        for n, s in enumerate((first, second))]
             for thread in threads:
