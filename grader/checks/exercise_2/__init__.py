@@ -5,6 +5,10 @@ folder around it, spies on ``os.replace`` / ``os.rename`` / ``os.fsync``, and tw
 in the middle of a write (every file opened for writing stops accepting bytes after a
 few hundred characters; and a state that ``json`` cannot serialize past its middle).
 
+``level_1_crashes`` adds the crash-state explorer (grader/checks/crash_states.py): every disk
+state a power loss can leave during the save, read back with the student's
+``load_checkpoint``; a failed ``os.replace``; two writers at once; a state JSON cannot write.
+
 Level 2 runs ``load_checkpoint(path)`` on every ``load`` fixture; level 3 runs the
 student's ``run_agent(client, state, checkpoint_path, max_turns=...)`` on every ``run``
 fixture with ``save_checkpoint`` swapped for a spy that records each saved state.
@@ -12,13 +16,14 @@ fixture with ``save_checkpoint`` swapped for a spy that records each saved state
 Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
 
     {"description": "...", "kind": "load",
-     "file": {"absent": true} | {"json": <any>} | {"text": "...", "drop_last_bytes": 1},
+     "file": {"absent": true} | {"folder": true} | {"json": <any>} | {"text": "...", "drop_last_bytes": 1},
      "expect": {"load_checkpoint": "None" | "checkpoint" | "CheckpointError",
                 "mentions": ["2", "1"]}}          # texts the error message must contain
 
     {"description": "...", "kind": "run", "task": "...", "workspace": {"files": {...}},
      "responses": [<compact scripted responses>], "max_turns": 5,   # optional
-     "expect": {"saves": 5}}                        # 2 per tool turn, 1 for the final turn
+     "expect": {"saves": 5,                         # 2 per tool turn, 1 per pause_turn and the final turn
+                "status": "completed"}}             # what the state records at the end
 """
 from __future__ import annotations
 
