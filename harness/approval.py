@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass
 
@@ -19,6 +20,9 @@ from harness.tools import HIGH_IMPACT_TOOLS
 APPROVALS_FILE = "approvals.json"
 DEFAULT_APPROVAL_TTL = 15 * 60  # segundos: uma aprovação não é um passe permanente
 VERDICTS = ("approved", "rejected", "pending")
+# Segundos de diferença tolerados entre o relógio de quem aprova e o de quem executa: uma
+# decisão datada mais adiante que isso veio de um relógio errado e não vale.
+APPROVAL_CLOCK_TOLERANCE = 60.0
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,22 @@ def pending_approval_for(call, now):
     }
 
 
+def approval_in_force(stored, now, ttl_seconds=DEFAULT_APPROVAL_TTL):
+    """A aprovação ainda vale no relógio de QUEM EXECUTA (``now``), não no de quem aprovou.
+
+    Uma decisão datada no futuro (além da tolerância) veio de um relógio adiantado e não vale;
+    e o prazo nunca passa do que este lado concede (``ttl_seconds``), seja qual for o
+    ``expires_at`` gravado. Um relógio atrasado só encurta o prazo: pergunta-se de novo.
+    """
+    decided_at, expires_at = stored.get("decided_at"), stored.get("expires_at")
+    if not all(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+               for value in (decided_at, expires_at)):
+        return False
+    if decided_at > now + APPROVAL_CLOCK_TOLERANCE:
+        return False
+    return now < min(expires_at, decided_at + ttl_seconds)
+
+
 def check_approval(call, approvals_path, approver, now, ttl_seconds=DEFAULT_APPROVAL_TTL):
     """A válvula: vale uma decisão gravada para ESTA entrada e ainda no prazo; senão, pergunta.
 
@@ -134,7 +154,7 @@ def check_approval(call, approvals_path, approver, now, ttl_seconds=DEFAULT_APPR
     if stored is not None and stored["input_hash"] == input_hash(call["name"], call["input"]):
         if stored["verdict"] == "rejected":
             return Decision("rejected", stored["reason"])
-        if stored["verdict"] == "approved" and now < stored["expires_at"]:
+        if stored["verdict"] == "approved" and approval_in_force(stored, now, ttl_seconds):
             return APPROVED
     # Nenhuma decisão para esta entrada exata, ou a aprovação venceu: pergunte de novo.
     decision = approver(call)
