@@ -44,8 +44,9 @@ from harness.lifecycle import (
     LeaseHeld,
     RunNotResumable,
     control_run,
+    lease_from_a_clock_ahead,
     load_run_checkpoint,
-    process_alive,
+    owner_is_gone,
 )
 from harness.runner import (
     EXIT_BAD_INPUT,
@@ -125,7 +126,10 @@ def lease_situation(lease: dict) -> str:
         return "liberada"
     if lease["expires_at"] <= time.time():
         return "vencida"
-    if lease.get("host") == socket.gethostname() and not process_alive(lease["pid"]):
+    if lease_from_a_clock_ahead(lease, time.time()):
+        return ("inválida: gravada por um relógio adiantado (tomada no futuro deste relógio ou com prazo além de "
+                "24 h); o próximo comando a assume")
+    if lease.get("host") == socket.gethostname() and owner_is_gone(lease):
         return (f"abandonada: o processo {lease['pid']} desta máquina, que a tinha, morreu; "
                 f"o próximo comando a assume")
     return "em uso"

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -43,7 +44,9 @@ CONTROL_FILE = "control.json"
 
 MAIN_TIMELINE_ID = "principal"  # a linha do tempo de uma execução que nunca foi bifurcada (lição 5)
 
-LEASE_SECONDS = 30.0        # prazo da posse; o dono renova a cada turno
+LEASE_SECONDS = 30.0        # prazo da posse; o dono renova a cada turno (e em segundo plano, nas chamadas longas)
+MAX_LEASE_SECONDS = 24 * 3600.0  # nenhuma posse dura mais que isto: uma que vence depois veio de um relógio errado
+CLOCK_TOLERANCE_SECONDS = 60.0   # diferença tolerada entre o relógio de quem gravou a posse e o de quem a lê
 LOCK_WAIT_SECONDS = 10.0    # quanto esperar pela trava do lease.json antes de desistir
 MAX_RECOVERY_ATTEMPTS = 3   # retomadas seguidas depois de queda, sem avanço, antes de "failed"
 
@@ -322,6 +325,53 @@ def default_owner():
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id():
+    """O identificador desta inicialização da máquina (Linux); None onde não há /proc."""
+    try:
+        with open(BOOT_ID_FILE, encoding="ascii") as file:
+            return file.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def process_start(pid):
+    """Quando o processo ``pid`` começou (campo 22 de /proc/PID/stat, em tiques desde o boot).
+
+    Com o pid, é o que identifica um processo: um pid é reaproveitado, o par (pid, início) não.
+    None se o processo não existe ou não há /proc (macOS, Windows): aí só o pid diz algo.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            after_name = file.read().rsplit(")", 1)[1].split()
+        return int(after_name[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_identity(pid):
+    """Quem é o processo ``pid`` desta máquina: host, boot e início (os dois últimos podem ser None)."""
+    return {"host": socket.gethostname(), "boot_id": boot_id(), "started": process_start(pid)}
+
+
+def check_lease_seconds(seconds):
+    """Um prazo de posse precisa ser um número de segundos entre 0 e MAX_LEASE_SECONDS."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_LEASE_SECONDS:
+        raise ValueError(f"prazo de posse {seconds!r}: use um número de segundos maior que 0 e de no máximo "
+                         f"{MAX_LEASE_SECONDS:.0f} (24 h); uma posse mais longa que isso é tratada como inválida")
+    return float(seconds)
+
+
+# As travas de lease.lock que ESTE processo segura agora (pasta -> quantas), e o guarda que
+# impede uma delas de ser solta enquanto a batida da posse (outra thread) grava sob ela.
+_held_guard = threading.Lock()
+_held_locks = {}
+# Uma gravação do lease.json por vez neste processo (a thread principal e a batida).
+_lease_writes = threading.RLock()
+
+
 @contextlib.contextmanager
 def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
     """Trava exclusiva (flock) em ``lease.lock``: ler e trocar o lease.json sem corrida.
@@ -330,7 +380,9 @@ def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
     deixa presa.
     """
     Path(run_dir).mkdir(parents=True, exist_ok=True)
+    key = os.path.realpath(run_dir)
     descriptor = os.open(os.path.join(run_dir, LEASE_LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    locked = False
     try:
         deadline = time.monotonic() + wait_seconds
         while True:
@@ -343,9 +395,17 @@ def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
                                     f"{wait_seconds:.0f} s; outro worker a segura (por exemplo, no meio de uma "
                                     f"chamada de ferramenta): tente de novo em instantes") from None
                 time.sleep(0.01)
+        with _held_guard:
+            _held_locks[key] = _held_locks.get(key, 0) + 1
+            locked = True
         yield
     finally:
-        os.close(descriptor)  # fechar o descritor solta a trava
+        with _held_guard:
+            if locked:
+                _held_locks[key] -= 1
+                if not _held_locks[key]:
+                    del _held_locks[key]
+            os.close(descriptor)  # fechar o descritor solta a trava
 
 
 # Os campos que _write_lease grava, com os tipos aceitos: um lease.json sem algum deles, ou
@@ -359,6 +419,8 @@ LEASE_FIELDS = {
     "acquired_at": (int, float, type(None)),
     "released": (bool,),
 }
+# Opcionais (um lease.json de antes deles continua valendo): quem é o processo dono.
+LEASE_IDENTITY_FIELDS = {"boot_id": (str, type(None)), "started": (int, type(None))}
 PID_MAX = 2 ** 22  # o maior pid que o Linux dá (/proc/sys/kernel/pid_max não passa disso)
 LEASE_FIELD_KINDS = {str: "texto", int: "inteiro", float: "número", bool: "true/false", type(None): "null"}
 
@@ -399,6 +461,11 @@ def read_lease(run_dir):
                 or (isinstance(value, float) and not math.isfinite(value)):
             raise lease_file_error(path, f"campo '{field}' com valor {value!r} ({type(value).__name__}); "
                                          f"esperava {' ou '.join(LEASE_FIELD_KINDS[kind] for kind in kinds)}")
+    for field, kinds in LEASE_IDENTITY_FIELDS.items():
+        value = data.get(field)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise lease_file_error(path, f"campo '{field}' com valor {value!r} ({type(value).__name__}); "
+                                         f"esperava {' ou '.join(LEASE_FIELD_KINDS[kind] for kind in kinds)}")
     if data["token"] < 0:
         raise lease_file_error(path, f"campo 'token' negativo ({data['token']})")
     if not 0 < data["pid"] <= PID_MAX:  # 0 e -1 são "o grupo" e "todos" para os.kill, não um processo
@@ -430,14 +497,39 @@ def process_alive(pid):
 
 
 def lease_is_free(record, now):
-    """Pode ser tomada: nunca teve dono, foi liberada, venceu, ou o dono (nesta máquina) morreu."""
+    """Pode ser tomada: nunca teve dono, foi liberada, venceu, veio de um relógio adiantado, ou o
+    dono (nesta máquina) morreu."""
     if record is None or record.get("released"):
         return True
     if now >= record["expires_at"]:
         return True
+    if lease_from_a_clock_ahead(record, now):
+        return True
     if record.get("host") == socket.gethostname() and isinstance(record.get("pid"), int):
-        return not process_alive(record["pid"])
+        return owner_is_gone(record)
     return False
+
+
+def lease_from_a_clock_ahead(record, now):
+    """A posse foi tomada no futuro deste relógio, ou vence mais adiante do que qualquer posse pode
+    durar: o relógio de quem a gravou estava adiantado, e o prazo dela não quer dizer nada aqui.
+    Sem esta regra, uma posse assim bloquearia a execução até aquele futuro chegar."""
+    acquired_at = record.get("acquired_at")
+    if isinstance(acquired_at, (int, float)) and acquired_at > now + CLOCK_TOLERANCE_SECONDS:
+        return True
+    return record["expires_at"] - now > MAX_LEASE_SECONDS + CLOCK_TOLERANCE_SECONDS
+
+
+def owner_is_gone(record):
+    """O dono (um processo desta máquina) já não existe: outro boot, pid morto, ou o pid agora é
+    de outro processo (começou em outra hora). Sem boot e início gravados, só o pid diz algo."""
+    here = process_identity(record["pid"])
+    if record.get("boot_id") and here["boot_id"] and record["boot_id"] != here["boot_id"]:
+        return True  # a máquina reiniciou: nenhum processo daquele boot está vivo
+    if not process_alive(record["pid"]):
+        return True
+    started = record.get("started")
+    return started is not None and here["started"] is not None and started != here["started"]
 
 
 def acquire_lease(run_dir, owner=None, seconds=LEASE_SECONDS, clock=time.time):
@@ -448,6 +540,7 @@ def acquire_lease(run_dir, owner=None, seconds=LEASE_SECONDS, clock=time.time):
     """
     run_dir = os.fspath(run_dir)
     owner = owner or default_owner()
+    seconds = check_lease_seconds(seconds)
     with lease_lock(run_dir):
         record = read_lease(run_dir)
         now = clock()
@@ -464,11 +557,19 @@ def acquire_lease(run_dir, owner=None, seconds=LEASE_SECONDS, clock=time.time):
 
 
 def _write_lease(lease, released, acquired_at=None):
+    with _lease_writes:
+        _write_lease_record(lease, released, acquired_at)
+
+
+def _write_lease_record(lease, released, acquired_at):
     previous = read_lease(lease.run_dir) or {}
+    identity = process_identity(os.getpid())
     write_json_atomic(os.path.join(lease.run_dir, LEASE_FILE), {
         "owner": lease.owner,
-        "host": socket.gethostname(),
+        "host": identity["host"],
         "pid": os.getpid(),
+        "boot_id": identity["boot_id"],
+        "started": identity["started"],
         "token": lease.token,
         "expires_at": lease.expires_at,
         "acquired_at": acquired_at if acquired_at is not None else previous.get("acquired_at"),
@@ -506,15 +607,42 @@ def fenced(lease):
 def renew_lease(lease, seconds=LEASE_SECONDS, clock=time.time):
     """Estende o prazo da posse; LeaseLost se outro worker já a tomou (mesmo que a nossa tenha vencido)."""
     with lease_lock(lease.run_dir):
+        return _renew_under_lock(lease, seconds, clock)
+
+
+def _renew_under_lock(lease, seconds, clock):
+    with _lease_writes:
         check_fence(lease.run_dir, lease.token)
         renewed = Lease(lease.run_dir, lease.owner, lease.token, clock() + seconds)
         _write_lease(renewed, released=False)
     return renewed
 
 
+def renew_lease_in_background(lease, seconds=LEASE_SECONDS, clock=time.time):
+    """A renovação da batida (``harness.heartbeat``), feita de outra thread deste processo.
+
+    Enquanto uma ferramenta roda, a thread principal segura a trava do lease.json (``fenced``),
+    e esperar por ela seria esperar a ferramenta inteira. Se é ESTE processo que segura a
+    trava, nenhum outro lê nem troca a posse agora: a batida grava sob ela, e o guarda não
+    deixa a trava ser solta no meio da gravação. Senão, toma a trava como qualquer um.
+    """
+    key = os.path.realpath(lease.run_dir)
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        with _held_guard:
+            if _held_locks.get(key):
+                return _renew_under_lock(lease, seconds, clock)
+        try:
+            with lease_lock(lease.run_dir, wait_seconds=0.05):
+                return _renew_under_lock(lease, seconds, clock)
+        except LeaseHeld:
+            if time.monotonic() >= deadline:
+                raise
+
+
 def release_lease(lease):
     """Devolve a posse (o token fica gravado, para o próximo dono receber um maior)."""
-    with lease_lock(lease.run_dir):
+    with lease_lock(lease.run_dir), _lease_writes:
         record = read_lease(lease.run_dir)
         if record is None or record["token"] != lease.token:
             return False  # já não era nossa: nada a devolver

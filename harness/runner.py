@@ -44,6 +44,7 @@ from harness.cli_text import ArgumentParser
 from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
 from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import ScriptedEndpoint
+from harness.heartbeat import LeaseHeartbeat
 from harness.lifecycle import (
     FINAL_STATUSES,
     LEASE_SECONDS,
@@ -254,6 +255,10 @@ def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_T
     if resume and lease is None and not store.exists():  # antes da posse: não cria pasta à toa
         raise no_checkpoint(store)
     lease = lease or store.acquire_lease(owner=owner, seconds=lease_seconds)
+    # A batida renova a posse durante as chamadas longas; antes de cada efeito de alto impacto,
+    # o armazenamento confere que a posse ainda é nossa (a batida pode ter visto a perda).
+    heartbeat = LeaseHeartbeat(store, lease, lease_seconds).start()
+    store.effect_guard = lambda: (heartbeat.check(), store.confirm_lease(lease))
     try:
         if resume:
             state = reopen(store, lease, max_recovery_attempts)
@@ -267,6 +272,8 @@ def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_T
             return drive(client, store, state, lease, approver, store.timeline()["dry_run"], max_turns,
                          lease_seconds, max_tokens)
     finally:
+        heartbeat.stop()
+        store.effect_guard = None
         store.release_lease(lease)  # sem efeito se a posse já não é nossa
 
 

@@ -59,6 +59,29 @@ class RunStore(abc.ABC):
     def read_lease(self):
         """O registro da posse (owner, token, expires_at, released...), ou None."""
 
+    def lease_keeper(self):
+        """Quem renova a posse em segundo plano (``harness.heartbeat``): um objeto com
+        ``renew_now(lease, seconds)`` e ``close()``, usado só pela thread da batida (num banco,
+        com uma conexão própria: a da thread principal pode estar no meio de uma transação)."""
+        return self
+
+    def confirm_lease(self, lease):
+        """LeaseLost se ``lease`` já não é a posse atual (uma leitura, sem gravar nada)."""
+        self.renew_lease(lease)
+
+    def renew_now(self, lease, seconds=None):
+        """Renova já, sem a economia de ``renew_lease`` (que só grava depois da metade do prazo)."""
+        return self.renew_lease(lease, seconds)
+
+    #: chamado logo antes de cada efeito de alto impacto (um e-mail, um chamado); o loop
+    #: durável põe aqui a conferência da posse (``check_before_effect``)
+    effect_guard = None
+
+    def check_before_effect(self):
+        """A posse ainda é deste worker? LeaseLost se não: nenhum efeito sai de um worker sem posse."""
+        if self.effect_guard is not None:
+            self.effect_guard()
+
     # --- a cena e a sequência -------------------------------------------------------------
 
     @abc.abstractmethod

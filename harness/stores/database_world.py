@@ -44,10 +44,12 @@ class DatabaseWorld(Workspace):
 
     def add_email(self, email):
         self._staging()
+        self.store.check_before_effect()
         self.staged_emails.append(email)
 
     def add_ticket(self, ticket):
         self._staging()
+        self.store.check_before_effect()
         self.staged_tickets.append(ticket)
 
     def __repr__(self):

@@ -28,6 +28,7 @@ from harness.lifecycle import (
     CONTROL_FILE,
     LEASE_SECONDS,
     acquire_lease,
+    check_fence,
     clear_control,
     fenced,
     load_run_checkpoint,
@@ -35,6 +36,7 @@ from harness.lifecycle import (
     read_lease,
     release_lease,
     renew_lease,
+    renew_lease_in_background,
     request_control,
     save_run_checkpoint,
     scene_of,
@@ -73,6 +75,22 @@ def remove_run_files(run_dir):
         shutil.rmtree(run_dir / folder, ignore_errors=True)
 
 
+class GuardedWorkspace(Workspace):
+    """O mundo da pasta, com a conferência da posse logo antes de cada efeito de alto impacto."""
+
+    def __init__(self, root, guard):
+        super().__init__(root)
+        self.guard = guard
+
+    def add_email(self, email):
+        self.guard()
+        super().add_email(email)
+
+    def add_ticket(self, ticket):
+        self.guard()
+        super().add_ticket(ticket)
+
+
 class FileStore(RunStore):
     """Uma execução numa pasta (``run_dir``), gravada pelas funções das lições."""
 
@@ -100,6 +118,13 @@ class FileStore(RunStore):
             with fenced(lease):  # a mesma conferência de antes de cada gravação
                 return lease
         return renew_lease(lease, seconds)
+
+    def renew_now(self, lease, seconds=None):
+        # A batida roda noutra thread; a thread principal pode estar segurando a trava (ferramenta).
+        return renew_lease_in_background(lease, seconds or LEASE_SECONDS)
+
+    def confirm_lease(self, lease):
+        check_fence(self.run_dir, lease.token)
 
     def release_lease(self, lease):
         return release_lease(lease)
@@ -171,7 +196,7 @@ class FileStore(RunStore):
                               approvals_path=self.run_dir / APPROVALS_FILE, dry_run=dry_run)
 
     def world(self, scenario=None):
-        return Workspace(self.run_dir / WORLD_DIR)
+        return GuardedWorkspace(self.run_dir / WORLD_DIR, self.check_before_effect)
 
     # --- pedidos de fora e linha do tempo -------------------------------------------------
 

@@ -20,9 +20,17 @@ import time
 
 import psycopg
 
-from harness.lifecycle import LEASE_SECONDS, Lease, default_owner, lease_is_free
+from harness.lifecycle import (
+    CLOCK_TOLERANCE_SECONDS,
+    LEASE_SECONDS,
+    MAX_LEASE_SECONDS,
+    Lease,
+    check_lease_seconds,
+    default_owner,
+    lease_is_free,
+)
 from harness.stores.base import StoreError
-from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore
+from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore, host_column, split_host_column
 
 SCHEMA_VERSION = 1
 FENCE_SQLSTATE = "HF001"     # o código de erro próprio da cerca (classe HF não é usada pelo PostgreSQL)
@@ -44,10 +52,12 @@ END
 $fence$
 """
 
-CLAIMABLE = """
+CLAIMABLE = f"""
 SELECT l.run, l.owner, l.host, l.pid, l.token, l.acquired_at, l.expires_at, l.released
-FROM leases l JOIN runs r ON r.run = l.run
-WHERE r.status = 'running' AND (l.released = 1 OR l.expires_at < %s OR l.host = %s)
+FROM leases l JOIN runs r ON r.run = l.run CROSS JOIN (SELECT %s::double precision AS t) clock
+WHERE r.status = 'running' AND (l.released = 1 OR l.expires_at < clock.t OR split_part(l.host, '|', 1) = %s
+       OR l.acquired_at > clock.t + {CLOCK_TOLERANCE_SECONDS}
+       OR l.expires_at > clock.t + {MAX_LEASE_SECONDS + CLOCK_TOLERANCE_SECONDS})
 ORDER BY r.updated_at
 FOR UPDATE OF l SKIP LOCKED
 LIMIT 8
@@ -107,6 +117,9 @@ class PostgresStore(SqlStore):
     def describe(self):
         return f"postgresql (execução {self.run})"
 
+    def reopened(self):
+        return PostgresStore(self.dsn, self.run, self.world_root)
+
     def _db(self):
         if self._connection is None:
             self._connection = connect(self.dsn)
@@ -143,6 +156,7 @@ def claim_run(dsn, owner=None, seconds=LEASE_SECONDS, connection=None):
     ``running`` cuja posse foi devolvida, venceu, ou é de um processo morto nesta máquina.
     """
     owner = owner or default_owner()
+    seconds = check_lease_seconds(seconds)
     own_connection = connection is None
     connection = connection or connect(dsn)
     try:
@@ -151,12 +165,14 @@ def claim_run(dsn, owner=None, seconds=LEASE_SECONDS, connection=None):
             for run, *values in connection.execute(CLAIMABLE, (now, socket.gethostname())).fetchall():
                 record = dict(zip(("owner", "host", "pid", "token", "acquired_at", "expires_at", "released"), values))
                 record["released"] = bool(record["released"])
+                record["host"], record["boot_id"], record["started"] = split_host_column(record["host"])
                 if not lease_is_free(record, now):
                     continue  # um worker vivo desta máquina: a posse ainda é dele
                 lease = Lease(run, owner, record["token"] + 1, now + seconds)
                 connection.execute("UPDATE leases SET token = %s, owner = %s, host = %s, pid = %s, acquired_at = %s, "
                                    "expires_at = %s, released = 0 WHERE run = %s",
-                                   (lease.token, owner, socket.gethostname(), os.getpid(), now, lease.expires_at, run))
+                                   (lease.token, owner, host_column(os.getpid()), os.getpid(), now, lease.expires_at,
+                                    run))
                 return run, lease
         return None
     finally:

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -40,9 +39,11 @@ from harness.lifecycle import (
     LeaseHeld,
     LeaseLost,
     _check_fields,
+    check_lease_seconds,
     default_owner,
     lease_is_free,
     now_iso,
+    process_identity,
 )
 from harness.stores.base import RunStore, SavePoint
 from harness.stores.database_world import DatabaseWorld
@@ -146,6 +147,23 @@ ORDER BY s.seq
 """
 
 
+def host_column(pid):
+    """O que a coluna ``leases.host`` guarda: ``máquina|boot|início`` do processo dono.
+
+    O boot e o início do processo (ver ``process_identity``) distinguem um dono vivo de um pid
+    reaproveitado, sem mudar o esquema; um nome de máquina não tem ``|``.
+    """
+    identity = process_identity(pid)
+    return "|".join((identity["host"], identity["boot_id"] or "", str(identity["started"] or "")))
+
+
+def split_host_column(text):
+    """``máquina|boot|início`` -> (máquina, boot ou None, início ou None); só a máquina numa linha antiga."""
+    host, _, rest = str(text).partition("|")
+    boot, _, started = rest.partition("|")
+    return host, boot or None, int(started) if started.isdigit() else None
+
+
 def dumps(value):
     """JSON compacto (o codificador em C do Python): ninguém lê estas colunas à mão."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -213,8 +231,9 @@ class SqlStore(RunStore):
         if row is None:
             return None
         owner, host, pid, token, acquired_at, expires_at, released = row
-        record = {"owner": owner, "host": host, "pid": pid, "token": token, "acquired_at": acquired_at,
-                  "expires_at": expires_at, "released": bool(released)}
+        host, boot, started = split_host_column(host)
+        record = {"owner": owner, "host": host, "boot_id": boot, "started": started, "pid": pid, "token": token,
+                  "acquired_at": acquired_at, "expires_at": expires_at, "released": bool(released)}
         for field in ("token", "pid", "expires_at"):
             value = record[field]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
@@ -229,7 +248,7 @@ class SqlStore(RunStore):
         return self._lease_row()
 
     def acquire_lease(self, owner=None, seconds=None):
-        seconds = seconds or LEASE_SECONDS
+        seconds = check_lease_seconds(seconds or LEASE_SECONDS)
         owner = owner or default_owner()
         with self._transaction():
             self._x("INSERT INTO leases (run, token, owner, host, pid, acquired_at, expires_at, released) "
@@ -245,7 +264,7 @@ class SqlStore(RunStore):
             lease = Lease(self.run, owner, record["token"] + 1, now + seconds)
             self._x("UPDATE leases SET token = ?, owner = ?, host = ?, pid = ?, acquired_at = ?, expires_at = ?, "
                     "released = 0 WHERE run = ?",
-                    (lease.token, owner, socket.gethostname(), os.getpid(), now, lease.expires_at, self.run))
+                    (lease.token, owner, host_column(os.getpid()), os.getpid(), now, lease.expires_at, self.run))
         self._head = None  # quem acabou de tomar a posse relê a cena antes de gravar
         return lease
 
@@ -253,17 +272,29 @@ class SqlStore(RunStore):
         """A conferência do próprio worker a cada turno. Só grava quando falta menos da metade do
         prazo; antes disso, uma leitura basta (a cerca de verdade está nos gatilhos)."""
         seconds = seconds or LEASE_SECONDS
-        now = time.time()
-        if lease.expires_at - now > seconds / 2:
-            self._check_token(lease, self._lease_row())
+        if lease.expires_at - time.time() > seconds / 2:
+            self.confirm_lease(lease)
             return lease
-        renewed = Lease(lease.run_dir, lease.owner, lease.token, now + seconds)
+        return self.renew_now(lease, seconds)
+
+    def renew_now(self, lease, seconds=None):
+        renewed = Lease(lease.run_dir, lease.owner, lease.token, time.time() + (seconds or LEASE_SECONDS))
         with self._transaction():
             changed = self._x("UPDATE leases SET expires_at = ? WHERE run = ? AND token = ? AND released = 0",
                               (renewed.expires_at, self.run, lease.token)).rowcount
         if changed != 1:
             self._check_token(lease, self._lease_row())
         return renewed
+
+    def confirm_lease(self, lease):
+        self._check_token(lease, self._lease_row())
+
+    def lease_keeper(self):
+        return self.reopened()
+
+    def reopened(self):
+        """A mesma execução, por uma conexão nova (a de outra thread)."""
+        raise NotImplementedError
 
     def _check_token(self, lease, record):
         if record is None or record["token"] != lease.token:

@@ -87,6 +87,9 @@ class SqliteStore(SqlStore):
             raise
         return connection
 
+    def reopened(self):
+        return SqliteStore(self.run_dir, self.run)
+
     def exists(self):
         return self.path.exists() and super().exists()
 
