@@ -9,6 +9,11 @@ com ``run_durable`` até ela parar (concluída, pausada, esperando aprovação..
 Uma execução cujo worker morreu volta à fila sozinha: quando a posse vence, ou na hora, se o
 worker era desta máquina e o processo não existe mais. A cerca no banco garante que um worker
 que só parecia morto (congelado, sem rede) não grava mais nada quando acorda.
+
+Se o banco sai do ar (reinício, manutenção, rede), o worker não cai: diz uma linha, espera
+(0,2 s, depois o dobro a cada tentativa, até 5 s) e volta a pedir trabalho. A execução que ele
+tinha nas mãos fica como o último COMMIT a deixou; ao reconectar, ele devolve a posse dela (se
+ainda é dele) e ela volta para a fila, para ele ou outro worker.
 """
 from __future__ import annotations
 
@@ -23,9 +28,34 @@ from harness.effects import EffectsLedgerError
 from harness.lifecycle import LEASE_SECONDS, MAX_RECOVERY_ATTEMPTS, LeaseLost, default_owner, new_run_checkpoint
 from harness.runner import make_run_client, run_durable
 from harness.scenarios import load_scenario
-from harness.stores.postgres import PostgresStore, claim_run
+from harness.stores.postgres import PostgresStore, claim_run, connection_lost
 
 POLL_SECONDS = 0.2   # quanto esperar entre duas consultas à fila vazia
+RECONNECT_FIRST_SECONDS = 0.2   # a primeira espera depois que o banco sai do ar
+RECONNECT_MAX_SECONDS = 5.0     # a espera dobra a cada tentativa, até este teto
+
+
+class Outage:
+    """Uma queda do banco vista por um worker: uma linha quando começa, esperas que dobram até o teto."""
+
+    def __init__(self, owner, say, sleep=time.sleep):
+        self.owner, self.say, self.sleep = owner, say, sleep
+        self.delay = None   # None: o banco está respondendo
+
+    def begin(self, error):
+        if self.delay is None:
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            self.say(f"{self.owner}: conexão com o PostgreSQL perdida ({first_line}); tentando de novo a cada "
+                     f"{RECONNECT_FIRST_SECONDS:g} s, dobrando até {RECONNECT_MAX_SECONDS:g} s")
+            self.delay = RECONNECT_FIRST_SECONDS
+
+    def wait(self, error):
+        self.begin(error)
+        self.sleep(self.delay)
+        self.delay = min(self.delay * 2, RECONNECT_MAX_SECONDS)
+
+    def over(self):
+        self.delay = None
 
 
 def submit_run(dsn, scenario, run=None, requires_approval=False):
@@ -48,8 +78,21 @@ def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=
     owner = owner or default_owner()
     workdir = Path(workdir or tempfile.mkdtemp(prefix="worker-"))
     handled, idle_since = 0, time.monotonic()
+    outage, abandoned, connected = Outage(owner, say), None, False
     while max_runs is None or handled < max_runs:
-        claim = claim_run(dsn, owner=owner, seconds=lease_seconds)
+        try:
+            if abandoned is not None:
+                give_back(dsn, *abandoned, owner=owner, say=say)
+                abandoned = None
+            claim = claim_run(dsn, owner=owner, seconds=lease_seconds)
+        except Exception as error:
+            if not (connected and connection_lost(error)):
+                raise  # um endereço errado na partida é dito uma vez, com código 2
+            outage.wait(error)
+            idle_since = time.monotonic()  # o tempo fora do ar não conta como fila vazia
+            continue
+        connected = True
+        outage.over()
         if claim is None:
             if idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
                 break
@@ -57,7 +100,7 @@ def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=
             continue
         run, lease = claim
         say(f"{owner}: peguei {run} (token {lease.token})")
-        with PostgresStore(dsn, run, world_root=workdir / run) as store:
+        with PostgresStore(dsn, run, world_root=workdir / run, lease_seconds=lease_seconds) as store:
             try:
                 scenario = load_scenario(store.scenario_name())
                 state = run_durable(make_run_client(scenario.responses, live=live), None, scenario, resume=True,
@@ -69,6 +112,21 @@ def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=
             except (KeyError, CheckpointError, EffectsLedgerError, ApprovalError) as error:
                 # Ilegível ou de um cenário desconhecido: fica para uma pessoa olhar (a posse vence sozinha).
                 say(f"{owner}: {run} não pôde ser retomada: {error}")
+            except Exception as error:
+                if not connection_lost(error):
+                    raise
+                # O banco caiu no meio: nada depois do último COMMIT conta. Devolve a posse ao voltar.
+                outage.begin(error)
+                abandoned = (run, lease)
         handled += 1
         idle_since = time.monotonic()
     return handled
+
+
+def give_back(dsn, run, lease, owner, say):
+    """Depois de uma queda do banco: devolve a posse de ``run`` se ela ainda é deste worker, para a
+    execução voltar à fila na hora (e não só quando a posse vencer)."""
+    with PostgresStore(dsn, run, world_root=tempfile.gettempdir()) as store:
+        if not store.release_lease(lease):
+            say(f"{owner}: {run}: a posse do token {lease.token} já é de outro worker; nada do que este gravava "
+                f"depois do último COMMIT conta")

@@ -98,6 +98,13 @@ class LocalPostgres:
         atexit.register(self.stop)  # um notebook ou teste que para no meio não deixa um servidor rodando
         return self
 
+    def restart(self):
+        """Reinicia o servidor (``pg_ctl restart -m fast``): todas as conexões caem, como numa manutenção."""
+        data = self.folder / "data"
+        subprocess.run(self._as_owner([str(self.bin / "pg_ctl"), "-D", str(data), "-m", "fast", "-w",
+                                       "-l", str(self.folder / "log"), "restart"]),
+                       check=True, capture_output=True, text=True)
+
     def stop(self):
         if self.folder is None:
             return

@@ -65,6 +65,27 @@ LIMIT 8
 
 _schema_ready = set()
 
+# Quanto uma transação pode ficar parada do lado do cliente (um worker congelado, SIGSTOP, no meio
+# dela) antes de o próprio servidor encerrar a sessão e soltar as travas dela; e quanto uma
+# consulta espera por uma trava. Sem isso, a linha da posse travada por um worker congelado
+# ficaria de fora de todo ``SKIP LOCKED`` até ele acordar. Uma posse de N segundos usa N/2.
+TRANSACTION_IDLE_SECONDS = LEASE_SECONDS / 2
+# Os SQLSTATE de uma sessão que o servidor encerrou (ocioso em transação, desligamento, reinício).
+SESSION_ENDED_SQLSTATES = {"25P03", "57P01", "57P02", "57P03"}
+
+
+class DatabaseUnavailable(StoreError):
+    """O servidor não respondeu (desligado, reiniciando, rede fora): vale tentar de novo depois."""
+
+
+def connection_lost(error):
+    """O erro é a conexão que caiu (servidor reiniciado, sessão encerrada), não uma consulta errada?"""
+    if isinstance(error, DatabaseUnavailable):
+        return True
+    if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return True
+    return isinstance(error, psycopg.Error) and getattr(error, "sqlstate", None) in SESSION_ENDED_SQLSTATES
+
 
 def without_password(dsn):
     """O endereço para mensagens: a senha (se houver) vira ***."""
@@ -80,13 +101,15 @@ def schema_statements():
         yield f"CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION harness_fence()"
 
 
-def connect(dsn):
-    """Uma conexão em autocommit (cada transação é explícita) com o esquema pronto."""
+def connect(dsn, idle_seconds=TRANSACTION_IDLE_SECONDS):
+    """Uma conexão em autocommit (cada transação é explícita) com o esquema pronto e as transações
+    limitadas pelo servidor (``limit_transactions``)."""
     try:
         connection = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        limit_transactions(connection, idle_seconds)
     except psycopg.OperationalError as error:
-        raise StoreError(f"não consegui conectar ao PostgreSQL ({without_password(dsn)}): "
-                         f"{str(error).strip()}") from None
+        raise DatabaseUnavailable(f"não consegui conectar ao PostgreSQL ({without_password(dsn)}): "
+                                  f"{str(error).strip()}") from None
     if dsn not in _schema_ready:
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -101,6 +124,15 @@ def connect(dsn):
     return connection
 
 
+def limit_transactions(connection, idle_seconds):
+    """Põe na sessão os limites que o SERVIDOR aplica: uma transação ociosa por mais de
+    ``idle_seconds`` é encerrada por ele (as travas dela saem junto), e nenhuma consulta espera
+    uma trava por mais do que o dobro disso. Um cliente congelado não consegue desrespeitar nenhum dos dois."""
+    milliseconds = max(100, int(idle_seconds * 1000))
+    connection.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false), "
+                       "set_config('lock_timeout', %s, false)", (str(milliseconds), str(2 * milliseconds)))
+
+
 class PostgresStore(SqlStore):
     """A execução ``run`` no servidor ``dsn``; a sandbox do mundo numa pasta local (``world_root``)."""
 
@@ -109,20 +141,31 @@ class PostgresStore(SqlStore):
     for_update = " FOR UPDATE"
     fence_errors = (psycopg.Error,)
 
-    def __init__(self, dsn, run, world_root, connection=None):
+    def __init__(self, dsn, run, world_root, connection=None, lease_seconds=LEASE_SECONDS):
         super().__init__(run, world_root)
         self.dsn = dsn
         self._connection = connection
+        self.lease_seconds = lease_seconds
 
     def describe(self):
         return f"postgresql (execução {self.run})"
 
     def reopened(self):
-        return PostgresStore(self.dsn, self.run, self.world_root)
+        return PostgresStore(self.dsn, self.run, self.world_root, lease_seconds=self.lease_seconds)
+
+    def acquire_lease(self, owner=None, seconds=None):
+        lease = super().acquire_lease(owner, seconds)
+        if seconds:  # uma posse mais curta: transações paradas caem antes de ela vencer
+            self.lease_seconds = seconds
+            limit_transactions(self._db(), seconds / 2)
+        return lease
 
     def _db(self):
+        if self._connection is not None and self._connection.broken:
+            self._connection.close()   # o servidor reiniciou ou encerrou a sessão: uma conexão nova
+            self._connection = None
         if self._connection is None:
-            self._connection = connect(self.dsn)
+            self._connection = connect(self.dsn, self.lease_seconds / 2)
         return self._connection
 
     def _execute(self, sql, params=()):
@@ -158,7 +201,7 @@ def claim_run(dsn, owner=None, seconds=LEASE_SECONDS, connection=None):
     owner = owner or default_owner()
     seconds = check_lease_seconds(seconds)
     own_connection = connection is None
-    connection = connection or connect(dsn)
+    connection = connection or connect(dsn, seconds / 2)
     try:
         with connection.transaction():
             now = time.time()
