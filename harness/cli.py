@@ -43,6 +43,7 @@ from harness.lifecycle import (
     LeaseFileError,
     LeaseHeld,
     RunNotResumable,
+    check_lease_seconds,
     control_run,
     lease_from_a_clock_ahead,
     load_run_checkpoint,
@@ -399,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker_parser.add_argument("--max-runs", type=int, metavar="N", help="encerra depois de tantas execuções")
     worker_parser.add_argument("--idle-exit", type=float, metavar="SEGUNDOS", help="encerra depois de tantos segundos com a fila vazia")
     worker_parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, metavar="SEGUNDOS",
-                               help="prazo da posse de cada execução (uma posse vencida volta à fila)")
+                               help="prazo da posse de cada execução (uma posse vencida volta à fila), renovada "
+                                    "durante chamadas longas; no máximo 24 h")
     worker_parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS, metavar="N",
                                help="retomadas seguidas sem avanço antes de marcar failed")
     worker_parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
@@ -482,6 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "lease_seconds", None) is not None:
+            try:
+                check_lease_seconds(args.lease_seconds)
+            except ValueError as error:
+                raise UsageError(f"--lease-seconds: {error}") from None
         settle_what_a_crash_left(args)
         return args.func(args)
     except UsageError as error:

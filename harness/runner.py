@@ -392,7 +392,9 @@ def add_run_arguments(parser):
     parser.add_argument("--approval", action="store_true",
                         help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
     parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, metavar="SEGUNDOS",
-                        help="prazo da posse da execução, renovada a cada turno")
+                        help="prazo da posse da execução, renovada a cada turno e, durante chamadas longas, "
+                             "a cada terço do prazo (no máximo 24 h: uma posse tomada no futuro deste relógio, "
+                             "ou que vence além de 24 h, é tratada como inválida)")
     parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS, metavar="N",
                         help="retomadas seguidas depois de queda, sem avanço, antes de marcar failed")
     return add_store_arguments(parser)

@@ -132,3 +132,12 @@ def test_database_leases_know_their_owner_process_too(kind, tmp_path, request):
                  (f"{socket.gethostname()}|outro-boot-0000|{me()['started']}", store.run))
         assert lease_is_free(store.read_lease(), time.time())
         assert store.acquire_lease(owner="b").token == lease.token + 1
+
+
+@pytest.mark.parametrize("command", [["run", "--scenario", "team-email"], ["worker", "--store", "postgresql://x@/y"]])
+def test_the_command_line_refuses_a_lease_longer_than_the_longest(command, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([*command, "--workdir", str(tmp_path / "run"), "--lease-seconds", str(MAX_LEASE_SECONDS * 2)])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "--lease-seconds" in err and "24 h" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
