@@ -127,6 +127,9 @@ def give_back(dsn, run, lease, owner, say):
     """Depois de uma queda do banco: devolve a posse de ``run`` se ela ainda é deste worker, para a
     execução voltar à fila na hora (e não só quando a posse vencer)."""
     with PostgresStore(dsn, run, world_root=tempfile.gettempdir()) as store:
-        if not store.release_lease(lease):
+        if store.release_lease(lease):
+            return
+        record = store.read_lease()
+        if record is None or record["token"] != lease.token:  # (o mesmo token: já devolvida por este worker)
             say(f"{owner}: {run}: a posse do token {lease.token} já é de outro worker; nada do que este gravava "
                 f"depois do último COMMIT conta")
