@@ -139,6 +139,7 @@ def test_a_worker_frozen_inside_its_transaction_loses_the_run_within_twice_the_l
         rescuer, rescuer_out = start_worker(dsn, tmp_path, 1, log)
         taken = wait_for(lambda: lease_token(dsn, run) > frozen_token, 4 * LEASE)
         taken_after = time.monotonic() - stopped_at
+        print(f"\nfrozen worker: run taken over {taken_after:.1f} s after the freeze (lease {LEASE:g} s)")
         assert taken, f"no worker took the run in {4 * LEASE:.0f} s:\n{rescuer_out.read_text()}"
         assert taken_after <= 2 * LEASE, f"taken over only after {taken_after:.1f} s (lease {LEASE} s)"
         assert wait_for(lambda: statuses(dsn, run) == {run: "completed"}, 60), rescuer_out.read_text()
