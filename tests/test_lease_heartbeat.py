@@ -180,10 +180,12 @@ def test_the_heartbeat_reports_a_lost_lease_and_stops(tmp_path):
     store = FileStore(tmp_path)
     lease = store.acquire_lease(owner="a", seconds=0.3)
     with LeaseHeartbeat(store, lease, 0.3) as beat:
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while beat.lease.expires_at == lease.expires_at and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert beat.lease.expires_at > lease.expires_at  # renewed in the background
+        beat.check()  # nothing lost yet
         (tmp_path / "lease.json").unlink()
-        deadline = time.monotonic() + 10
         while beat._lost is None and time.monotonic() < deadline:
             time.sleep(0.05)
         with pytest.raises(LeaseLost):
