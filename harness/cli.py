@@ -311,7 +311,7 @@ def fork(args: argparse.Namespace) -> int:
     if args.dry_run:
         path, parent, scene = fork_preview(args.workdir, turn, args.into, point)
         print(f"--dry-run: nada foi gravado. A bifurcação copiaria {path.name} (turno {scene['turns']}) da linha "
-              f"{parent['timeline_id']} para {args.into}, com livro-razão em branco e dry-run ligado; "
+              f"{parent['timeline_id']} para {args.into}, com dry-run ligado e, no livro-razão, só os registros que a original tem das chamadas pendentes; "
               f"{pending_note(scene)}")
         return 0
     info = fork_run(args.workdir, turn, args.into, point, say=lambda text: print(text, file=sys.stderr))
@@ -333,7 +333,7 @@ def fork_in_database(args: argparse.Namespace, turn: int, point) -> int:
         if args.dry_run:
             target = point_in_store(store, turn, point)
             print(f"--dry-run: nada foi gravado. A bifurcação copiaria {target.id} (turno {target.turn}) para "
-                  f"{args.into}, com livro-razão em branco e dry-run ligado; {pending_note(store.read_point(target.id))}")
+                  f"{args.into}, com dry-run ligado e, no livro-razão, só os registros que a original tem das chamadas pendentes; {pending_note(store.read_point(target.id))}")
             return 0
         with open_store(args.store, args.into, run=Path(args.into).name) as new_store:
             info = fork_in_store(store, turn, new_store, point)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from typing import Any, Iterable
 
 import anthropic
@@ -192,6 +193,81 @@ def _input_that_fits(block: dict, budget: int) -> dict:
     return kept
 
 
+NO_MESSAGES = object()  # um pedido sem a chave "messages" (a API o recusa; o histórico o guarda assim)
+
+
+class RequestHistory(Sequence):
+    """Os pedidos que o endpoint recebeu, em ordem; ``history[i]`` é o corpo do pedido i como chegou.
+
+    Cada pedido leva a conversa inteira, e uma conversa só cresce: guardar cada corpo inteiro
+    custa memória quadrática em turnos (uma execução de 1.000 turnos passava de 900 MiB).
+    Cada registro guarda só o que o pedido acrescentou ao anterior: quantas mensagens ele
+    repete do pedido de antes e as novas. A única conversa guardada inteira é a do último
+    pedido, para comparar com o próximo. Ler um pedido o reconstrói seguindo os anteriores
+    (como a tabela ``saves`` dos bancos) e devolve uma cópia: quem lê não muda o histórico.
+    """
+
+    def __init__(self):
+        self._records = []          # (mensagens repetidas do pedido anterior, mensagens novas, resto do corpo)
+        self._last_messages = []    # a conversa do último pedido
+        self._last_rest = None      # model, max_tokens...: o mesmo objeto enquanto não mudam
+
+    def append(self, body: dict) -> None:
+        messages = body.get("messages")
+        rest = {key: value for key, value in body.items() if key != "messages"}
+        if rest == self._last_rest:
+            rest = self._last_rest
+        if not isinstance(messages, list):  # um pedido malformado é guardado como veio
+            self._records.append((0, messages if "messages" in body else NO_MESSAGES, rest))
+            self._last_messages, self._last_rest = [], rest
+            return
+        shared = 0
+        for before, now in zip(self._last_messages, messages):
+            if before != now:
+                break
+            shared += 1
+        self._records.append((shared, tuple(messages[shared:]), rest))
+        self._last_messages, self._last_rest = messages, rest
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[number] for number in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("não houve esse pedido")
+        shared, added, rest = self._records[index]
+        body = dict(rest)
+        if isinstance(added, tuple):
+            body["messages"] = self._messages_at(index)
+        elif added is not NO_MESSAGES:
+            body["messages"] = added
+        return copy.deepcopy(body)
+
+    def _messages_at(self, index: int) -> list:
+        """A conversa do pedido ``index``: as mensagens repetidas vêm dos pedidos anteriores."""
+        pieces, needed = [], None  # needed: quantas mensagens do pedido atual ainda faltam (None = todas)
+        while True:
+            shared, added, _rest = self._records[index]
+            pieces.append(added if needed is None else added[:max(0, needed - shared)])
+            needed = shared if needed is None else min(needed, shared)
+            if needed == 0:
+                break
+            index -= 1
+        return [message for piece in reversed(pieces) for message in piece]
+
+    def __eq__(self, other):
+        if isinstance(other, (RequestHistory, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"RequestHistory({len(self)} pedidos)"
+
+
 class ScriptedEndpoint:
     """Serve as respostas de um roteiro, validando cada pedido como a API faria.
 
@@ -213,7 +289,7 @@ class ScriptedEndpoint:
             {key: expand_response(r[key], i, model) for key in OUTCOME_KEYS.values() if key in r}
             for i, r in enumerate(script)
         ]
-        self.requests: list[dict] = []
+        self.requests = RequestHistory()  # memória constante por pedido, qualquer que seja a conversa
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST" or not request.url.path.endswith("/v1/messages"):

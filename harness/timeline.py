@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.approval import WaitingForApproval
 from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpoint, save_checkpoint, write_json_atomic
-from harness.effects import EFFECTS_FILE
+from harness.effects import EFFECTS_FILE, load_effects
 from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint
 from harness.loop import MAX_TURNS, call_model, has_ended, take_response
 from harness.resume import orphan_ids
@@ -294,23 +294,36 @@ def check_fork_target(run_dir, new_run_dir):
         raise TimelineError(f"{new_run_dir} já existe e não está vazia; escolha uma pasta nova")
 
 
+def inherited_receipts(effects, scene):
+    """Os registros do livro-razão da original para as chamadas pendentes na cena copiada.
+
+    São fatos do mundo compartilhado que a cena ainda não conta: a original pode ter mandado
+    o e-mail depois deste ponto A. Os recibos de outras chamadas ficam na original.
+    """
+    pending = {call["id"] for call in scene["pending_tool_use"] or []}
+    return {tool_use_id: record for tool_use_id, record in effects.items() if tool_use_id in pending}
+
+
 def fork_from(run_dir, turn, new_run_dir, point=None):
     """Abre uma nova linha do tempo em ``new_run_dir`` a partir da cena do turno ``turn``.
 
     A nova linha tem identidade própria, registra a origem (parent), começa a própria
-    sequência pelo ponto copiado (o último do turno, ou ``point``), ganha um livro-razão
-    em branco e nasce em modo de dry-run, para que as duas linhas nunca dobrem um efeito
-    no mundo. Nada é executado: chamadas pendentes do ponto copiado continuam pendentes
-    e a nova linha as resolve, em dry-run, quando continuar. A pasta original só é lida:
-    continua idêntica, byte a byte.
+    sequência pelo ponto copiado (o último do turno, ou ``point``) e nasce em modo de
+    dry-run, para que as duas linhas nunca dobrem um efeito no mundo. Nada é executado:
+    chamadas pendentes do ponto copiado continuam pendentes e a nova linha as resolve
+    quando continuar. O livro-razão dela começa só com os registros que a original tem
+    dessas chamadas (``inherited_receipts``): um e-mail que a original já mandou é
+    respondido com o recibo de verdade, não com "não foi executada". A pasta original
+    só é lida: continua idêntica, byte a byte.
     """
     run_dir, new_run_dir = Path(run_dir), Path(new_run_dir)
     path, parent = fork_source(run_dir, turn, new_run_dir, point)
     source_point = parse_point_name(path.name)[1]
     state = scene_only(read_point(path))
+    inherited = inherited_receipts(load_effects(run_dir / EFFECTS_FILE), state)
 
     new_run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(new_run_dir / EFFECTS_FILE, {})  # livro-razão em branco: nada aconteceu nesta linha ainda
+    write_json_atomic(new_run_dir / EFFECTS_FILE, inherited)  # nada mais aconteceu nesta linha ainda
     info = {
         "timeline_id": new_timeline_id(),
         "parent": {"timeline_id": parent["timeline_id"], "turn": turn, "point": source_point},

@@ -41,6 +41,7 @@ from harness.timeline import (
     checkpoints_dir,
     fork_from,
     fork_source,
+    inherited_receipts,
     list_points,
     new_timeline_id,
     parse_point_name,
@@ -297,13 +298,15 @@ def rewind_in_store(store, turn, point=None):
 
 
 def fork_in_store(store, turn, new_store, point=None):
-    """A bifurcação num banco: uma execução nova com a cena do ponto, livro-razão em branco e dry-run.
+    """A bifurcação num banco: uma execução nova com a cena do ponto, em dry-run.
 
     A original só é lida. A nova registra a origem (parent) e começa a própria sequência pelo
-    ponto copiado; chamadas pendentes vão pendentes, e a retomada as fecha em dry-run.
+    ponto copiado; chamadas pendentes vão pendentes, com os registros que a original tem delas
+    (``inherited_receipts``), e a retomada as fecha pelo livro-razão, em dry-run.
     """
     target = point_in_store(store, turn, point)
     scene = store.read_point(target.id)
+    inherited = inherited_receipts(store.effects(), scene)
     if new_store.exists():
         raise TimelineError(f"{new_store.describe()} já tem uma execução; escolha um destino novo")
     parent = store.timeline()
@@ -313,7 +316,7 @@ def fork_in_store(store, turn, new_store, point=None):
     lease = new_store.acquire_lease(owner=f"{os.getpid()}:bifurcar")
     try:
         new_store.start(lease, state, load_scenario(store.scenario_name()), timeline={**timeline, "dry_run": True},
-                        point=target.point)
+                        point=target.point, effects=inherited)
     finally:
         new_store.release_lease(lease)
     return {**timeline, "dry_run": True}

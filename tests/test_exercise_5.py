@@ -260,7 +260,7 @@ def fork_from(run_dir, turn, new_run_dir):
 def test_copying_the_whole_folder_is_not_a_fork(tmp_path, monkeypatch):
     results = graded(defined("fork_from", COPY_THE_FOLDER), tmp_path, monkeypatch, 3)
     assert_fails(results, "n3.identity_and_parent[equipe-completa]", "mesmo timeline_id")
-    assert_fails(results, "n3.own_sequence_and_blank_ledger[equipe-completa]", "sequência inteira")
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[equipe-completa]", "sequência inteira")
     assert_fails(results, "n3.dry_run_keeps_the_world[equipe-completa]", "o mundo mudou", "dry_run true")
     assert "n3.original_untouched[equipe-completa]" not in failures(results)
 
@@ -283,13 +283,24 @@ def test_writing_the_timeline_into_the_original_folder_is_caught(tmp_path, monke
 
 
 def test_copying_the_ledger_is_named(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", "    write_json_atomic(new_run_dir / EFFECTS_FILE, {})\n",
+    notebook = replaced("fork_from", "    write_json_atomic(new_run_dir / EFFECTS_FILE, inherited)\n",
                         "    import shutil\n    if (run_dir / EFFECTS_FILE).exists():\n"
                         "        shutil.copy(run_dir / EFFECTS_FILE, new_run_dir / EFFECTS_FILE)\n")
     results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.own_sequence_and_blank_ledger[equipe-completa]", "livro-razão da original foi copiado")
-    # where the original has no ledger there is nothing to copy: the fork is told to write a blank one
-    assert_fails(results, "n3.own_sequence_and_blank_ledger[notas-datas-trocadas]", "não tem effects.json")
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[equipe-completa]", "livro-razão da original foi copiado")
+    # where the original has no ledger there is nothing to copy: the fork is told to write its own
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[notas-datas-trocadas]", "não tem effects.json")
+
+
+def test_a_blank_ledger_where_the_original_already_sent_the_email_is_named(tmp_path, monkeypatch):
+    """Forking 2-A after the original sent the email: a blank ledger would answer it in dry-run."""
+    notebook = replaced("fork_from", "    write_json_atomic(new_run_dir / EFFECTS_FILE, inherited)\n",
+                        "    write_json_atomic(new_run_dir / EFFECTS_FILE, {})\n")
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[queda-gravando-b]",
+                 "começou com o livro-razão em branco", "toolu_01TE2 (committed)")
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[queda-entre-efeito-e-recibo]", "toolu_01TE2 (intent)")
+    assert "n3.own_sequence_and_inherited_ledger[equipe-completa]" not in failures(results)
 
 
 def test_a_wrong_parent_is_named(tmp_path, monkeypatch):
@@ -307,9 +318,9 @@ def test_a_fork_that_closes_open_calls_runs_tools_or_decides_for_the_new_line(tm
                         "        scene = close_pending(scene, ToolContext(effects_path=new_run_dir / EFFECTS_FILE, dry_run=True))\n"
                         "    save_point(new_run_dir, scene, point)")
     results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.own_sequence_and_blank_ledger[notas-leitura-pendente]", "A bifurcação executou read_file")
-    assert_fails(results, "n3.own_sequence_and_blank_ledger[envio-nunca-comecou]", "seguir pendentes")
-    assert "n3.own_sequence_and_blank_ledger[equipe-completa]" not in failures(results)
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[notas-leitura-pendente]", "A bifurcação executou read_file")
+    assert_fails(results, "n3.own_sequence_and_inherited_ledger[envio-nunca-comecou]", "seguir pendentes")
+    assert "n3.own_sequence_and_inherited_ledger[equipe-completa]" not in failures(results)
 
 
 # ----------------------------------------------------------------- fixtures as data

@@ -213,7 +213,8 @@ def test_fork_records_a_new_identity_its_parent_and_a_blank_ledger(tmp_path):
 def test_fork_leaves_the_original_timeline_byte_for_byte_unchanged(tmp_path):
     original = tmp_path / "run"
     record_team_email_sequence(original)
-    (original / EFFECTS_FILE).write_text('{"toolu_S1": {"status": "committed"}}')
+    (original / EFFECTS_FILE).write_text('{"toolu_S1": {"tool": "send_email", "status": "committed", '
+                                         '"result": {"content": "enviado", "is_error": false}}}')
     digest = tree_digest(original)
     fork_from(original, 2, tmp_path / "fork")
     assert tree_digest(original) == digest
@@ -403,7 +404,7 @@ def test_the_same_fork_without_dry_run_sends_the_email_twice(team_email):
     assert len(workspace.emails()) == 2  # the doubled effect dry-run exists to prevent
 
 
-def test_fork_from_point_a_keeps_the_call_pending_and_the_fork_settles_it_in_dry_run(team_email):
+def test_fork_from_point_a_keeps_the_call_pending_and_the_fork_settles_it_from_the_inherited_receipt(team_email):
     scenario, workspace, run_dir, _ = team_email
     (run_dir / "checkpoints" / "turn-002-B.json").unlink()
     world, original = tree_digest(workspace.root), tree_digest(run_dir)
@@ -415,7 +416,9 @@ def test_fork_from_point_a_keeps_the_call_pending_and_the_fork_settles_it_in_dry
     assert [call["id"] for call in copied["pending_tool_use"]] == ["toolu_01TE2"]
     assert tree_digest(workspace.root) == world and tree_digest(run_dir) == original
     state = run_timeline(make_stub_client(scenario.responses), fork)
-    assert state["messages"][4]["content"][0]["content"].startswith("[dry-run]")
+    # The original sent the email after 2-A: the fork answers with that receipt, not "[dry-run]".
+    receipt = json.loads((run_dir / EFFECTS_FILE).read_text())["toolu_01TE2"]
+    assert state["messages"][4]["content"][0]["content"] == receipt["result"]["content"]
     assert validate_messages(state["messages"]) is None
     assert tree_digest(workspace.root) == world and tree_digest(run_dir) == original
 

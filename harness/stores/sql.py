@@ -412,9 +412,10 @@ class SqlStore(RunStore):
                  lease.token, time.time()))
         return self._head_of(seq, state)
 
-    def start(self, lease, state, scenario, timeline=None, make_world=True, point=None):
-        """Como no contrato; ``make_world=False`` só grava (quem enfileira não precisa da sandbox) e
-        ``point`` marca a cena inicial como um ponto da sequência (a de uma bifurcação)."""
+    def start(self, lease, state, scenario, timeline=None, make_world=True, point=None, effects=None):
+        """Como no contrato; ``make_world=False`` só grava (quem enfileira não precisa da sandbox),
+        ``point`` marca a cena inicial como um ponto da sequência e ``effects`` são os registros
+        que ela herda (os de uma bifurcação), gravados na mesma transação."""
         self._scenario_name = scenario.name if scenario is not None else None
         timeline = timeline or {**state["timeline"], "dry_run": False}
         with self._fenced(lease):
@@ -423,6 +424,8 @@ class SqlStore(RunStore):
             for table in ("saves", "effects", "approvals", "outbox", "tickets", "controls"):
                 self._x(f"DELETE FROM {table} WHERE run = ?", (self.run,))
             head = self._append_save(lease, state, point, None)
+            for tool_use_id, record in (effects or {}).items():
+                self._upsert_record(lease, "effects", tool_use_id, record)
         self._head = head
         self._staged = None
         if scenario is not None and make_world:

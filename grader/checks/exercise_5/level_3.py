@@ -88,20 +88,21 @@ def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
     level=3,
     per_fixture=True,
     applies=has_fork,
-    title="Sequência própria e livro-razão em branco",
+    title="Sequência própria e livro-razão herdado só das chamadas abertas",
     criterion=(
         "A sequência da nova linha começa com um único ponto, a cópia do ponto escolhido, com as "
         "chamadas abertas dele ainda pendentes; checkpoint.json é essa cena; o livro-razão da nova "
-        "linha (effects.json) é gravado, em branco; e a bifurcação não executa nenhuma ferramenta."
+        "linha (effects.json) é gravado com os registros que a original tem dessas chamadas abertas, e só "
+        "deles (em branco quando não há nenhum); e a bifurcação não executa nenhuma ferramenta."
     ),
 )
-def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
+def own_sequence_and_inherited_ledger(ctx: Context, fixture: Fixture) -> None:
     run = forked(ctx, fixture)
     if run.fork_calls:
         names = ", ".join(sorted({c.name for c in run.fork_calls}))
         raise CheckFailed(
             f"A bifurcação executou {names}. Ela só copia estado: as chamadas abertas do ponto copiado "
-            "seguem pendentes, e a nova linha as resolve, em dry-run, quando continuar.",
+            "seguem pendentes, e a nova linha as resolve quando continuar.",
             expected="nenhuma ferramenta executada", observed=names,
         )
     expected_name = f"turn-{run.turn:03d}-{run.point}.json"
@@ -123,7 +124,7 @@ def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
     if scene.get("pending_tool_use") != run.source["pending_tool_use"] or len(scene["messages"]) != len(recorded):
         raise CheckFailed(
             "As chamadas abertas do ponto copiado deveriam seguir pendentes na nova linha: fechá-las na "
-            "bifurcação é decidir por ela. A nova linha as resolve, em dry-run, quando continuar.",
+            "bifurcação é decidir por ela. A nova linha as resolve quando continuar.",
             expected=run.source["pending_tool_use"], observed=scene.get("pending_tool_use"),
         )
     raw = run.fork_files.get("checkpoint.json")
@@ -133,26 +134,52 @@ def own_sequence_and_blank_ledger(ctx: Context, fixture: Fixture) -> None:
     ledger_raw = run.fork_files.get("effects.json")
     if ledger_raw is None:
         raise CheckFailed(
-            "new_run_dir não tem effects.json: o livro-razão em branco também é gravado "
-            "(write_json_atomic(new_run_dir / EFFECTS_FILE, {})). Uma pasta com checkpoint e sem livro-razão "
-            "parece, para a retomada do harness, uma execução de antes do livro-razão (lições 2 e 3), e as "
-            "chamadas abertas seriam fechadas sem ele.",
-            expected="effects.json com {}", observed=sorted(files_of(run.fork_files)),
+            "new_run_dir não tem effects.json: o livro-razão da nova linha também é gravado, mesmo em "
+            "branco. Uma pasta com checkpoint e sem livro-razão parece, para a retomada do harness, uma "
+            "execução de antes do livro-razão (lições 2 e 3), e as chamadas abertas seriam fechadas sem ele.",
+            expected="effects.json", observed=sorted(files_of(run.fork_files)),
         )
     try:
         ledger = json.loads(ledger_raw)
     except ValueError:
-        raise CheckFailed("effects.json da nova linha não é JSON válido.", expected={},
+        raise CheckFailed("effects.json da nova linha não é JSON válido.", expected="um objeto JSON",
                           observed=ledger_raw[:80]) from None
-    if ledger_raw is not None and ledger_raw == run.original_before.get("effects.json") and ledger:
+    expected = inherited_records(run)
+    original_raw = run.original_before.get("effects.json")
+    if ledger == expected:
+        return
+    if ledger_raw == original_raw and isinstance(ledger, dict) and set(ledger) - set(expected):
         raise CheckFailed(
-            "O livro-razão da original foi copiado para a nova linha. Os recibos de lá são fatos da "
-            "outra linha; a nova começa com o livro-razão em branco.",
-            expected={}, observed=sorted(ledger),
+            "O livro-razão da original foi copiado inteiro para a nova linha. Os recibos de chamadas que "
+            "não estão abertas no ponto copiado são fatos de decisões que a nova linha ainda não tomou; "
+            "ela leva só os das chamadas abertas.",
+            expected=sorted(expected), observed=sorted(ledger),
         )
-    if ledger != {}:
-        raise CheckFailed("O livro-razão da nova linha deveria começar em branco ({}).",
-                          expected={}, observed=sorted(ledger) if isinstance(ledger, dict) else ledger)
+    if ledger == {} and expected:
+        names = ", ".join(f"{key} ({record.get('status')})" for key, record in sorted(expected.items()))
+        raise CheckFailed(
+            f"A nova linha começou com o livro-razão em branco, mas a original já tem registro de {names}, "
+            "aberta no ponto copiado. Em branco, a nova linha fecharia essa chamada em dry-run e diria ao "
+            "modelo que ela não foi executada, quando o efeito pode já estar no mundo que as duas linhas "
+            "compartilham. Leve para a nova linha os registros das chamadas abertas no ponto.",
+            expected=sorted(expected), observed={},
+        )
+    raise CheckFailed(
+        "O livro-razão da nova linha deveria ter exatamente os registros que a original tem das chamadas "
+        "abertas no ponto copiado, como estão lá.",
+        expected=sorted(expected), observed=sorted(ledger) if isinstance(ledger, dict) else ledger,
+    )
+
+
+def inherited_records(run) -> dict:
+    """The original's ledger records of the calls still open at the copied point."""
+    raw = run.original_before.get("effects.json")
+    try:
+        ledger = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        ledger = {}
+    pending = {call.get("id") for call in run.source.get("pending_tool_use") or [] if isinstance(call, dict)}
+    return {key: record for key, record in ledger.items() if key in pending} if isinstance(ledger, dict) else {}
 
 
 @EXERCISE.check(
