@@ -149,8 +149,14 @@ GOOD_LOAD = '''    try:
     if not isinstance(livro, dict):
         raise EffectsLedgerError(path, "não é um objeto")
     for chave, registro in livro.items():
-        if not isinstance(registro, dict) or registro.get("status") not in RECEIPT_STATUSES:
+        if not isinstance(registro, dict) or registro.get("status") not in RECEIPT_STATUSES \
+                or not isinstance(registro.get("tool"), str):
             raise EffectsLedgerError(path, f"registro inválido: {chave}")
+        if registro["status"] != "intent":
+            resultado = registro.get("result")
+            if not isinstance(resultado, dict) or not isinstance(resultado.get("content"), str) \
+                    or type(resultado.get("is_error")) is not bool:
+                raise EffectsLedgerError(path, f"recibo sem resultado: {chave}")
     return livro'''
 GOOD_SAVE = '''    livro = load_effects(path)
     livro[tool_use_id] = record
