@@ -69,14 +69,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 36
+    assert len(statuses) == 37
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 36 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 37 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
@@ -496,3 +496,27 @@ def test_a_token_counter_kept_in_memory_is_caught(tmp_path, monkeypatch):
     results = graded(with_function("acquire_lease", COUNTER_IN_MEMORY), tmp_path, monkeypatch, 3)
     assert_fails(results, "n3.fence_reads_the_lease_file", "não de um contador na memória")
     assert "n3.token_only_grows" not in failures(results)
+
+
+def test_a_lease_file_holding_null_read_as_a_free_lease_is_caught(tmp_path, monkeypatch):
+    # the reading the solution had before: `null` (and [], 0, false) became "never had an owner"
+    notebook = with_function("acquire_lease", ACQUIRE_WITHOUT_SHAPE_CHECK)
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.corrupt_lease_fails_closed", "Com o JSON null no lease.json", "o token recomeçou")
+    assert set(failures(results)) == {"n3.corrupt_lease_fails_closed"}
+
+
+ACQUIRE_WITHOUT_SHAPE_CHECK = """def acquire_lease(run_dir, owner, now, seconds=LEASE_SECONDS):
+    run_dir = Path(run_dir)
+    path = run_dir / "lease.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except json.JSONDecodeError as error:
+        raise LeaseFileError(f"{path}: {error.msg}") from None
+    if record is not None and now < record["expires_at"]:
+        raise LeaseHeld("ocupada")
+    lease = {"owner": owner, "token": (record["token"] if record else 0) + 1, "expires_at": now + seconds}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, lease)
+    return lease
+"""

@@ -64,6 +64,26 @@ def lease_held_error():
     return LeaseHeld
 
 
+def lease_file_error():
+    from harness.lifecycle import LeaseFileError
+
+    return LeaseFileError
+
+
+# lease.json files that say nobody knows who holds the run. The JSON values Python reads as false
+# (null, [], 0, false) are here because `json.loads(text) or None` would make each "never had an owner".
+CORRUPT_LEASES = {
+    "um arquivo vazio": "",
+    "um JSON truncado": '{"owner": "worker-a", "token": 4, "expi',
+    "o JSON null": "null",
+    "uma lista vazia []": "[]",
+    "o número 0": "0",
+    "o JSON false": "false",
+    "uma posse sem token": '{"owner": "worker-a", "expires_at": 30.0}',
+    "um token em texto": '{"owner": "worker-a", "token": "4", "expires_at": 30.0}',
+}
+
+
 def lease_lost_error():
     from harness.lifecycle import LeaseLost
 

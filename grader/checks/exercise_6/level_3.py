@@ -6,13 +6,15 @@ import json
 from grader.checks.exercise_6.fixtures import EXERCISE
 from grader.checks.exercise_6.lease_probe import (
     CHECKPOINT_FILE,
+    CORRUPT_LEASES,
     LEASE_FILE,
     acquire,
     expect_lost,
     fresh_run_dir,
-    lease_taken_elsewhere,
+    lease_file_error,
     lease_held_error,
     lease_lost_error,
+    lease_taken_elsewhere,
     read_lease_file,
 )
 from grader.checks.framework import CheckFailed, Context, describe_error, nothing_observed, show
@@ -301,6 +303,54 @@ def fence_reads_the_lease_file(ctx: Context) -> None:
             "deste processo; senão o dono de outro processo teria um token igual ou maior que o novo.",
             expected=8, observed=value.get("token"),
         )
+
+
+@EXERCISE.check(
+    level=3,
+    title="Um lease.json que não é uma posse falha fechado",
+    criterion=(
+        "Com um lease.json vazio, truncado, null, [], 0, false, sem token ou com o token em texto, acquire_lease "
+        "levanta LeaseFileError e fenced_save recusa (LeaseFileError), e nenhum dos dois grava nada: na dúvida "
+        "sobre quem tem a posse, ninguém a toma nem grava."
+    ),
+)
+def corrupt_lease_fails_closed(ctx: Context) -> None:
+    acquire_lease, fenced_save = ctx.student_function("acquire_lease"), ctx.student_function("fenced_save")
+    state = {"version": 2, "task": "t", "turns": 1, "tokens_used": 10, "messages": [], "pending_tool_use": None}
+    for label, text in CORRUPT_LEASES.items():
+        run_dir = fresh_run_dir(ctx, "posse-ilegivel")
+        (run_dir / LEASE_FILE).write_text(text, encoding="utf-8")
+        value, error = ctx.call_catching(acquire_lease, run_dir, "worker-b", 1000.0, 30.0)
+        if error is None:
+            raise CheckFailed(
+                f"Com {label} no lease.json, acquire_lease deu a posse ({show(value, 80)}): um arquivo que não diz quem "
+                "tem a posse foi lido como \"ninguém nunca teve\", e o token recomeçou. Um dono antigo com esse "
+                "token passaria pela cerca. Só a ausência do arquivo é uma posse livre; qualquer outro conteúdo que não "
+                "seja {owner, token inteiro, expires_at} levanta LeaseFileError (falha fechada).",
+                expected="LeaseFileError", observed=show(value, 120),
+            )
+        if not isinstance(error, lease_file_error()):
+            raise CheckFailed(
+                f"Com {label} no lease.json, acquire_lease falhou com {describe_error(error)}, não com LeaseFileError "
+                "(de harness.lifecycle): confira o JSON e os campos e levante LeaseFileError com o motivo, para o "
+                "operador saber que o arquivo precisa de conserto.",
+                expected="LeaseFileError", observed=type(error).__name__,
+            )
+        if (run_dir / LEASE_FILE).read_text(encoding="utf-8") != text:
+            raise CheckFailed(f"Com {label} no lease.json, acquire_lease trocou o arquivo: quem não pegou a posse "
+                              "não grava nada.", expected="lease.json intacto", observed="lease.json alterado")
+        _, error = ctx.call_catching(fenced_save, run_dir, 1, state)
+        if (run_dir / CHECKPOINT_FILE).exists():
+            raise CheckFailed(
+                f"Com {label} no lease.json, fenced_save com o token 1 gravou checkpoint.json: sem saber de quem é a "
+                "posse, ninguém grava.", expected="LeaseFileError e nenhum checkpoint.json", observed="checkpoint.json gravado")
+        if not isinstance(error, (lease_file_error(), lease_lost_error())):
+            raise CheckFailed(
+                f"Com {label} no lease.json, fenced_save não gravou, mas falhou com "
+                f"{describe_error(error) if error else 'nenhum erro'}: check_fence levanta LeaseFileError quando o "
+                "lease.json não é uma posse.",
+                expected="LeaseFileError", observed=type(error).__name__ if error else "nenhum erro",
+            )
 
 
 @EXERCISE.check(
