@@ -285,7 +285,8 @@ def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
     criterion=(
         "Uma chamada pendente fora de READ_ONLY_TOOLS (send_email, create_ticket, uma ferramenta sem "
         "classificação) nunca é reexecutada: recebe um tool_result com is_error True cujo texto diz que "
-        "o desfecho é desconhecido, e a caixa de saída e os chamados terminam como o fixture espera."
+        "o desfecho é desconhecido e pede para conferir antes de repetir, sem dizer que ela falhou nem "
+        "mandar tentar de novo; a caixa de saída e os chamados terminam como o fixture espera."
     ),
 )
 def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
