@@ -149,8 +149,14 @@ GOOD_LOAD = '''    try:
     if not isinstance(livro, dict):
         raise EffectsLedgerError(path, "não é um objeto")
     for chave, registro in livro.items():
-        if not isinstance(registro, dict) or registro.get("status") not in RECEIPT_STATUSES:
+        if not isinstance(registro, dict) or registro.get("status") not in RECEIPT_STATUSES \
+                or not isinstance(registro.get("tool"), str):
             raise EffectsLedgerError(path, f"registro inválido: {chave}")
+        if registro["status"] != "intent":
+            resultado = registro.get("result")
+            if not isinstance(resultado, dict) or not isinstance(resultado.get("content"), str) \
+                    or type(resultado.get("is_error")) is not bool:
+                raise EffectsLedgerError(path, f"recibo sem resultado: {chave}")
     return livro'''
 GOOD_SAVE = '''    livro = load_effects(path)
     livro[tool_use_id] = record
@@ -213,6 +219,32 @@ def test_level_2_save_that_forgets_other_records_fails(tmp_path, monkeypatch):
 def test_level_2_save_that_starts_over_on_corruption_fails(tmp_path, monkeypatch):
     failed = failures(run_level(ledger_cell(save=FRESH_ON_CORRUPT_SAVE), 2, tmp_path, monkeypatch))
     assert set(failed) == {"n2.save_effect_refuses_corrupt"}
+
+
+def test_level_2_a_ledger_parsed_with_or_empty_fails_open_and_is_caught(tmp_path, monkeypatch):
+    # null, [] , 0 and false are JSON values Python reads as false: `or {}` turns each into an empty ledger
+    load = GOOD_LOAD.replace("livro = json.loads(texto)", "livro = json.loads(texto) or {}")
+    failed = failures(run_level(ledger_cell(load=load), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.corrupt_ledger_fails_closed"}
+    assert "Com um livro-razão (o JSON null), load_effects devolveu {}" in failed["n2.corrupt_ledger_fails_closed"]
+
+
+def test_level_2_a_record_check_on_status_alone_lets_malformed_receipts_through(tmp_path, monkeypatch):
+    status_only = GOOD_LOAD[:GOOD_LOAD.index("    for chave, registro")] + \
+        """    for chave, registro in livro.items():
+        if not isinstance(registro, dict) or registro.get("status") not in RECEIPT_STATUSES:
+            raise EffectsLedgerError(path, f"registro inválido: {chave}")
+    return livro"""
+    failed = failures(run_level(ledger_cell(load=status_only), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.malformed_records_fail_closed"}
+    assert "Com um registro sem tool no livro-razão" in failed["n2.malformed_records_fail_closed"]
+
+
+def test_level_2_a_save_that_keeps_the_first_record_of_a_call_is_caught(tmp_path, monkeypatch):
+    keeps_first = GOOD_SAVE.replace("livro[tool_use_id] = record", "livro.setdefault(tool_use_id, record)")
+    failed = failures(run_level(ledger_cell(save=keeps_first), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.save_effect_replaces_the_same_call"}
+    assert "ainda diz intent" in failed["n2.save_effect_replaces_the_same_call"]
 
 
 # ------------------------------------------------------------------ level 3

@@ -69,14 +69,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 34
+    assert len(statuses) == 37
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 34 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 37 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
@@ -430,3 +430,93 @@ def test_a_fenced_save_that_writes_in_place_tears_on_a_crash(tmp_path, monkeypat
                  "o último estado bom se perdeu")
     # the stale-owner check looks for leftover temporary files and finds none: only tearing the write shows it
     assert "n3.stale_holder_cannot_write" not in failures(results)
+
+
+RENEWS_BY_NAME = """    if record is not None and record["owner"] == owner:
+        lease = {"owner": owner, "token": record["token"], "expires_at": now + seconds}
+        write_json_atomic(path, lease)
+        return lease
+    if record is not None and now < record["expires_at"]:"""
+
+
+def test_an_owner_renewing_by_name_with_its_old_token_is_caught(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", '    if record is not None and now < record["expires_at"]:', RENEWS_BY_NAME)
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.same_name_gets_no_shared_token", "mesmo token (1)", "passarem pela mesma cerca")
+    # the other owner is still refused, and the tokens still grow across owners: only the same name shows it
+    assert {"n3.held_lease_is_refused", "n3.token_only_grows"}.isdisjoint(failures(results))
+
+
+def test_the_same_owner_taking_its_live_lease_again_is_caught(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", 'if record is not None and now < record["expires_at"]:',
+                        'if record is not None and now < record["expires_at"] and record["owner"] != owner:')
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.same_name_gets_no_shared_token", "inclusive o mesmo")
+    assert set(failures(results)) == {"n3.same_name_gets_no_shared_token"}
+
+
+MEMORY_FENCE = """TOKENS = {}
+
+
+def acquire_lease(run_dir, owner, now, seconds=LEASE_SECONDS):
+    run_dir = Path(run_dir)
+    path = run_dir / "lease.json"
+    record = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    if record is not None and now < record["expires_at"]:
+        raise LeaseHeld("ocupada")
+    lease = {"owner": owner, "token": (record["token"] if record else 0) + 1, "expires_at": now + seconds}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, lease)
+    TOKENS[str(run_dir)] = lease["token"]
+    return lease
+
+
+def check_fence(run_dir, token):
+    if TOKENS.get(str(Path(run_dir))) != token:
+        raise LeaseLost("posse perdida")
+"""
+
+
+def test_a_fence_against_a_token_kept_in_memory_is_caught_only_across_processes(tmp_path, monkeypatch):
+    results = graded(with_function("acquire_lease", MEMORY_FENCE), tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.fence_reads_the_lease_file", "token guardado na memória deste processo")
+    # inside one process every change of owner goes through the same dict, so these checks cannot see it
+    assert {"n3.check_fence_accepts_only_the_current_token", "n3.stale_holder_cannot_write"}.isdisjoint(
+        failures(results))
+
+
+COUNTER_IN_MEMORY = MEMORY_FENCE.replace(
+    '"token": (record["token"] if record else 0) + 1', '"token": TOKENS.get(str(run_dir), 0) + 1',
+).replace("def check_fence(run_dir, token):\n    if TOKENS.get(str(Path(run_dir))) != token:",
+          "def check_fence(run_dir, token):\n    if json.loads((Path(run_dir) / 'lease.json').read_text())['token'] != token:")
+
+
+def test_a_token_counter_kept_in_memory_is_caught(tmp_path, monkeypatch):
+    assert COUNTER_IN_MEMORY != MEMORY_FENCE and "TOKENS.get(str(run_dir), 0) + 1" in COUNTER_IN_MEMORY
+    results = graded(with_function("acquire_lease", COUNTER_IN_MEMORY), tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.fence_reads_the_lease_file", "não de um contador na memória")
+    assert "n3.token_only_grows" not in failures(results)
+
+
+def test_a_lease_file_holding_null_read_as_a_free_lease_is_caught(tmp_path, monkeypatch):
+    # the reading the solution had before: `null` (and [], 0, false) became "never had an owner"
+    notebook = with_function("acquire_lease", ACQUIRE_WITHOUT_SHAPE_CHECK)
+    results = graded(notebook, tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.corrupt_lease_fails_closed", "Com o JSON null no lease.json", "o token recomeçou")
+    assert set(failures(results)) == {"n3.corrupt_lease_fails_closed"}
+
+
+ACQUIRE_WITHOUT_SHAPE_CHECK = """def acquire_lease(run_dir, owner, now, seconds=LEASE_SECONDS):
+    run_dir = Path(run_dir)
+    path = run_dir / "lease.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except json.JSONDecodeError as error:
+        raise LeaseFileError(f"{path}: {error.msg}") from None
+    if record is not None and now < record["expires_at"]:
+        raise LeaseHeld("ocupada")
+    lease = {"owner": owner, "token": (record["token"] if record else 0) + 1, "expires_at": now + seconds}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, lease)
+    return lease
+"""

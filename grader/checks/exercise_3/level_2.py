@@ -21,9 +21,9 @@ from grader.checks.exercise_3.reconcile_probe import (
     missing_result_message,
     reconciled,
     result_for,
-    says_outcome_unknown,
     world_changes,
 )
+from grader.checks.exercise_3.wording import unknown_outcome_message, wording_problem
 from grader.checks.framework import CheckFailed, Context, Fixture, block_text, content_blocks, show
 from grader.core.plural import quantity
 
@@ -285,7 +285,8 @@ def reruns_read_only(ctx: Context, fixture: Fixture) -> None:
     criterion=(
         "Uma chamada pendente fora de READ_ONLY_TOOLS (send_email, create_ticket, uma ferramenta sem "
         "classificação) nunca é reexecutada: recebe um tool_result com is_error True cujo texto diz que "
-        "o desfecho é desconhecido, e a caixa de saída e os chamados terminam como o fixture espera."
+        "o desfecho é desconhecido e pede para conferir antes de repetir, sem dizer que ela falhou nem "
+        "mandar tentar de novo; a caixa de saída e os chamados terminam como o fixture espera."
     ),
 )
 def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
@@ -347,13 +348,12 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
                 "que não se sabe se a ação aconteceu, para ele reavaliar.",
                 expected="um texto explicando o estado desconhecido", observed=block.get("content"),
             )
-        if not says_outcome_unknown(text):
+        problem_ = wording_problem(text)
+        if problem_ is not None:
             raise CheckFailed(
-                f"O texto do tool_result de {tool_use_id} ({call['name']}) não diz que o desfecho é desconhecido: "
-                f"{show(text, 80)} deixa o modelo achar que a ação simplesmente falhou, e ele a repetiria. "
-                "Diga que não se sabe se ela agiu (por exemplo, \"desfecho desconhecido: pode ter agido ou não\") "
-                "e que ele confira antes de repetir.",
-                expected="um texto que diga que o desfecho é desconhecido", observed=text,
+                unknown_outcome_message(problem_, f"{tool_use_id} ({call['name']})", text),
+                expected="um texto que diga que o desfecho é desconhecido e peça para conferir antes de repetir",
+                observed=text,
             )
     expect = fixture.expect
     if "outbox_after" in expect and run.emails_after != expect["outbox_after"]:

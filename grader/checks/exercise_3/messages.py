@@ -1,4 +1,4 @@
-"""Level 1's and level 2's texts: the rule for a tool nobody classified, the words that admit an unknown outcome, the multiple-choice answer and why each wrong option is wrong."""
+"""Level 1's and level 2's texts: the rule for a tool nobody classified, the multiple-choice answer and why each wrong option is wrong."""
 from __future__ import annotations
 
 
@@ -7,12 +7,6 @@ UNCLASSIFIED_RULE = (
     "inofensivas, ela cai no caminho cauteloso e nunca roda de novo. A ação é \"is_error\": pergunte \"está em "
     "READ_ONLY_TOOLS?\", não \"está em HIGH_IMPACT_TOOLS?\"."
 )
-
-
-# Words that tell the model the outcome is unknown (compared without accents, in lower case).
-UNCERTAINTY_WORDS = ("desconhecid", "incert", "nao sei", "nao se sabe", "nao sabemos", "sem saber",
-                     "como saber", "para saber", "possivel saber", "impossivel saber", "talvez", "pode ter",
-                     "unknown", "uncertain")
 
 
 # Level 2's multiple-choice answer. The options are written out in the exercise notebook.

@@ -4,8 +4,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from grader.checks.exercise_3.messages import UNCERTAINTY_WORDS
-from grader.checks.framework import Context, Fixture, StudentProblem, content_blocks, plain_text, show
+from grader.checks.framework import Context, Fixture, StudentProblem, content_blocks, show
 from grader.core.plural import quantity
 
 
@@ -75,10 +74,6 @@ def missing_result_message(run: ReconcileRun, tool_use_id: str) -> str:
         return (f"O tool_result de {tool_use_id} está numa mensagem separada: os resultados de todas as "
                 "chamadas pendentes vão juntos na mensagem logo depois da do assistente.")
     return f"Não achei o tool_result de {tool_use_id} logo depois da mensagem do assistente."
-
-
-def says_outcome_unknown(text: str) -> bool:
-    return any(word in plain_text(text) for word in UNCERTAINTY_WORDS)
 
 
 def world_changes(run: ReconcileRun) -> list[str]:

@@ -8,11 +8,14 @@ from pathlib import Path
 from grader.checks.exercise_4.fixtures import EXERCISE
 from grader.checks.exercise_4.probes import (
     CORRUPT_LEDGERS,
+    MALFORMED_RECORDS,
     Raised,
     capturing,
+    intent,
     ledger_error_class,
     read_ledger,
     receipt,
+    receipt_with,
     recorded_replace,
     world,
 )
@@ -52,12 +55,55 @@ def missing_ledger_is_empty(ctx: Context) -> None:
                           expected="arquivo ausente", observed="arquivo criado")
 
 
+def require_fails_closed(ctx: Context, load_effects, error_class: type, path: Path, label: str, text: str,
+                         cost: str | None = None) -> None:
+    """load_effects on ``text`` raises EffectsLedgerError with a reason, or the check fails naming ``label``."""
+    path.write_text(text, encoding="utf-8")
+    try:
+        observed = ctx.call(capturing(load_effects, error_class), path)
+    except StudentProblem as problem_:
+        if problem_.message.startswith(NOT_IMPLEMENTED_PREFIX):
+            raise
+        raise CheckFailed(
+            f"Com um livro-razão ({label}), load_effects falhou, mas não com EffectsLedgerError: "
+            f"{problem_.message} Troque o erro de leitura por `raise EffectsLedgerError(path, motivo)`, "
+            "para que a retomada pare com uma mensagem clara.",
+            expected="EffectsLedgerError", observed=problem_.message,
+        ) from None
+    if isinstance(observed, Raised):
+        if not str(observed.error).strip():
+            raise CheckFailed(f"EffectsLedgerError sem motivo ({label}): diga o que está errado.",
+                              expected="uma mensagem com o motivo", observed="mensagem vazia")
+        return
+    if not observed:  # {}, [], None, 0, False: every one of them reads as "nothing was done"
+        raise CheckFailed(
+            f"Com um livro-razão ({label}), load_effects devolveu {show(observed)} em vez de "
+            "falhar: um livro lido como vazio faz todo efeito já feito parecer \"nunca começou\", "
+            "e a retomada repetiria o e-mail. Só a ausência do arquivo é um livro vazio; qualquer outro "
+            "conteúdo que não seja um objeto JSON levanta EffectsLedgerError (falha fechada).",
+            expected="EffectsLedgerError", observed=observed,
+        )
+    if cost is not None:
+        raise CheckFailed(
+            f"Com {label} no livro-razão, load_effects devolveu o livro em vez de levantar EffectsLedgerError: "
+            f"{cost}. Um registro malformado faz o livro inteiro não merecer confiança: confira em cada registro "
+            "que ele é um objeto com tool (texto) e status em RECEIPT_STATUSES, e que todo recibo (status que não "
+            "é intent) traz result {content: texto, is_error: true/false}.",
+            expected="EffectsLedgerError", observed=show(observed, 160),
+        )
+    raise CheckFailed(
+        f"Com um livro-razão ({label}), load_effects devolveu {show(observed, 160)} em vez de "
+        "levantar EffectsLedgerError: confira o JSON e que o valor é um objeto.",
+        expected="EffectsLedgerError", observed=observed,
+    )
+
+
 @EXERCISE.check(
     level=2,
     title="load_effects: livro corrompido falha fechado",
     criterion=(
-        "Arquivo vazio, JSON truncado, um valor que não é objeto ou um registro com status "
-        "desconhecido levantam EffectsLedgerError com o motivo; nunca viram {}."
+        "Arquivo vazio, JSON truncado ou um valor que não é objeto (uma lista, null, [], 0, false) levantam "
+        "EffectsLedgerError com o motivo; nunca viram {}."
     ),
 )
 def corrupt_ledger_fails_closed(ctx: Context) -> None:
@@ -66,36 +112,25 @@ def corrupt_ledger_fails_closed(ctx: Context) -> None:
     with ctx.tools(world("n2-corrompido")) as spy:
         path = Path(spy.workspace.root) / "effects.json"
         for label, text in CORRUPT_LEDGERS.items():
-            path.write_text(text, encoding="utf-8")
-            try:
-                observed = ctx.call(capturing(load_effects, error_class), path)
-            except StudentProblem as problem_:
-                if problem_.message.startswith(NOT_IMPLEMENTED_PREFIX):
-                    raise
-                raise CheckFailed(
-                    f"Com um livro-razão ({label}), load_effects falhou, mas não com EffectsLedgerError: "
-                    f"{problem_.message} Troque o erro de leitura por `raise EffectsLedgerError(path, motivo)`, "
-                    "para que a retomada pare com uma mensagem clara.",
-                    expected="EffectsLedgerError", observed=problem_.message,
-                ) from None
-            if isinstance(observed, Raised):
-                if not str(observed.error).strip():
-                    raise CheckFailed(f"EffectsLedgerError sem motivo ({label}): diga o que está errado.",
-                                      expected="uma mensagem com o motivo", observed="mensagem vazia")
-                continue
-            if observed == {} or observed == []:
-                raise CheckFailed(
-                    f"Com um livro-razão ({label}), load_effects devolveu {show(observed)} em vez de "
-                    "falhar: um livro lido como vazio faz todo efeito já feito parecer \"nunca começou\", "
-                    "e a retomada repetiria o e-mail. Levante EffectsLedgerError (falha fechada).",
-                    expected="EffectsLedgerError", observed=observed,
-                )
-            raise CheckFailed(
-                f"Com um livro-razão ({label}), load_effects devolveu {show(observed, 160)} em vez de "
-                "levantar EffectsLedgerError: confira o JSON, que o valor é um objeto e que cada status "
-                "é intent, committed, rejected ou unknown.",
-                expected="EffectsLedgerError", observed=observed,
-            )
+            require_fails_closed(ctx, load_effects, error_class, path, label, text)
+
+
+@EXERCISE.check(
+    level=2,
+    title="load_effects: um registro malformado falha fechado",
+    criterion=(
+        "Um registro que não é objeto, sem tool, com status fora de RECEIPT_STATUSES, ou um recibo "
+        "(committed, rejected, unknown) sem result {content: texto, is_error: bool} levantam "
+        "EffectsLedgerError, mesmo ao lado de registros bons."
+    ),
+)
+def malformed_records_fail_closed(ctx: Context) -> None:
+    load_effects = ctx.student_function("load_effects")
+    error_class = ledger_error_class()
+    with ctx.tools(world("n2-registro-malformado")) as spy:
+        path = Path(spy.workspace.root) / "effects.json"
+        for label, (text, cost) in MALFORMED_RECORDS.items():
+            require_fails_closed(ctx, load_effects, error_class, path, label, text, cost)
 
 
 @EXERCISE.check(
@@ -135,6 +170,52 @@ def save_effect_round_trips(ctx: Context) -> None:
                           expected=first, observed=on_disk.get("toolu_a1"))
     if loaded != on_disk:
         raise CheckFailed("load_effects não devolveu o que save_effect gravou.", expected=on_disk, observed=loaded)
+
+
+@EXERCISE.check(
+    level=2,
+    title="save_effect troca o registro anterior da mesma chamada",
+    criterion=(
+        "Um registro novo para um tool_use_id que já está no livro substitui o anterior: intent seguido de "
+        "committed deixa o recibo committed, intent seguido de rejected deixa o recibo rejected; os registros "
+        "das outras chamadas ficam como estavam."
+    ),
+)
+def save_effect_replaces_the_same_call(ctx: Context) -> None:
+    save_effect = ctx.student_function("save_effect")
+    other = receipt("toolu_a1", "primeiro")
+    costs = {
+        "committed": "a retomada veria só a intenção, trataria o e-mail já enviado como \"começou, não sei\" e "
+                     "voltaria a perguntar ao sistema externo (ou a rodar)",
+        "rejected": "a recusa se perderia: a retomada veria só a intenção e pediria a aprovação de novo, e uma "
+                    "política que agora aprova mandaria o e-mail que alguém recusou",
+    }
+    for status, cost in costs.items():
+        final = receipt_with("toolu_b2", f"desfecho {status}", status)
+        with ctx.tools(world(f"n2-troca-{status}")) as spy:
+            path = Path(spy.workspace.root) / "effects.json"
+            ctx.call(save_effect, path, "toolu_a1", copy.deepcopy(other))
+            ctx.call(save_effect, path, "toolu_b2", intent("toolu_b2", f"desfecho {status}"))
+            ctx.call(save_effect, path, "toolu_b2", copy.deepcopy(final))
+            on_disk = read_ledger(path)
+        if on_disk is None:
+            raise CheckFailed("Depois de save_effect, effects.json não existe ou não é um objeto JSON.",
+                              expected={"toolu_a1": "committed", "toolu_b2": status}, observed="arquivo ausente ou ilegível")
+        stored = on_disk.get("toolu_b2")
+        stored_status = stored.get("status") if isinstance(stored, dict) else stored
+        if stored_status == "intent":
+            raise CheckFailed(
+                f"Depois da intenção e do recibo {status} da mesma chamada (toolu_b2), o livro-razão ainda diz "
+                f"intent: save_effect não substitui o registro anterior da mesma chamada, e {cost}. Ponha o "
+                "registro novo no lugar do antigo (livro[tool_use_id] = record), sem conferir se já havia um.",
+                expected=status, observed="intent",
+            )
+        if stored != final:
+            raise CheckFailed(f"O registro de toolu_b2 deveria ser o último gravado, o recibo {status}, como veio.",
+                              expected=final, observed=stored)
+        if on_disk.get("toolu_a1") != other:
+            raise CheckFailed("Trocar o registro de toolu_b2 mexeu no de toolu_a1: só o da chamada gravada muda.",
+                              expected=other, observed=on_disk.get("toolu_a1"))
 
 
 @EXERCISE.check(

@@ -138,32 +138,49 @@ def ledger_before_approval(ctx: Context) -> None:
     title="Aprovação recusada vira is_error com o motivo",
     criterion=(
         "Recusada, a chamada não executa: o tool_result tem is_error True e o motivo no texto, a "
-        "caixa de saída não muda e o livro-razão guarda um recibo rejected."
+        "caixa de saída não muda e o livro-razão guarda um recibo rejected, também quando já havia a "
+        "intenção de uma tentativa anterior."
     ),
 )
 def rejection_is_an_error_result(ctx: Context) -> None:
-    from harness.approval import reject
+    from harness.approval import input_hash, reject
 
     reason = "destinatário fora do horário comercial"
-    observed = run_turn(ctx, "n4-recusa", [EMAIL], approver=lambda call: reject(reason))
-    results = results_by_id(observed, [EMAIL])
-    block = results[EMAIL["id"]]
-    if any(e[0] == "execute" for e in observed["events"]) or observed["emails"]:
-        raise CheckFailed("A aprovação recusou, mas send_email executou: uma recusa impede o efeito.",
-                          expected="0 e-mails", observed=f"{quantity(observed['emails'], 'e-mail', 'e-mails')}")
-    if block.get("is_error") is not True:
-        raise CheckFailed("Uma recusa vira tool_result com \"is_error\": True, para o modelo saber e se adaptar.",
-                          expected=True, observed=block.get("is_error", "<ausente>"))
-    if reason not in (block_text(block.get("content")) or ""):
-        raise CheckFailed("O texto do tool_result deveria trazer o motivo da recusa (decision.reason).",
-                          expected=f"um texto com {reason!r}", observed=block.get("content"))
-    status = (observed["ledger"].get(EMAIL["id"]) or {}).get("status")
-    if status != "rejected":
-        raise CheckFailed(
-            "Grave um recibo rejected para a chamada recusada (save_effect com make_receipt(..., \"rejected\")): "
-            "numa retomada, a recusa é reaproveitada em vez de perguntada de novo.",
-            expected="rejected", observed=status,
-        )
+
+    def after_an_intent(workspace, ledger):
+        # an earlier attempt wrote its intent and died before the e-mail left: nothing is in the outbox
+        ledger.write_text(json.dumps({EMAIL["id"]: {
+            "tool": EMAIL["name"], "input_hash": input_hash(EMAIL["name"], EMAIL["input"]), "status": "intent",
+            "result": None, "recorded_at": "2026-11-20T14:03:10+00:00"}}), encoding="utf-8")
+
+    for label, setup in (("n4-recusa", None), ("n4-recusa-depois-da-intencao", after_an_intent)):
+        observed = run_turn(ctx, label, [EMAIL], approver=lambda call: reject(reason), setup=setup)
+        results = results_by_id(observed, [EMAIL])
+        block = results[EMAIL["id"]]
+        if any(e[0] == "execute" for e in observed["events"]) or observed["emails"]:
+            raise CheckFailed("A aprovação recusou, mas send_email executou: uma recusa impede o efeito.",
+                              expected="0 e-mails", observed=f"{quantity(observed['emails'], 'e-mail', 'e-mails')}")
+        if block.get("is_error") is not True:
+            raise CheckFailed("Uma recusa vira tool_result com \"is_error\": True, para o modelo saber e se adaptar.",
+                              expected=True, observed=block.get("is_error", "<ausente>"))
+        if reason not in (block_text(block.get("content")) or ""):
+            raise CheckFailed("O texto do tool_result deveria trazer o motivo da recusa (decision.reason).",
+                              expected=f"um texto com {reason!r}", observed=block.get("content"))
+        status = (observed["ledger"].get(EMAIL["id"]) or {}).get("status")
+        if status == "intent" and setup is not None:
+            raise CheckFailed(
+                "O livro-razão já tinha a intenção desta chamada (uma tentativa anterior caiu antes de enviar), a "
+                "aprovação recusou, e o livro continua dizendo intent: o recibo rejected não substituiu a intenção. "
+                "Numa retomada, a recusa se perderia e a aprovação seria pedida de novo. save_effect põe o registro "
+                "novo no lugar do anterior da mesma chamada.",
+                expected="rejected", observed="intent",
+            )
+        if status != "rejected":
+            raise CheckFailed(
+                "Grave um recibo rejected para a chamada recusada (save_effect com make_receipt(..., \"rejected\")): "
+                "numa retomada, a recusa é reaproveitada em vez de perguntada de novo.",
+                expected="rejected", observed=status,
+            )
 
 
 @EXERCISE.check(

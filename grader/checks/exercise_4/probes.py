@@ -55,12 +55,57 @@ def ledger_error_class() -> type:
     return EffectsLedgerError
 
 
+# Files that are no ledger at all. The JSON values that Python reads as false (null, [], 0, false)
+# are here because `json.loads(text) or {}` turns each into an empty ledger.
 CORRUPT_LEDGERS = {
     "arquivo vazio": "",
     "JSON truncado": '{"toolu_01TE2": {"tool": "send_email", "status": "comm',
     "uma lista em vez de objeto": '[{"tool": "send_email"}]',
-    "status desconhecido": json.dumps({"toolu_01TE2": {"tool": "send_email", "status": "feito",
-                                                        "result": {"content": "ok", "is_error": False}}}),
+    "o JSON null": "null",
+    "uma lista vazia []": "[]",
+    "o número 0": "0",
+    "o JSON false": "false",
+}
+
+
+_GOOD = {"tool": "read_file", "input_hash": "sha256:0", "status": "committed",
+         "result": {"content": "# Conclusões", "is_error": False}, "recorded_at": "2026-11-20T14:03:11+00:00"}
+
+
+def _beside_a_good_one(record: Any) -> str:
+    """A ledger with one sound receipt and ``record``: one bad record makes the whole book untrustworthy."""
+    return json.dumps({"toolu_01OK": _GOOD, "toolu_01TE2": record}, ensure_ascii=False)
+
+
+# Ledgers whose JSON is an object but one record is not one the harness writes, with what trusting it costs.
+MALFORMED_RECORDS = {
+    "um registro que é só um texto": (
+        _beside_a_good_one("committed"),
+        "a retomada leria registro[\"status\"] de um texto e pararia com um erro do Python, não do livro-razão"),
+    "um registro sem status": (
+        _beside_a_good_one({"tool": "send_email", "result": None}),
+        "sem status não se sabe se o e-mail saiu"),
+    "um status desconhecido": (
+        _beside_a_good_one({"tool": "send_email", "status": "feito",
+                            "result": {"content": "ok", "is_error": False}}),
+        "\"feito\" não é intent, committed, rejected nem unknown: a retomada o trataria como \"sem recibo\" e "
+        "mandaria o e-mail de novo"),
+    "um registro sem tool": (
+        _beside_a_good_one({"status": "intent", "result": None}),
+        "um registro que não diz qual ferramenta rodou não é um registro do harness"),
+    "um recibo committed sem result": (
+        _beside_a_good_one({"tool": "send_email", "status": "committed"}),
+        "a retomada reaproveitaria registro[\"result\"] e entregaria ao modelo um resultado que não existe"),
+    "um recibo rejected com result null": (
+        _beside_a_good_one({"tool": "send_email", "status": "rejected", "result": None}),
+        "um recibo sem resultado não tem o que devolver ao modelo"),
+    "um recibo cujo result não tem is_error": (
+        _beside_a_good_one({"tool": "send_email", "status": "committed", "result": {"content": "ok"}}),
+        "o tool_result reaproveitado sairia sem is_error"),
+    "um recibo com is_error em texto": (
+        _beside_a_good_one({"tool": "send_email", "status": "committed",
+                            "result": {"content": "ok", "is_error": "false"}}),
+        "is_error \"false\" é um texto, e um texto não vazio conta como verdadeiro"),
 }
 
 
@@ -70,6 +115,23 @@ def receipt(tool_use_id: str, content: str) -> dict:
     call = {"id": tool_use_id, "name": "send_email", "input": {"to": "team@example.com", "subject": content}}
     record = make_receipt(call, {"content": content, "is_error": False})
     record["recorded_at"] = "2026-11-20T14:03:11+00:00"
+    return record
+
+
+def intent(tool_use_id: str, content: str) -> dict:
+    """The intent the harness writes before a high-impact call runs (record_intent, without saving it)."""
+    from harness.approval import input_hash
+
+    call = {"id": tool_use_id, "name": "send_email", "input": {"to": "team@example.com", "subject": content}}
+    return {"tool": call["name"], "input_hash": input_hash(call["name"], call["input"]), "status": "intent",
+            "result": None, "recorded_at": "2026-11-20T14:03:10+00:00"}
+
+
+def receipt_with(tool_use_id: str, content: str, status: str) -> dict:
+    """``receipt`` with another status (a refusal is a receipt too)."""
+    record = receipt(tool_use_id, content)
+    record["status"] = status
+    record["result"] = {"content": content, "is_error": status != "committed"}
     return record
 
 

@@ -64,6 +64,26 @@ def lease_held_error():
     return LeaseHeld
 
 
+def lease_file_error():
+    from harness.lifecycle import LeaseFileError
+
+    return LeaseFileError
+
+
+# lease.json files that say nobody knows who holds the run. The JSON values Python reads as false
+# (null, [], 0, false) are here because `json.loads(text) or None` would make each "never had an owner".
+CORRUPT_LEASES = {
+    "um arquivo vazio": "",
+    "um JSON truncado": '{"owner": "worker-a", "token": 4, "expi',
+    "o JSON null": "null",
+    "uma lista vazia []": "[]",
+    "o número 0": "0",
+    "o JSON false": "false",
+    "uma posse sem token": '{"owner": "worker-a", "expires_at": 30.0}',
+    "um token em texto": '{"owner": "worker-a", "token": "4", "expires_at": 30.0}',
+}
+
+
 def lease_lost_error():
     from harness.lifecycle import LeaseLost
 
@@ -77,3 +97,32 @@ def expect_lost(ctx: Context, function: Any, label: str, *args: Any, why: str) -
     if not isinstance(error, lease_lost_error()):
         raise CheckFailed(f"O esperado é LeaseLost (de harness.lifecycle); veio {describe_error(error)}.",
                           expected="LeaseLost", observed=type(error).__name__)
+
+
+# Another worker's process: it replaces lease.json whole (temporary + os.replace), as write_json_atomic does.
+_OTHER_WORKER = (
+    "import os, sys\n"
+    "path, text = sys.argv[1], sys.argv[2]\n"
+    "with open(path + '.outro-worker.tmp', 'w', encoding='utf-8') as file:\n"
+    "    file.write(text)\n"
+    "os.replace(path + '.outro-worker.tmp', path)\n"
+)
+
+
+def lease_taken_elsewhere(run_dir: Path, lease: dict) -> None:
+    """``lease`` written to lease.json by another process, behind the student's functions: whatever
+    they keep in memory cannot know about it; only the file says who holds the run now."""
+    import os
+    import subprocess
+    import sys
+
+    path, text = run_dir / LEASE_FILE, json.dumps(lease)
+    try:
+        subprocess.run([sys.executable, "-I", "-S", "-c", _OTHER_WORKER, os.fspath(path), text],
+                       check=True, timeout=20, stdin=subprocess.DEVNULL, capture_output=True)
+    except (OSError, subprocess.SubprocessError):  # no second process allowed here: the same write, from this one
+        temporary = path.with_name(path.name + ".outro-worker.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    if read_lease_file(run_dir) != lease:
+        raise RuntimeError("a posse do outro worker não ficou gravada em lease.json")

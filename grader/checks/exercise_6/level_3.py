@@ -6,12 +6,15 @@ import json
 from grader.checks.exercise_6.fixtures import EXERCISE
 from grader.checks.exercise_6.lease_probe import (
     CHECKPOINT_FILE,
+    CORRUPT_LEASES,
     LEASE_FILE,
     acquire,
     expect_lost,
     fresh_run_dir,
+    lease_file_error,
     lease_held_error,
     lease_lost_error,
+    lease_taken_elsewhere,
     read_lease_file,
 )
 from grader.checks.framework import CheckFailed, Context, describe_error, nothing_observed, show
@@ -125,6 +128,54 @@ def token_only_grows(ctx: Context) -> None:
 
 @EXERCISE.check(
     level=3,
+    title="Um worker com o mesmo nome não divide a posse nem o token",
+    criterion=(
+        "Enquanto a posse vale, acquire_lease levanta LeaseHeld também para o mesmo owner (o nome não "
+        "identifica um processo: pode ser um zumbi que acordou) e não muda o lease.json; vencida, o mesmo owner "
+        "recebe um token novo, o anterior + 1."
+    ),
+)
+def same_name_gets_no_shared_token(ctx: Context) -> None:
+    acquire_lease = ctx.student_function("acquire_lease")
+    run_dir = fresh_run_dir(ctx, "mesmo-nome")
+    first = acquire(ctx, run_dir, "worker-a", 1000.0, 30.0)
+    before = (run_dir / LEASE_FILE).read_bytes()
+    value, error = ctx.call_catching(acquire_lease, run_dir, "worker-a", 1010.0, 30.0)
+    if error is None:
+        token = value.get("token") if isinstance(value, dict) else None
+        if token == first["token"]:
+            raise CheckFailed(
+                f"Um segundo worker-a pediu a posse em now=1010, com a de worker-a valendo até 1030, e recebeu o "
+                f"mesmo token ({token}): renovar pelo nome devolvendo o token antigo faz dois processos com o mesmo "
+                "nome (o vivo e um zumbi que acordou) passarem pela mesma cerca, e os dois gravam. Enquanto "
+                "now < expires_at, levante LeaseHeld para qualquer owner, inclusive o mesmo: quem identifica a "
+                "posse é o token, não o nome.",
+                expected="LeaseHeld", observed=show(value, 120),
+            )
+        raise CheckFailed(
+            f"worker-a tomou de novo, em now=1010, uma posse que ainda valia até 1030 (devolveu {show(value, 80)}): "
+            "enquanto now < expires_at, acquire_lease levanta LeaseHeld para qualquer owner, inclusive o mesmo. "
+            "O nome não identifica um processo; quem já tem a posse segue com o token que recebeu.",
+            expected="LeaseHeld", observed=show(value, 120),
+        )
+    if not isinstance(error, lease_held_error()):
+        raise CheckFailed(f"A recusa deveria ser LeaseHeld (de harness.lifecycle), foi {describe_error(error)}.",
+                          expected="LeaseHeld", observed=type(error).__name__)
+    if (run_dir / LEASE_FILE).read_bytes() != before:
+        raise CheckFailed("O pedido recusado de worker-a alterou o lease.json: quem não pegou a posse não grava nada.",
+                          expected="lease.json intacto", observed="lease.json alterado")
+    again = acquire(ctx, run_dir, "worker-a", 1040.0, 30.0)
+    if again.get("token") != first["token"] + 1:
+        raise CheckFailed(
+            f"worker-a tomou de novo a posse vencida e recebeu o token {again.get('token')!r}, o mesmo número de "
+            f"antes ({first['token']}) ou outro que não o seguinte: toda posse nova recebe o anterior + 1, até para "
+            "o mesmo nome. Um worker-a antigo, parado com o token velho, passaria pela cerca.",
+            expected=first["token"] + 1, observed=again.get("token"),
+        )
+
+
+@EXERCISE.check(
+    level=3,
     title="check_fence só aceita o token da posse atual",
     criterion="check_fence passa com o token atual e levanta LeaseLost com um token velho, um token "
               "que não existe, ou sem lease.json.",
@@ -189,6 +240,117 @@ def stale_holder_cannot_write(ctx: Context) -> None:
     if leftovers:
         raise CheckFailed(f"Sobrou {', '.join(leftovers)} na pasta: grave com write_json_atomic.",
                           expected="nenhum .tmp", observed=", ".join(leftovers))
+
+
+@EXERCISE.check(
+    level=3,
+    title="A cerca e a posse leem o lease.json, não a memória",
+    criterion=(
+        "Quando outro processo troca o lease.json entre a posse e a gravação (o corretor grava a posse de outro "
+        "worker por fora das suas funções), fenced_save com o token antigo levanta LeaseLost sem gravar, com o "
+        "token do arquivo grava, e a próxima posse continua do token que está no arquivo."
+    ),
+)
+def fence_reads_the_lease_file(ctx: Context) -> None:
+    fenced_save = ctx.student_function("fenced_save")
+    run_dir = fresh_run_dir(ctx, "outro-processo")
+    mine = acquire(ctx, run_dir, "worker-a", 0.0, 30.0)
+    state = {"version": 2, "task": "t", "turns": 1, "tokens_used": 10, "messages": [], "pending_tool_use": None}
+    _, error = ctx.call_catching(fenced_save, run_dir, mine["token"], state)
+    if error is not None:
+        raise CheckFailed(f"O dono atual (token {mine['token']}) não conseguiu gravar: {describe_error(error)}.",
+                          expected="checkpoint.json gravado", observed=type(error).__name__)
+    path = run_dir / CHECKPOINT_FILE
+    if not path.exists():
+        raise nothing_observed("fenced_save com o token atual não criou checkpoint.json, então não há gravação a "
+                               "proteger", expected="checkpoint.json")
+    newer = mine["token"] + 1
+    lease_taken_elsewhere(run_dir, {"owner": "worker-a", "token": newer, "expires_at": 70.0})
+    before = path.read_bytes()
+    _, error = ctx.call_catching(fenced_save, run_dir, mine["token"], dict(state, turns=2))
+    changed = path.read_bytes() != before
+    if error is None or changed:
+        raise CheckFailed(
+            f"Outro processo tomou a posse (o lease.json agora tem o token {newer}, de um worker com o mesmo nome), "
+            f"mas fenced_save com o token {mine['token']} "
+            + ("gravou por cima" if changed else "não foi barrado")
+            + ": a cerca conferiu um token guardado na memória deste processo, não o do lease.json. Leia o "
+            "lease.json a cada conferência: é o único lugar que todos os workers veem.",
+            expected="LeaseLost e checkpoint.json intacto",
+            observed="checkpoint.json alterado" if changed else "nenhum erro",
+        )
+    if not isinstance(error, lease_lost_error()):
+        raise CheckFailed(f"O esperado é LeaseLost; veio {describe_error(error)}.", expected="LeaseLost",
+                          observed=type(error).__name__)
+    _, error = ctx.call_catching(fenced_save, run_dir, newer, dict(state, turns=3))
+    if error is not None:
+        raise CheckFailed(
+            f"O token {newer} é o da posse atual no lease.json (tomada em outro processo), mas fenced_save o recusou "
+            f"({describe_error(error)}): a cerca compara com o token do arquivo, não com o último que este processo "
+            "recebeu de acquire_lease.",
+            expected="checkpoint.json gravado", observed=type(error).__name__,
+        )
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    if saved.get("turns") != 3:
+        raise CheckFailed("fenced_save com o token do lease.json não gravou o estado em checkpoint.json.",
+                          expected=dict(state, turns=3), observed=saved)
+    lease_taken_elsewhere(run_dir, {"owner": "worker-c", "token": 7, "expires_at": 100.0})
+    value = acquire(ctx, run_dir, "worker-b", 200.0, 30.0)
+    if value.get("token") != 8:
+        raise CheckFailed(
+            f"Outro processo deixou no lease.json uma posse vencida com o token 7, e acquire_lease deu o token "
+            f"{value.get('token')!r}: o próximo token sai do lease.json (anterior + 1), não de um contador na memória "
+            "deste processo; senão o dono de outro processo teria um token igual ou maior que o novo.",
+            expected=8, observed=value.get("token"),
+        )
+
+
+@EXERCISE.check(
+    level=3,
+    title="Um lease.json que não é uma posse falha fechado",
+    criterion=(
+        "Com um lease.json vazio, truncado, null, [], 0, false, sem token ou com o token em texto, acquire_lease "
+        "levanta LeaseFileError e fenced_save recusa (LeaseFileError), e nenhum dos dois grava nada: na dúvida "
+        "sobre quem tem a posse, ninguém a toma nem grava."
+    ),
+)
+def corrupt_lease_fails_closed(ctx: Context) -> None:
+    acquire_lease, fenced_save = ctx.student_function("acquire_lease"), ctx.student_function("fenced_save")
+    state = {"version": 2, "task": "t", "turns": 1, "tokens_used": 10, "messages": [], "pending_tool_use": None}
+    for label, text in CORRUPT_LEASES.items():
+        run_dir = fresh_run_dir(ctx, "posse-ilegivel")
+        (run_dir / LEASE_FILE).write_text(text, encoding="utf-8")
+        value, error = ctx.call_catching(acquire_lease, run_dir, "worker-b", 1000.0, 30.0)
+        if error is None:
+            raise CheckFailed(
+                f"Com {label} no lease.json, acquire_lease deu a posse ({show(value, 80)}): um arquivo que não diz quem "
+                "tem a posse foi lido como \"ninguém nunca teve\", e o token recomeçou. Um dono antigo com esse "
+                "token passaria pela cerca. Só a ausência do arquivo é uma posse livre; qualquer outro conteúdo que não "
+                "seja {owner, token inteiro, expires_at} levanta LeaseFileError (falha fechada).",
+                expected="LeaseFileError", observed=show(value, 120),
+            )
+        if not isinstance(error, lease_file_error()):
+            raise CheckFailed(
+                f"Com {label} no lease.json, acquire_lease falhou com {describe_error(error)}, não com LeaseFileError "
+                "(de harness.lifecycle): confira o JSON e os campos e levante LeaseFileError com o motivo, para o "
+                "operador saber que o arquivo precisa de conserto.",
+                expected="LeaseFileError", observed=type(error).__name__,
+            )
+        if (run_dir / LEASE_FILE).read_text(encoding="utf-8") != text:
+            raise CheckFailed(f"Com {label} no lease.json, acquire_lease trocou o arquivo: quem não pegou a posse "
+                              "não grava nada.", expected="lease.json intacto", observed="lease.json alterado")
+        _, error = ctx.call_catching(fenced_save, run_dir, 1, state)
+        if (run_dir / CHECKPOINT_FILE).exists():
+            raise CheckFailed(
+                f"Com {label} no lease.json, fenced_save com o token 1 gravou checkpoint.json: sem saber de quem é a "
+                "posse, ninguém grava.", expected="LeaseFileError e nenhum checkpoint.json", observed="checkpoint.json gravado")
+        if not isinstance(error, (lease_file_error(), lease_lost_error())):
+            raise CheckFailed(
+                f"Com {label} no lease.json, fenced_save não gravou, mas falhou com "
+                f"{describe_error(error) if error else 'nenhum erro'}: check_fence levanta LeaseFileError quando o "
+                "lease.json não é uma posse.",
+                expected="LeaseFileError", observed=type(error).__name__ if error else "nenhum erro",
+            )
 
 
 @EXERCISE.check(
