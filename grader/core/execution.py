@@ -630,6 +630,8 @@ def execute_and_grade(
     so a slow start on a busy machine never eats into the notebook's time.
     """
     outcome = Execution()
+    children_before = kernels.children()
+    abandoned = False
     grading = _Grading(notebook, workdir, outcome, cell_timeout=cell_timeout, total_timeout=total_timeout,
                        memory_limit_mb=memory_limit_mb, sandbox=sandbox, prelaunched=prelaunched)
     try:
@@ -651,8 +653,17 @@ def execute_and_grade(
                 f"Não consegui executar o notebook num kernel novo ({error_text(type(error).__name__, reason)})."
                 + (f"\n{tail}" if tail else "")
             ))
+    except BaseException:
+        # Ctrl-C (or a signal raised as one) mid-grading: nbclient's shutdown may be cut short
+        # by it, and a kernel in its own session would outlive the command that started it.
+        abandoned = True
+        grading.dog.kill_now()
+        kernels.kill_kernel_of(grading.client)  # one that started but is not watched yet
+        raise
     finally:
         grading.close()
+        if abandoned:
+            kernels.kill_new_children(children_before)
     outcome.records = _read_records(Path(spec["results_path"]))
     return outcome
 

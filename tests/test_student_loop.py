@@ -1,0 +1,58 @@
+"""The student's loop: `grade watch`, `grade`, `grade list` and the notebook's look in git,
+as a student walking the course in JupyterLab meets them."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.grader_support import ROOT, make_notebook, write
+
+# Runs `grade watch` in this process and presses Ctrl-C (SIGINT to itself) at a moment chosen
+# by argv[1]: "start" as soon as the kernel's connection file exists (the kernel is starting),
+# "cell" once the notebook's long cell is running. Then lists the children still alive.
+_CTRL_C_DURING_A_GRADING = textwrap.dedent("""
+    import glob, json, os, signal, sys, threading, time
+    from pathlib import Path
+    moment, marker, notebook = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    pattern = os.path.join(os.environ["TMPDIR"], "**", "kernel-*-connection.json")
+
+    def press_ctrl_c():
+        while not (glob.glob(pattern, recursive=True) if moment == "start" else marker.exists()):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    from grader import cli
+    code = cli.main(["watch", "exercise-3", "--notebook", notebook, "--polling"])
+    alive = []
+    for task in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        for child in Path(task).read_text().split():
+            try:
+                status = Path(f"/proc/{child}/status").read_text()
+            except OSError:
+                continue
+            if status.split("State:")[1].split()[0] != "Z":
+                alive.append(Path(f"/proc/{child}/cmdline").read_text().replace("\\0", " ")[:120])
+    print(json.dumps({"code": code, "alive": alive}))
+""")
+
+
+@pytest.mark.parametrize("moment", ["start", "cell"])
+def test_ctrl_c_during_a_grading_in_watch_leaves_no_kernel_running(tmp_path, moment):
+    marker = tmp_path / "kernel-pid"
+    long_cell = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
+    notebook = write(make_notebook("x = 1", long_cell), tmp_path / "exercise-3.ipynb")
+    (tmp_path / "tmp").mkdir()
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_DURING_A_GRADING, moment, str(marker), str(notebook)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "GRADE_STATE_FILE": str(tmp_path / "state.json"),
+                               "TMPDIR": str(tmp_path / "tmp")})
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "grade watch encerrado." in done.stdout
+    assert outcome["alive"] == [], (outcome, done.stderr[-2000:])  # the kernel died with the grading
