@@ -30,16 +30,24 @@ _CTRL_C_DURING_A_GRADING = textwrap.dedent("""
     threading.Thread(target=press_ctrl_c, daemon=True).start()
     from grader import cli
     code = cli.main(["watch", "exercise-3", "--notebook", notebook, "--polling"])
-    alive = []
-    for task in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
-        for child in Path(task).read_text().split():
-            try:
-                status = Path(f"/proc/{child}/status").read_text()
-            except OSError:
-                continue
-            if status.split("State:")[1].split()[0] != "Z":
-                alive.append(Path(f"/proc/{child}/cmdline").read_text().replace("\\0", " ")[:120])
-    print(json.dumps({"code": code, "alive": alive}))
+
+    def alive():
+        found = []
+        for task in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+            for child in Path(task).read_text().split():
+                try:
+                    status = Path(f"/proc/{child}/status").read_text()
+                except OSError:
+                    continue
+                if status.split("State:")[1].split()[0] != "Z":
+                    found.append(Path(f"/proc/{child}/cmdline").read_text().replace("\\0", " ")[:120])
+        return found
+
+    for _ in range(10):  # a SIGKILLed process takes a moment to become a zombie
+        if not alive():
+            break
+        time.sleep(0.1)
+    print(json.dumps({"code": code, "alive": alive()}))
 """)
 
 
