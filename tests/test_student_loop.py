@@ -64,3 +64,15 @@ def test_ctrl_c_during_a_grading_in_watch_leaves_no_kernel_running(tmp_path, mom
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert "grade watch encerrado." in done.stdout
     assert outcome["alive"] == [], (outcome, done.stderr[-2000:])  # the kernel died with the grading
+
+
+def test_a_deleted_cell_is_named_as_the_missing_definition_not_as_the_cell_that_uses_it():
+    from grader.checks.framework.student_code import CellProblemInfo, missing_name_message
+
+    using = CellProblemInfo(6, 'for nome, cp in [("cpA", cpA)]:', "NameError", "name 'resume_action' is not defined")
+    message = missing_name_message("resume_action", [using])
+    assert "nenhuma célula tem `def resume_action(...)`" in message
+    assert "antes da célula 6, que a usa" in message
+    assert "Atenção: a célula 6 falhou" not in message
+    other = CellProblemInfo(2, "import x", "ModuleNotFoundError", "No module named 'x'")
+    assert "Atenção: a célula 2 falhou" in missing_name_message("resume_action", [other])
