@@ -76,3 +76,24 @@ def test_a_deleted_cell_is_named_as_the_missing_definition_not_as_the_cell_that_
     assert "Atenção: a célula 6 falhou" not in message
     other = CellProblemInfo(2, "import x", "ModuleNotFoundError", "No module named 'x'")
     assert "Atenção: a célula 2 falhou" in missing_name_message("resume_action", [other])
+
+
+def test_a_renamed_notebook_is_said_missing_with_no_hint_and_grade_list_keeps_passou(tmp_path, monkeypatch, capsys):
+    from grader import cli
+
+    course = tmp_path / "curso"
+    (course / "exercises").mkdir(parents=True)
+    (course / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"version": 1, "hints": {}, "exercises": {"exercise-3": {
+        "last_run": "2026-01-01T00:00:00+00:00", "notebook_error": None, "score": 1.0,
+        "levels": {"1": {"passed": 12, "total": 12}, "2": {"passed": 72, "total": 72}}}}}), encoding="utf-8")
+    monkeypatch.setenv("GRADE_STATE_FILE", str(state))
+    monkeypatch.chdir(course)
+    assert cli.main(["exercise-3"]) == 1
+    out = capsys.readouterr()
+    assert "não foi encontrado" in out.out
+    assert "dica" not in out.out.lower()
+    assert cli.main(["list"]) == 0
+    listed = next(line for line in capsys.readouterr().out.splitlines() if "exercise-3" in line and "✓" in line)
+    assert listed.rstrip().endswith("passou") and "não rodou até o fim" not in listed
