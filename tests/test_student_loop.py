@@ -97,3 +97,52 @@ def test_a_renamed_notebook_is_said_missing_with_no_hint_and_grade_list_keeps_pa
     assert cli.main(["list"]) == 0
     listed = next(line for line in capsys.readouterr().out.splitlines() if "exercise-3" in line and "✓" in line)
     assert listed.rstrip().endswith("passou") and "não rodou até o fim" not in listed
+
+
+class _Stream:
+    def __init__(self, tty: bool):
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("env, tty, expected", [
+    ({"TERM": "xterm-256color"}, True, True),  # what JupyterLab's terminal (terminado) sets
+    ({"TERM": "xterm-256color"}, False, False),  # a pipe, a file
+    ({"TERM": "dumb"}, True, False),
+    ({}, True, False),
+    ({"TERM": "xterm-256color", "NO_COLOR": "1"}, True, False),
+    ({"FORCE_COLOR": "1"}, False, True),
+    ({"FORCE_COLOR": "0", "TERM": "xterm"}, False, False),
+])
+def test_the_report_is_coloured_on_a_terminal_and_as_the_colour_variables_say(env, tty, expected):
+    from grader.reports.console import wants_color
+
+    assert wants_color(_Stream(tty), env) is expected
+
+
+def test_the_coloured_report_marks_failures_red_and_passes_green():
+    from grader.reports.render import colored
+
+    text = "  FALHOU  resume_action decide\n  ✓ 3 verificações passaram\nPontuação: 3/4\nTudo certo."
+    shown = colored(text)
+    assert "\x1b[31m\x1b[1mFALHOU\x1b[0m" in shown and "\x1b[32m  ✓ 3" in shown and "\x1b[1mPontuação" in shown
+    assert __import__("re").sub(r"\x1b\[[0-9;]*m", "", shown) == text
+
+
+@pytest.mark.parametrize("inherited", ["", "dumb"])
+def test_the_lab_terminal_gets_a_colour_terminal_type(tmp_path, inherited):
+    done = subprocess.run(["bash", "--norc", "-c", f". {ROOT / '.lab' / 'terminal.bashrc'}; echo \"$TERM $COLORTERM\""],
+                          capture_output=True, text=True, env={"HOME": str(tmp_path), "PATH": os.environ["PATH"],
+                                                              "TERM": inherited}, timeout=30)
+    assert done.stdout.split() == ["xterm-256color", "truecolor"]
+
+
+def test_grade_colours_its_report_when_forced(tmp_path, monkeypatch, capsys):
+    from grader import cli
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
+    cli.main(["exercise-3", "--notebook", str(tmp_path / "nenhum.ipynb")])
+    assert "\x1b[1mPontuação" in capsys.readouterr().out
