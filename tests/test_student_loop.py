@@ -146,3 +146,15 @@ def test_grade_colours_its_report_when_forced(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
     cli.main(["exercise-3", "--notebook", str(tmp_path / "nenhum.ipynb")])
     assert "\x1b[1mPontuação" in capsys.readouterr().out
+
+
+def test_check_knows_when_the_kernel_ran_a_definition_the_saved_file_does_not_have():
+    from grader.student.notebook_api import unsaved_definitions
+
+    saved = ["import json", "def resume_action(cp):\n    return {}\n", "def reconcile(cp):\n    return cp"]
+    ran_saved = ["", "import json", "def resume_action(cp):\n    return {}", "check('exercise-3')"]
+    assert unsaved_definitions(ran_saved, saved) == []
+    edited = ran_saved + ["def resume_action(cp):\n    return {'x': 'rerun'}"]
+    assert unsaved_definitions(edited, saved) == ["resume_action"]
+    # an old version run before the saved one is no warning: only the latest run counts
+    assert unsaved_definitions(["def reconcile(cp):\n    pass", "def reconcile(cp):\n    return cp  "], saved) == []
