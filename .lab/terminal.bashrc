@@ -14,3 +14,9 @@ if [ -n "$JUPYTER_SERVER_ROOT" ]; then
         *) cd "$JUPYTER_SERVER_ROOT" || true ;;
     esac
 fi
+# O terminal do JupyterLab (xterm.js) mostra cores: o relatório do `grade` só as usa num terminal
+# com TERM de verdade, então um TERM vazio ou "dumb" herdado de quem iniciou o Jupyter vira xterm.
+case "${TERM:-}" in
+    ""|dumb) export TERM=xterm-256color ;;
+esac
+export COLORTERM="${COLORTERM:-truecolor}"

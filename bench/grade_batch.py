@@ -3,6 +3,7 @@
 Run from the project root:
 
     python3 bootstrap.py python bench/grade_batch.py [--copies 10] [--rounds 3] [--exercise exercise-3]
+        [--class-size 100]
 
 Every round grades the same N submissions (copies of the solution: a class where
 everyone got it right, so every figure times a full, successful grading) with each
@@ -28,6 +29,9 @@ Beside the ratios it prints how many cores ``-j 1`` keeps busy (CPU / wall), the
 most it could gain given the batch's serial start (Amdahl's law: with a start of S
 seconds and p seconds per submission, N submissions take at least S + N p / 2 with two
 jobs; 1.9x needs S <= N p / 18).
+
+``--class-size 100`` adds one round of ``-j 1``, ``-j 2`` and ``--sandbox`` over a class of 100
+submissions: the scaling figure, where the serial start no longer bounds ``-j 2``.
 
 Targets: ``-j 1`` at most 0.8x nbgrader's time; ``-j 2`` at least 1.9x as fast as
 ``-j 1``; the sandbox adds at most 15% per submission. `bench/grade.py` prints these
@@ -228,18 +232,45 @@ def _bound(timings: dict, copies: int) -> list[str]:
     return lines
 
 
+def measure_scaling(solution: Path, exercise: str, size: int) -> dict[str, dict[str, float]]:
+    """-j 1, -j 2 and --sandbox (where bubblewrap is) over one class of ``size`` submissions, once:
+    with a class this size the batch's serial start weighs little, so -j 2 / -j 1 is the figure
+    of how the batch scales (the 10-submission figure stays, with its Amdahl bound)."""
+    names = [J1, J2] + ([SANDBOX] if shutil.which("bwrap") else [])
+    return measure_batch(solution, exercise, size, 1, names)
+
+
+def format_scaling(timings: dict[str, dict], size: int) -> str:
+    lines = [f"Escala, uma turma de {size} submissões numa rodada (numa máquina compartilhada, com ruído):"]
+    for name, figures in timings.items():
+        lines.append(f"  {name:<28} {figures['wall']:7.1f} s  ({figures['wall'] / max(1, figures['graded']):5.2f} s por submissão)")
+    speedup = timings[J1]["wall"] / timings[J2]["wall"]
+    lines.append(f"  aceleração com -j 2 em {size} submissões: {speedup:.2f}x "
+                 f"(meta: >= {TARGET_SPEEDUP}x, {_verdict(speedup >= TARGET_SPEEDUP)})")
+    if SANDBOX in timings:
+        cost = timings[SANDBOX]["wall"] / timings[J1]["wall"]
+        lines.append(f"  --sandbox / sem sandbox em {size} submissões: {cost:.2f} "
+                     f"(meta: <= {TARGET_SANDBOX}, {_verdict(cost <= TARGET_SANDBOX)})")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exercise", default="exercise-3")
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--solution", type=Path, default=None, help="padrão: solutions/EXERCISE.ipynb")
+    parser.add_argument("--class-size", type=int, default=0, metavar="N",
+                        help="mede também -j 2 / -j 1 e --sandbox / -j 1 com N submissões (o tamanho de uma "
+                             "turma, 100), numa rodada só: a figura de escala; 0 pula (padrão)")
     args = parser.parse_args(argv)
     solution = args.solution or ROOT / "solutions" / f"{args.exercise}.ipynb"
     os.environ.setdefault("GRADE_STATE_FILE", str(Path(tempfile.gettempdir()) / "bench-grade-state.json"))
     print(f"núcleos: {os.cpu_count()}  carga média antes: {os.getloadavg()[0]:.1f}")
     timings = measure_batch(solution, args.exercise, args.copies, args.rounds)
     print(format_batch(timings, args.copies))
+    if args.class_size > 1:
+        print(format_scaling(measure_scaling(solution, args.exercise, args.class_size), args.class_size))
     print(f"carga média depois: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -99,7 +99,8 @@ def run_grade(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(render.json_report(report))
     else:
-        sys.stdout.write(render.text_report(report, verbose=args.verbose))
+        text = render.text_report(report, verbose=args.verbose)
+        sys.stdout.write(render.colored(text) if console.wants_color() else text)
     return 0 if report.passed else 1
 
 

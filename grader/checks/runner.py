@@ -74,6 +74,7 @@ def time_limit(seconds: float) -> Iterator[None]:
 def run_check(exercise, planned: PlannedCheck, fixtures: dict[str, Fixture], session: Session) -> dict:
     spec = exercise.spec(planned.name)
     context = Context(session)
+    session.current_check = planned.id
     outcome = {"status": PASS, "expected": "", "observed": "", "message": ""}
     try:
         with time_limit(session.check_timeout):

@@ -203,6 +203,28 @@ def _megabytes(size: int) -> str:
     return f"{size / 2 ** 20:.0f} MB"
 
 
+_FUNCTION_DEFINED = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)", re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CELL_FRAME = re.compile(r"^(?:Cell In\s*\[\d+\]|Input In \[\d+\]), line \d+, in (\w+)", re.M)  # frames of notebook cells
+
+
+def hung_function(cell: Any, defined: set[str]) -> str | None:
+    """The innermost of the notebook's own functions in the traceback of a cell interrupted at
+    its time limit: the function the cell was stuck in (None when it was the cell's own code)."""
+    errors = [output for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    if not errors:
+        return None
+    text = _ANSI.sub("", "\n".join(str(line) for line in errors[-1].get("traceback", [])))
+    frames = [name for name in _CELL_FRAME.findall(text) if name in defined]
+    return frames[-1] if frames else None
+
+
+def _refused_in(path: Path) -> dict[str, str]:
+    """The student functions the kernel refused to call again (they hung a check), with why."""
+    return {record["refused"]: str(record.get("reason", "")) for record in _read_records(path)
+            if isinstance(record.get("refused"), str)}
+
+
 def _execute_extra(client: NotebookClient, notebook: nbformat.NotebookNode, cell: Any) -> None:
     """Execute a cell of the grader's own: nbclient stores each executed cell back into
     the notebook by index, so it goes at the end for the duration and is removed after."""
@@ -280,6 +302,7 @@ class _Grading:
         self.reported: set[int] = set()  # cells whose problem is already in the outcome
         self.growth: dict[int, int] = {}  # cell index -> data memory it added, in the current kernel
         self.grading_timeout = 0.0  # set for each run of the checks
+        self.hung_in_cells: dict[str, str] = {}  # a student function a cell was stuck in at its limit -> why
 
     # --- the kernel
 
@@ -367,11 +390,20 @@ class _Grading:
             self.growth[index] = after - before
         timed_out = id(cell) in self.client.timed_out_cells
         problem = cell_problem(cell, index, timed_out, allowed)
+        if timed_out:
+            hung = hung_function(cell, self.defined_functions())
+            if hung:
+                self.hung_in_cells.setdefault(hung, f"na célula {index + 1} ela não terminou em {allowed:g} s")
         if problem and problem.ename == "MemoryError" and self.memory_limit_mb:
             return _OUT_OF_MEMORY, problem, allowed
         if timed_out and monotonic() >= self.deadline:
             return _TOTAL_TIMEOUT, problem, allowed
         return _DONE, problem, allowed
+
+    def defined_functions(self) -> set[str]:
+        """The functions the notebook's cells define at their top level (read from their text)."""
+        return {name for cell in self.notebook.cells if cell.cell_type == "code"
+                for name in _FUNCTION_DEFINED.findall(cell.source)}
 
     def leave_out(self, index: int, problem: CellProblem) -> bool:
         """Go on without cell ``index`` in a fresh kernel; False when no restart is left."""
@@ -489,7 +521,8 @@ class _Grading:
         results_path = Path(spec["results_path"])
         check_timeout = float(spec["check_timeout"])
         remaining = list(spec["plan"])
-        refused: dict[str, str] = {}  # student functions that hung a check: not called again
+        # Student functions not to call again: one that hung a cell or a check, or took its kernel down.
+        refused: dict[str, str] = dict(self.hung_in_cells)
         while remaining:
             self.phase = "grading"
             self.grading_timeout = check_timeout * max(1, len(remaining)) + 30.0
@@ -522,8 +555,9 @@ class _Grading:
                     return
                 stuck = _last_call(results_path, culprit)
                 note, reason = self._check_stopped(check_timeout, stuck)
+                refused.update(_refused_in(results_path))  # functions that hung a check in the lost kernel
                 if stuck:
-                    refused[stuck] = f"na verificação {culprit} ela {reason}"
+                    refused.setdefault(stuck, f"na verificação {culprit} ela {reason}, e o kernel teve de ser encerrado")
                 self.outcome.check_notes[culprit] = note
                 done = {r["result"]["id"] for r in _read_records(results_path) if "result" in r}
                 remaining = [p for p in remaining if p["id"] not in done and p["id"] != culprit]
@@ -596,6 +630,8 @@ def execute_and_grade(
     so a slow start on a busy machine never eats into the notebook's time.
     """
     outcome = Execution()
+    children_before = kernels.children()
+    abandoned = False
     grading = _Grading(notebook, workdir, outcome, cell_timeout=cell_timeout, total_timeout=total_timeout,
                        memory_limit_mb=memory_limit_mb, sandbox=sandbox, prelaunched=prelaunched)
     try:
@@ -617,8 +653,17 @@ def execute_and_grade(
                 f"Não consegui executar o notebook num kernel novo ({error_text(type(error).__name__, reason)})."
                 + (f"\n{tail}" if tail else "")
             ))
+    except BaseException:
+        # Ctrl-C (or a signal raised as one) mid-grading: nbclient's shutdown may be cut short
+        # by it, and a kernel in its own session would outlive the command that started it.
+        abandoned = True
+        grading.dog.kill_now()
+        kernels.kill_kernel_of(grading.client)  # one that started but is not watched yet
+        raise
     finally:
         grading.close()
+        if abandoned:
+            kernels.kill_new_children(children_before)
     outcome.records = _read_records(Path(spec["results_path"]))
     return outcome
 

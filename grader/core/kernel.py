@@ -9,6 +9,7 @@ that dies near its memory limit is reported as out of memory rather than as a cr
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import re
@@ -72,6 +73,51 @@ def _discard(client: Any) -> None:
         pass
 
 
+def children() -> set[int]:
+    """This process's children, where the system lists them (Linux); empty elsewhere."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        try:
+            found.update(int(pid) for pid in task.read_text().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _kill_started(client: Any, children_before: set[int]) -> None:
+    """Kill a kernel whose start was abandoned halfway (nothing else would stop it). Cut inside
+    Popen, the child may exist before its pid is known: then it is the child that was not there
+    before the start."""
+    pid, _ = kernel_ids(client) if getattr(client, "km", None) is not None else (None, None)
+    if pid:
+        kill_kernel_of(client)
+        return
+    kill_new_children(children_before)
+
+
+def kill_new_children(before: set[int]) -> None:
+    """Kill this process's children that were not there ``before`` (a kernel whose start was cut
+    short: nbclient's unfinished start can still launch it when its event loop runs again)."""
+    for target in sorted(children() - before):
+        with contextlib.suppress(OSError):
+            os.kill(target, signal.SIGKILL)
+
+
+def kill_kernel_of(client: Any) -> None:
+    """Kill the kernel ``client`` started, and its process group, if its pid is known."""
+    if client is None or getattr(client, "km", None) is None:
+        return
+    pid, pgid = kernel_ids(client)
+    for target in [pid] if pid else []:
+        try:
+            if pgid and hasattr(os, "killpg") and pgid != os.getpgid(0):
+                os.killpg(pgid, signal.SIGKILL)
+            else:
+                os.kill(target, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def stderr_tail(path: Path, lines: int = 5) -> str:
     try:
         text = grading_files.read_text(path, LOG_READ_LIMIT, tail=True)
@@ -95,12 +141,16 @@ def start_kernel(stack: ExitStack, make_client: Callable[[int], Any], env: dict[
         # A prelaunched kernel may be writing it already; a restarted kernel's log is in a folder the
         # student's code could write, so it is never opened through a link planted there.
         stderr = stack.enter_context(grading_files.open_append(stderr_path))
+        children_before = children()
         try:
             stack.enter_context(client.setup_kernel(env=env, stderr=stderr, stdout=stderr))
         except Exception as error:  # the kernel died at start, never answered, or could not be launched
             _discard(client)
             failures.append((error, stderr_path))
             continue
+        except BaseException:  # Ctrl-C while it starts: the kernel, in its own session, must not outlive us
+            _kill_started(client, children_before)
+            raise
         return client, stderr_path
     error, stderr_path = failures[-1]
     tail = stderr_tail(stderr_path)
@@ -229,6 +279,11 @@ class Watchdog:
                 os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
         except OSError:
             pass
+
+    def kill_now(self) -> None:
+        """Kill the kernel at once (the grading is abandoned: Ctrl-C, SIGTERM)."""
+        if self.pid:
+            self._kill("interrupted")
 
     def stop(self) -> None:
         self._stop.set()

@@ -42,6 +42,9 @@ class Level:
     # checks within it; grader/core/points.py turns both into points per check.
     points: float | None = None
     check_points: tuple[tuple[str, float], ...] = ()
+    # The heading of the lesson section the level's checks test ("" when not given); the class
+    # report links each check to it (grader/core/lesson_sections.py finds it in the lesson).
+    section: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ MANIFEST_SCHEMA = {
                     "properties": {
                         "level": {"type": "integer", "minimum": 1},
                         "title": TEXT,
+                        "section": TEXT,
                         "hints": {"type": "array", "items": TEXT, "x-mensagens": {
                             "*": "deveria ser uma lista de textos (pode ser vazia: [])"}},
                         "points": _POINTS,
@@ -184,6 +188,7 @@ def _level(data: dict) -> Level:
         hints=tuple(_text(hint) for hint in data["hints"]),
         points=float(data["points"]) if "points" in data else None,
         check_points=tuple((_text(str(name)), float(points)) for name, points in data.get("check_points", {}).items()),
+        section=_text(data.get("section", "")),
     )
 
 
@@ -229,10 +234,12 @@ def _read(path: Path) -> Manifest:
 def check_problems(root: Path) -> list[str]:
     """For `course check`: the problem of the manifest of the project at ``root``, if any."""
     try:
-        _read(Path(root) / "grader" / "core" / MANIFEST_PATH.name)
+        manifest = _read(Path(root) / "grader" / "core" / MANIFEST_PATH.name)
     except ManifestError as error:
         return [str(error)]
-    return []
+    from grader.core.lesson_sections import section_problems
+
+    return section_problems(manifest, Path(root))
 
 
 @lru_cache(maxsize=1)

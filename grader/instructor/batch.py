@@ -635,19 +635,19 @@ def gradebook_problem(path: Path) -> str | None:
     return console.output_file_problem(path, "o gradebook", "gradebook.csv")
 
 
-def feedback_problem(folder: Path | None) -> str | None:
-    """Why feedback pages could not be written in ``folder``, or None when they can."""
+def feedback_problem(folder: Path | None, option: str = "--feedback", what: str = "as páginas de retorno") -> str | None:
+    """Why feedback pages (or ``what``) could not be written in ``folder``, or None when they can."""
     if folder is None:
         return None
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        return f"{folder} é um arquivo; --feedback espera uma pasta."
+        return f"{folder} é um arquivo; {option} espera uma pasta."
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".", suffix=".teste"):
             pass
     except OSError as error:
-        return f"não consigo gravar as páginas de retorno em {folder}: {os_reason(error)}."
+        return f"não consigo gravar {what} em {folder}: {os_reason(error)}."
     return None
 
 
@@ -671,6 +671,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--sandbox", action="store_true", help="executa cada submissão isolada no bubblewrap: sem rede, sem ver as outras entregas nem as fixtures, com limites de processos e memória")
     parser.add_argument("--feedback", type=Path, default=None, metavar="PASTA", help="grava nesta pasta uma página HTML de retorno por submissão")
+    parser.add_argument("--report", type=Path, default=None, metavar="PASTA", help="onde gravar o relatório da turma (turma.html, com gráficos das notas e as verificações que mais falham, e verificacoes.csv, uma linha por entrega e verificação); padrão: a pasta do --csv")
+    parser.add_argument("--no-report", action="store_true", help="não grava o relatório da turma")
     parser.add_argument("--memory-mb", type=console.memory_mb, default=DEFAULT_MEMORY_MB, metavar="M", help=f"memória máxima do kernel de cada submissão em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
 
@@ -736,7 +738,8 @@ def run(args: argparse.Namespace) -> int:
         # One clear message now instead of the same failure in every row.
         print(f"grade batch: {error}", file=sys.stderr)
         return 2
-    problem = gradebook_problem(args.csv) or feedback_problem(args.feedback)
+    report_folder = None if args.no_report else (args.report or args.csv.parent)
+    problem = gradebook_problem(args.csv) or feedback_problem(args.feedback) or report_problem(report_folder)
     if problem:
         # Checked before grading, so a long batch never ends with nowhere to write.
         print(f"grade batch: {problem}", file=sys.stderr)
@@ -765,7 +768,8 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError):  # a closed terminal: the gradebook still gets written
             bar.close()  # before printing on the same stderr
         write_gradebook(args.csv, interrupted.rows, levels, max_points)
-        write_feedback(args.feedback, interrupted.rows)
+        pages = write_feedback(args.feedback, interrupted.rows)
+        write_report(report_folder, args.exercise, interrupted.rows, levels, pages)
         with contextlib.suppress(OSError):
             print(f"\nLote interrompido. O que já estava corrigido foi gravado em {args.csv}.", file=sys.stderr)
         return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
@@ -775,9 +779,12 @@ def run(args: argparse.Namespace) -> int:
     write_gradebook(args.csv, rows, levels, max_points)
     print(summary(rows))
     print(f"Gradebook: {args.csv}")
+    pages = write_feedback(args.feedback, rows)
     if args.feedback:
-        write_feedback(args.feedback, rows)
         print(f"Páginas de retorno: {args.feedback}/ (uma por submissão)")
+    if report_folder is not None:
+        page_path, csv_path = write_report(report_folder, args.exercise, rows, levels, pages)
+        print(f"Relatório da turma: {page_path} (e {csv_path})")
     return 0
 
 
@@ -798,11 +805,28 @@ def hangup_as_interrupt(stopped_by: list[int]) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def write_feedback(folder: Path | None, rows: list[Row]) -> None:
-    if folder is not None:
-        from grader.reports.feedback import write_pages
+def write_feedback(folder: Path | None, rows: list[Row]) -> dict[str, Path]:
+    """The feedback pages, when asked for: submission -> its page."""
+    if folder is None:
+        return {}
+    from grader.reports.feedback import write_pages
 
-        write_pages(folder, rows, STATUS_WORDS)
+    return {row.submission: path for row, path in zip(rows, write_pages(folder, rows, STATUS_WORDS))}
+
+
+def report_problem(folder: Path | None) -> str | None:
+    """Why the class report could not be written in ``folder``, or None when it can."""
+    return feedback_problem(folder, "--report", "o relatório da turma")
+
+
+def write_report(folder: Path | None, exercise: str, rows: list[Row], levels: list[int],
+                 pages: dict[str, Path]) -> tuple[Path, Path]:
+    """The class report (grader/reports/class_report.py): turma.html and verificacoes.csv."""
+    from grader.reports.class_report import write_class_report
+
+    if folder is None:
+        return Path(), Path()
+    return write_class_report(folder, exercise, rows, levels, pages)
 
 
 if __name__ == "__main__":

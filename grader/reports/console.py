@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from harness.cli_text import INTERRUPTED, ArgumentParser, run
 
@@ -98,3 +99,20 @@ def output_file_problem(path: Path, what: str, example: str) -> str | None:
     except OSError as error:
         return f"não consigo gravar {what} em {path}: {os_reason(error)}."
     return None
+
+
+def wants_color(stream: Any = None, environ: Any = None) -> bool:
+    """Colour for a report on ``stream`` (stdout): FORCE_COLOR says yes and NO_COLOR no
+    (https://force-color.org, https://no-color.org); otherwise only on a terminal that is not
+    TERM=dumb. JupyterLab's terminal is a terminal: .lab/terminal.bashrc sets TERM there."""
+    environ = os.environ if environ is None else environ
+    stream = sys.stdout if stream is None else stream
+    if environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    if environ.get("NO_COLOR", ""):
+        return False
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    return terminal and environ.get("TERM", "") not in ("", "dumb")

@@ -114,6 +114,25 @@ def text_report(report: GradeReport, verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+_RED, _GREEN, _BOLD, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[0m"
+
+
+def colored(text: str) -> str:
+    """``text_report``'s text with ANSI colours for a terminal: failures red, passes green,
+    the score bold (console.wants_color decides whether to use it)."""
+    lines = []
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith(f"{FAIL_WORD}  "):
+            line = line.replace(FAIL_WORD, f"{_RED}{_BOLD}{FAIL_WORD}{_RESET}", 1)
+        elif stripped.startswith((f"{PASS_WORD}  ", "✓ ")) or stripped.startswith("Tudo certo"):
+            line = f"{_GREEN}{line}{_RESET}"
+        elif stripped.startswith("Pontuação:"):
+            line = f"{_BOLD}{line}{_RESET}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 LEFT = 'style="text-align:left;vertical-align:top"'
 STYLE = (
     "<style>.grade-report{border-collapse:collapse;font-size:0.9em;margin:0.5em 0}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
-from grader.core.results import CheckResult, GradeReport
+from grader.core.results import INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE, CheckResult, GradeReport
 
 
 @dataclass
@@ -205,14 +205,20 @@ def _score(report: GradeReport) -> str:
     return f"Pontuação: {report.passed_count}/{total} verificações ({_percent(report.score)})."
 
 
+# The notebook file itself could not be read (missing, renamed, a folder, not a notebook): no
+# code of the student's was graded, so a hint about the exercise would answer the wrong question.
+NO_NOTEBOOK_KINDS = (NOTEBOOK_UNREADABLE, INVALID_NOTEBOOK)
+
+
 def report_view(report: GradeReport, *, verbose: bool = False) -> ReportView:
     levels = []
+    hints = report.notebook_error_kind not in NO_NOTEBOOK_KINDS
     for number, checks in report.levels().items():
         passed = sum(c.passed for c in checks)
         failed = [c for c in checks if not c.passed]
         levels.append(LevelView(
             number, report.level_titles.get(number, ""), passed, len(checks),
-            failed[0].hint_ref if failed and failed[0].hint_ref else "",
+            failed[0].hint_ref if hints and failed and failed[0].hint_ref else "",
             failures=[] if report.notebook_error else _failures(checks),
             passes=[c for c in checks if c.passed],
             points=_points_text(checks) if _weighted(report) else "",

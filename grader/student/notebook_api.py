@@ -69,6 +69,46 @@ def notebook_to_grade(exercise: str) -> tuple[Path, str]:
     return own, ""
 
 
+_DEFINITION = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)", re.M)
+
+
+def _normal(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def unsaved_definitions(history: Sequence[str], saved_cells: Sequence[str]) -> list[str]:
+    """The functions whose latest run in this kernel (``history``: IPython's ``In``, every cell
+    executed, in order) is in no cell of the saved notebook: the editor holds code the file does
+    not, or the file changed after that run. Edits never run cannot be seen from the kernel."""
+    saved = {_normal(cell) for cell in saved_cells}
+    latest: dict[str, str] = {}
+    for source in history:
+        if isinstance(source, str):
+            for name in _DEFINITION.findall(source):
+                latest[name] = source
+    return sorted(name for name, source in latest.items() if _normal(source) not in saved)
+
+
+def _unsaved_warning(path: Path) -> str:
+    """A warning when this kernel ran definitions the saved ``path`` does not have ("" otherwise)."""
+    try:
+        from IPython import get_ipython
+
+        history = list(get_ipython().user_ns.get("In", []))
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        saved = ["".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+                 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    except Exception:  # noqa: BLE001 - only a courtesy: no warning when it cannot tell
+        return ""
+    names = unsaved_definitions(history, saved)
+    if not names:
+        return ""
+    shown = ", ".join(f"`{name}`" for name in names[:5]) + (" e outras" if len(names) > 5 else "")
+    return (f"Atenção: o arquivo salvo {path.name} não tem a versão de {shown} que este kernel executou por "
+            "último. Se você mudou a célula e não salvou, salve (Ctrl+S) e rode o check de novo: a correção "
+            "usa o arquivo salvo.")
+
+
 def _show(report: Any) -> None:
     from grader.reports import render
 
@@ -102,6 +142,9 @@ def check(
         return None
     if warning:
         print(warning)
+    unsaved = _unsaved_warning(path) if _in_jupyter() else ""
+    if unsaved:
+        print(unsaved)
     print(f"Corrigindo o arquivo salvo {path} (salve o notebook antes: Ctrl+S)...", flush=True)
     command = [sys.executable, "-m", "grader.cli", exercise, "--json", "--notebook", str(path)]
     if level is not None:

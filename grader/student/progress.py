@@ -23,6 +23,7 @@ from typing import Any
 from grader.core.course_folder import find_project_root, is_students_notebook
 from grader.core.errors import GraderError, os_reason
 from grader.core.manifest import Exercise, Manifest, load_manifest
+from grader.core.results import NOTEBOOK_UNREADABLE
 
 STATE_FILE_NAME = ".grade-state.json"
 STATE_VERSION = 1
@@ -160,6 +161,11 @@ def record_progress(exercise: str, report: Any, notebook: Path) -> None:
     exercises/exercise-N.ipynb: grading a copy, a solution or a submission changes nothing there."""
     if not is_students_notebook(exercise, notebook):
         print(f"(o progresso do `grade list` não mudou: ele acompanha só exercises/{exercise}.ipynb)",
+              file=sys.stderr)
+        return
+    if getattr(report, "notebook_error_kind", None) == NOTEBOOK_UNREADABLE:
+        # Nothing of the student's was graded (the file is missing or renamed): the last real result stays.
+        print(f"(o progresso do `grade list` não mudou: exercises/{exercise}.ipynb não pôde ser lido)",
               file=sys.stderr)
         return
     try:

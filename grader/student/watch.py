@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"grade watch: {error}", file=sys.stderr)
             return
         record_progress(args.exercise, report, notebook)
-        sys.stdout.write(render.text_report(report))
+        text = render.text_report(report)
+        sys.stdout.write(render.colored(text) if console.wants_color() else text)
         sys.stdout.flush()
 
     try:

@@ -50,7 +50,10 @@ class Session:
     counter: int = 0
     # Student functions not to call again: in an earlier kernel of this grading each one hung
     # past its time limit or took the kernel down (label -> what it did, in Portuguese).
+    # A function that does not return within a check's limit joins them at once (its reason
+    # says where it hung), so a hang costs one time limit, not one per check that needs it.
     refused: dict[str, str] = field(default_factory=dict)
+    current_check: str = ""  # the id of the check running now, to say where a function hung
     emit: Callable[[dict], None] = field(default_factory=lambda: _ignore)  # progress records for the grading process
 
     def fresh_dir(self, label: str) -> Path:
@@ -115,8 +118,8 @@ class Context:
         label = getattr(function, "__name__", "função")
         if label in self._session.refused:
             raise StudentProblem(
-                f"`{label}` não foi chamada de novo: {self._session.refused[label]}, e o kernel teve de ser "
-                "encerrado. Corrija isso primeiro; as outras verificações que a usam dependem disso."
+                f"`{label}` não foi chamada de novo: {self._session.refused[label]}. Corrija isso primeiro; "
+                "as outras verificações que a usam dependem disso."
             )
         self._session.emit({"calling": label})  # which function to blame if the kernel must be killed
         buffer = io.StringIO()
@@ -131,6 +134,7 @@ class Context:
                 return function(*args, **kwargs)
         except CheckTimeout:
             _disarm_alarm()  # the check's time is up; no second alarm while we report it
+            self._refuse(label, f"não terminou em {self._session.check_timeout:g} s")
             raise StudentProblem(
                 f"`{label}` não terminou em {self._session.check_timeout:g} s e foi interrompida: "
                 "há um laço infinito ou uma espera que nunca acaba?"
@@ -162,6 +166,14 @@ class Context:
         finally:
             os._exit = real_exit
             self.output = (self.output + buffer.getvalue())[-OUTPUT_LIMIT:]
+
+    def _refuse(self, label: str, what: str) -> None:
+        """Never call ``label`` again in this grading; the grading process hears it too, so a
+        fresh kernel after a lost one refuses it as well."""
+        where = f"na verificação {self._session.current_check}" if self._session.current_check else "antes"
+        reason = f"{where} ela {what}"
+        self._session.refused.setdefault(label, reason)
+        self._session.emit({"refused": label, "reason": self._session.refused[label]})
 
     def call_catching(self, function: Callable[..., Any], *args: Any, label: str = "") -> tuple[Any, Exception | None]:
         """``call`` for checks where raising can be the right answer: an ordinary exception comes

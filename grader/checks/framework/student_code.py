@@ -83,6 +83,14 @@ def missing_name_message(name: str, problems: list[CellProblemInfo]) -> str:
         f"`{name}` não foi definida no notebook. Confira se a célula que a define existe "
         "e se o nome está escrito exatamente assim."
     )
+    using = [p for p in problems if p.ename == "NameError" and f"'{name}'" in p.evalue]
+    if using:  # a cell that uses it failed for the same reason: the defining cell is what is missing
+        cells = ", ".join(str(p.cell) for p in using)
+        return (
+            f"`{name}` não foi definida no notebook: nenhuma célula tem `def {name}(...)` (ou `{name} = ...`). "
+            f"Ela foi apagada ou renomeada? Recupere a célula que a define, antes da célula {cells}, que a usa "
+            "e por isso falhou com NameError."
+        )
     if problems:
         first = problems[0]
         message += f" Atenção: a célula {first.cell} falhou com {error_text(first.ename, first.evalue)}."

@@ -1,0 +1,232 @@
+"""The class report of a batch: one self-contained HTML page and a CSV of every check's result.
+
+`grade batch` writes both beside the gradebook (or in ``--report DIR``). The page needs nothing
+else: inline style, charts drawn as inline SVG (each with a Portuguese <title> and aria-label),
+no script, no network; every text that came from a submission is escaped. It shows the score
+distribution per level and overall, each check's failure rate (most failed first, linked to
+the lesson section its level tests), the groups of submissions that fail the same set of
+checks, the submissions that stopped short, and a link to each student's feedback page.
+
+The CSV has one row per graded submission and check (``submissao, verificacao, nivel,
+fixture, titulo, resultado, pontos, pontos_possiveis``): the page's rates are its counts.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from grader.core.plural import quantity
+from grader.core.points import shown as shown_points
+from grader.reports.class_data import BINS, ClassData, class_data, histogram
+
+PAGE_NAME = "turma.html"
+CSV_NAME = "verificacoes.csv"
+CSV_COLUMNS = ["submissao", "verificacao", "nivel", "fixture", "titulo", "resultado", "pontos", "pontos_possiveis"]
+PASSED_WORD, FAILED_WORD = "passou", "falhou"
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#1f2328;line-height:1.45}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #d0d7de}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3em .5em;border-bottom:1px solid #eaeef2;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.charts{display:flex;flex-wrap:wrap;gap:1.5em}
+figure{margin:0}figcaption{font-size:.9em;color:#57606a}.bar{fill:#0969da}.axis{stroke:#8c959f}
+svg text{font-size:11px;fill:#57606a}.rate{display:inline-block;height:.7em;background:#cf222e;vertical-align:middle}
+"""
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "—"
+
+
+def score_chart(scores: list[float], title: str, chart_id: str) -> str:
+    """A histogram of ``scores`` (0-100) as inline SVG: one bar per 10 points, each with its
+    count in a <title> a screen reader or a hover shows."""
+    counts = histogram(scores)
+    width, height, left, bottom = 320, 150, 28, 22
+    plot_w, plot_h = width - left - 4, height - bottom - 8
+    top = max(counts) or 1
+    bar_w = plot_w / BINS
+    label = f"{title}: {quantity(len(scores), 'entrega', 'entregas')}"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" aria-labelledby="{chart_id}-t" aria-label="{_esc(label)}" '
+        f'data-chart="{chart_id}"><title id="{chart_id}-t">{_esc(label)}</title>',
+        f'<line class="axis" x1="{left}" y1="{8 + plot_h}" x2="{left + plot_w}" y2="{8 + plot_h}"/>',
+        f'<text x="2" y="14">{top}</text><text x="2" y="{8 + plot_h}">0</text>',
+    ]
+    for index, count in enumerate(counts):
+        low, high = index * 100 // BINS, (index + 1) * 100 // BINS
+        bar_h = plot_h * count / top
+        x = left + index * bar_w
+        range_words = f"de {low}% a {high}%" if index < BINS - 1 else f"de {low}% a 100% (inclusive)"
+        parts.append(
+            f'<rect class="bar" x="{x + 1:.1f}" y="{8 + plot_h - bar_h:.1f}" width="{bar_w - 2:.1f}" '
+            f'height="{bar_h:.1f}" data-count="{count}"><title>{quantity(count, "entrega", "entregas")} '
+            f'{range_words}</title></rect>'
+        )
+        if index % 2 == 0:
+            parts.append(f'<text x="{x:.1f}" y="{height - 6}">{low}</text>')
+    parts.append(f'<text x="{left + plot_w - 20}" y="{height - 6}">100%</text></svg>')
+    return "".join(parts)
+
+
+def _chart_figure(scores: list[float], title: str, chart_id: str) -> str:
+    if scores:
+        mean = sum(scores) / len(scores)
+        caption = f"{_esc(title)} — média {mean:.0f}%, {quantity(len(scores), 'entrega', 'entregas')}"
+    else:
+        caption = f"{_esc(title)} — nenhuma entrega corrigida"
+    return f"<figure>{score_chart(scores, title, chart_id)}<figcaption>{caption}</figcaption></figure>"
+
+
+def _section_link(data: ClassData, level: int, root: Path | None, base: Path) -> str:
+    from grader.core.lesson_sections import section_href
+
+    section = data.sections.get(level, "")
+    if not section:
+        return "—"
+    href = section_href(data.exercise, section, root, base)
+    text = _esc(section.replace("`", ""))
+    return f'<a href="{_esc(href)}">{text}</a>' if href else text
+
+
+def _submission_link(name: str, feedback: dict[str, str]) -> str:
+    href = feedback.get(name)
+    return f'<a href="{_esc(href)}">{_esc(name)}</a>' if href else _esc(name)
+
+
+def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Path) -> str:
+    """The whole page. ``feedback`` maps a submission to its feedback page's href (relative to
+    ``base``, the report's folder); ``root`` is the course folder holding the lessons, if any."""
+    title = f"Relatório da turma — {data.exercise}"
+    graded = len(data.overall_scores)
+    body = [f"<h1>{_esc(title)}</h1>",
+            f"<p>{quantity(len(data.submissions), 'entrega', 'entregas')}, "
+            f"{quantity(graded, 'corrigida', 'corrigidas')}. Os números desta página são as contagens "
+            f"de <code>{CSV_NAME}</code> (uma linha por entrega e verificação).</p>"]
+
+    body.append('<h2 id="notas">Distribuição das notas</h2><div class="charts">')
+    body.append(_chart_figure(data.overall_scores, "Nota total", "total"))
+    for level in data.levels:
+        name = f"Nível {level}" + (f" — {data.level_titles[level]}" if data.level_titles.get(level) else "")
+        body.append(_chart_figure(data.level_scores.get(level, []), name, f"nivel-{level}"))
+    body.append("</div>")
+
+    body.append('<h2 id="verificacoes">Verificações, da que mais falhou à que menos falhou</h2>')
+    if data.checks:
+        body.append('<table id="tabela-verificacoes"><thead><tr><th>Verificação</th><th>Nível</th><th>Fixture</th>'
+                    '<th>Falhas</th><th>Taxa de falha</th><th>Seção da lição</th></tr></thead><tbody>')
+        for stats in data.checks:
+            rate = stats.failure_rate
+            body.append(
+                f'<tr data-check="{_esc(stats.id)}" data-runs="{stats.runs}" data-failures="{stats.failures}">'
+                f"<td>{_esc(stats.title)}</td><td class=\"n\">{stats.level}</td><td>{_esc(stats.fixture or '—')}</td>"
+                f'<td class="n">{stats.failures} de {stats.runs}</td>'
+                f'<td class="n"><span class="rate" style="width:{4 * rate:.2f}em"></span> {_percent(stats.failures, stats.runs)}</td>'
+                f"<td>{_section_link(data, stats.level, root, base)}</td></tr>"
+            )
+        body.append("</tbody></table>")
+    else:
+        body.append("<p>Nenhuma verificação rodou.</p>")
+
+    body.append('<h2 id="grupos">Entregas que falham o mesmo conjunto de verificações</h2>')
+    if data.groups:
+        body.append("<p>Cada grupo falha exatamente as mesmas verificações: provavelmente o mesmo mal-entendido.</p>"
+                    '<table id="tabela-grupos"><thead><tr><th>Entregas</th><th>Verificações que falham</th>'
+                    "<th>Quem</th></tr></thead><tbody>")
+        for group in data.groups:
+            titles = "".join(f"<li>{_esc(_check_words(data, check_id))}</li>" for check_id in group.check_ids)
+            who = ", ".join(_submission_link(name, feedback) for name in group.submissions)
+            body.append(f'<tr data-group-size="{len(group.submissions)}"><td class="n">{len(group.submissions)}</td>'
+                        f"<td><ul>{titles}</ul></td><td>{who}</td></tr>")
+        body.append("</tbody></table>")
+    else:
+        body.append("<p>Nenhuma entrega corrigida falhou alguma verificação.</p>")
+
+    body.append('<h2 id="problemas">Entregas que pararam no meio ou não rodaram</h2>')
+    if data.troubles:
+        body.append('<table id="tabela-problemas"><thead><tr><th>Entrega</th><th>O que houve</th><th>Detalhe</th>'
+                    "</tr></thead><tbody>")
+        body += [f"<tr><td>{_submission_link(t.submission, feedback)}</td><td>{_esc(t.what)}</td>"
+                 f"<td>{_esc(t.message)}</td></tr>" for t in data.troubles]
+        body.append("</tbody></table>")
+    else:
+        body.append("<p>Nenhuma: todas as entregas rodaram dentro dos limites de tempo e memória.</p>")
+
+    body.append('<h2 id="retorno">Páginas de retorno</h2>')
+    if feedback:
+        body.append("<ul>" + "".join(f"<li>{_submission_link(name, feedback)}</li>" for name in data.submissions) + "</ul>")
+    else:
+        body.append("<p>Sem páginas de retorno neste lote: rode <code>grade batch</code> com "
+                    "<code>--feedback PASTA</code> para gravar uma por entrega.</p>")
+    return (
+        '<!DOCTYPE html>\n<html lang="pt-BR"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>"
+        + "".join(body) + "</body></html>\n"
+    )
+
+
+def _check_words(data: ClassData, check_id: str) -> str:
+    stats = data.check(check_id)
+    return f"N{stats.level} {stats.title}" + (f" [{stats.fixture}]" if stats.fixture else "")
+
+
+def _cell(text: Any) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with = + - @ would be a formula."""
+    text = str(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def checks_csv(rows: list[Any]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        for check in (row.report.checks if row.report is not None else []):
+            writer.writerow([
+                _cell(row.submission), _cell(check.id), check.level, _cell(check.fixture or ""), _cell(check.title),
+                PASSED_WORD if check.passed else FAILED_WORD, shown_points(check.points_earned), shown_points(check.points),
+            ])
+    return buffer.getvalue()
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def feedback_links(feedback_pages: dict[str, Path], base: Path) -> dict[str, str]:
+    """Submission -> href of its feedback page, relative to the report's folder ``base``."""
+    links = {}
+    for name, path in feedback_pages.items():
+        relative = os.path.relpath(Path(path).resolve(), Path(base).resolve())
+        links[name] = quote(Path(relative).as_posix())
+    return links
+
+
+def write_class_report(folder: Path, exercise: str, rows: list[Any], levels: list[int],
+                       feedback_pages: dict[str, Path] | None = None) -> tuple[Path, Path]:
+    """Write ``turma.html`` and ``verificacoes.csv`` in ``folder``; returns both paths."""
+    from grader.core.course_folder import find_project_root
+    from grader.core.manifest import get_exercise
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = get_exercise(exercise)
+    data = class_data(exercise, rows, levels, {level.number: level.title for level in entry.levels},
+                      {level.number: level.section for level in entry.levels})
+    page_path, csv_path = folder / PAGE_NAME, folder / CSV_NAME
+    _write(csv_path, checks_csv(rows))
+    _write(page_path, page(data, feedback_links(feedback_pages or {}, folder), find_project_root(), folder))
+    return page_path, csv_path
