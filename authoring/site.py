@@ -38,6 +38,7 @@ from grader.core.plural import quantity
 DEFAULT_OUT = "site"
 INDEX_NAME = "index.html"
 EXERCISE_GLOB = "exercise-*.ipynb"
+FIGURES_DIR = "figuras"  # lessons/figuras/*.svg, referenced from the lessons as figuras/name.svg
 _LOCAL_NOTEBOOK_LINK = re.compile(r'href="((?![A-Za-z][A-Za-z0-9+.-]*:)[^"#?]*?)\.ipynb((?:#[^"]*)?)"')
 
 
@@ -107,6 +108,26 @@ def export_notebook(exporter: HTMLExporter, notebook: nbformat.NotebookNode, tit
     return point_links_at_html(body, source.parent, target.parent, pages)
 
 
+def copy_figures(lessons_dir: Path, out: Path) -> list[Path]:
+    """Copy lessons/figuras/*.svg beside the lesson pages, so `figuras/x.svg` resolves the same way.
+
+    Only regular files directly in the folder are copied (no symlinks, nothing below it), so
+    a link planted in the course cannot pull a file from outside it into the site.
+    """
+    source = lessons_dir / FIGURES_DIR
+    if not source.is_dir() or source.is_symlink():
+        return []
+    target = out / FIGURES_DIR
+    copied = []
+    for figure in sorted(source.glob("*.svg")):
+        if figure.is_symlink() or not figure.is_file():
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(figure, target / figure.name)
+        copied.append(target / figure.name)
+    return copied
+
+
 def index_page(entries: list[tuple[str, str]], glossary_href: str) -> str:
     items = "\n".join(
         f'      <li><a href="{html.escape(href)}">{html.escape(title)}</a></li>' for href, title in entries
@@ -154,6 +175,7 @@ def build_site(root: Path, out: Path, execute: bool = False) -> list[Path]:
     pages.update({path.resolve(): out / EXERCISES_DIR / html_name(path.name) for path in exercises})
     written: list[Path] = []
     entries: list[tuple[str, str]] = []
+    copy_figures(lessons_dir, out)
     for lesson in plan.lessons:
         title = lesson_title(lesson.marked, f"Lição {lesson.number}")
         if execute:

@@ -16,11 +16,11 @@ from authoring.site import build_site
 from tests.glossary_fixtures import entry, notebook, write_glossary, write_notebook
 
 REPO = Path(__file__).resolve().parent.parent
-_HREF = re.compile(r'href="([^"]*)"')
+_HREF = re.compile(r'(?:href|src)="([^"]*)"')
 
 
 def broken_links(out: Path) -> list[str]:
-    """Every local href of every page under out that does not resolve to a written file."""
+    """Every local href or src of every page under out that does not resolve to a written file."""
     broken = []
     for page in sorted(out.rglob("*.html")):
         for href in _HREF.findall(page.read_text(encoding="utf-8")):

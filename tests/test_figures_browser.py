@@ -1,0 +1,119 @@
+"""The lessons' figures load in a real browser: in JupyterLab and on the `course site` pages.
+
+JupyterLab serves a copy of lessons/ (notebooks and figuras/); headless Chromium opens
+lesson 3 and waits for its figures to load. An <img> whose file the server cannot find
+stays at naturalWidth 0, so a broken path, a figure left out of the site or an SVG the
+browser cannot decode all fail here. Screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from authoring.site import build_site
+from tests.glossary_fixtures import REPO
+from tests.test_browser import (  # noqa: F401  (browser and page are fixtures)
+    ARTIFACTS,
+    browser,
+    free_port,
+    offline,
+    page,
+    require_chromium,
+    running_lab,
+    write_lab_settings,
+)
+from tests.test_figures import lesson_images
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+LESSON = next((REPO / "lessons").glob("03-*.ipynb"))
+IMAGE_LOADED = "img => img.complete && img.naturalWidth > 0 && img.naturalHeight > 0"
+
+
+def expected_images() -> list[tuple[str, str]]:
+    images = lesson_images(LESSON)
+    assert images, f"{LESSON.name} shows no figure"
+    return images
+
+
+@pytest.fixture(scope="module")
+def course_copy(tmp_path_factory) -> Path:
+    """A copy of the project's lessons/ (with figuras/) and what the site export needs."""
+    require_chromium()
+    root = tmp_path_factory.mktemp("course")
+    shutil.copytree(REPO / "lessons", root / "lessons", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copy(REPO / "glossary.yaml", root / "glossary.yaml")
+    return root
+
+
+@pytest.fixture(scope="module")
+def lab(course_copy, tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    settings = home / "lab-settings"
+    write_lab_settings(settings)
+    env = dict(os.environ)
+    env.update({
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / ".ipython"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+    })
+    port, token = free_port(), secrets.token_hex(16)
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={course_copy / 'lessons'}", "--allow-root",
+    ]
+    with running_lab(command, env, cwd=home, port=port, token=token) as server:
+        yield server
+
+
+def check_figures_loaded(page, container: str, artifact: str) -> None:
+    """Each image of the lesson, found by its alt text, is decoded with a real size."""
+    for target, alt in expected_images():
+        assert '"' not in alt and "\\" not in alt, f"{target}: alt text must not need escaping in a selector"
+        image = page.locator(f'{container} img[alt="{alt}"]')
+        image.first.wait_for(state="attached")
+        assert image.count() == 1, f"{target}: expected one <img> with its alt text, found {image.count()}"
+        image.first.scroll_into_view_if_needed()
+        page.wait_for_function(IMAGE_LOADED, arg=image.first.element_handle(), timeout=60_000)
+        assert image.first.get_attribute("alt") == alt
+        assert Path(target).name in (image.first.get_attribute("src") or "")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{artifact}.png"))
+
+
+def test_jupyterlab_loads_the_figures_of_lesson_3_with_their_alt_text(lab, page):
+    page.goto(lab.lab_url(LESSON.name))
+    page.locator(".jp-NotebookPanel .jp-RenderedMarkdown").first.wait_for()
+    check_figures_loaded(page, ".jp-RenderedMarkdown", "jupyterlab-licao-3-figuras")
+
+
+def test_the_site_page_of_lesson_3_loads_its_figures_offline(course_copy, tmp_path, page):
+    out = tmp_path / "site"
+    build_site(course_copy, out)
+    offline(page)
+    page.goto((out / LESSON.with_suffix(".html").name).as_uri())
+    check_figures_loaded(page, "body", "html-licao-3-figuras")
+
+
+def test_a_figure_missing_from_the_site_is_caught(course_copy, tmp_path, page):
+    out = tmp_path / "site"
+    build_site(course_copy, out)
+    shutil.rmtree(out / "figuras")
+    offline(page)
+    page.goto((out / LESSON.with_suffix(".html").name).as_uri())
+    target, alt = expected_images()[-1]
+    image = page.locator(f'img[alt="{alt}"]').first
+    image.wait_for(state="attached")
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete", arg=image.element_handle())
+    assert image.evaluate("img => img.naturalWidth") == 0
