@@ -20,7 +20,6 @@ from harness.scenarios import load_scenario
 from harness.stores.postgres import PostgresStore, connect
 from harness.worker import submit_run, work
 from tests.durability_checks import final_run_problems, fork_harness, orphan_problems, wait_child
-from tests.stores_support import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 TEAM_EMAIL = load_scenario("team-email")
 RUNS = 50
