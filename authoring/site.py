@@ -33,6 +33,7 @@ from authoring.exercises import EXERCISES_DIR
 from authoring.glossary import build_plan, lesson_title
 from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
 from authoring.glossary_schema import GlossaryError
+from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 
 DEFAULT_OUT = "site"
@@ -160,24 +161,23 @@ def build_site(root: Path, out: Path, execute: bool = False) -> list[Path]:
             print(f"course site: executando {lesson.path.name} ...", flush=True)
             execute_lesson(lesson.marked, lessons_dir)
         target = pages[lesson.path.resolve()]
-        target.write_text(export_notebook(exporter, lesson.marked, title, lesson.path, target, pages),
-                          encoding="utf-8")
+        write_atomic(target, export_notebook(exporter, lesson.marked, title, lesson.path, target, pages))
         written.append(target)
         entries.append((target.name, title))
     glossary = nbformat.reads(plan.page_text, as_version=4)
     glossary_target = pages[glossary_source.resolve()]
-    glossary_target.write_text(export_notebook(exporter, glossary, "Glossário do curso", glossary_source,
-                                               glossary_target, pages), encoding="utf-8")
+    write_atomic(glossary_target, export_notebook(exporter, glossary, "Glossário do curso", glossary_source,
+                                                  glossary_target, pages))
     written.append(glossary_target)
     for path in exercises:
         target = pages[path.resolve()]
         target.parent.mkdir(parents=True, exist_ok=True)
         notebook = nbformat.read(path, as_version=4)
-        target.write_text(export_notebook(exporter, notebook, lesson_title(notebook, path.stem), path, target,
-                                          pages), encoding="utf-8")
+        write_atomic(target, export_notebook(exporter, notebook, lesson_title(notebook, path.stem), path, target,
+                                             pages))
         written.append(target)
     index = out / INDEX_NAME
-    index.write_text(index_page(entries, glossary_target.name), encoding="utf-8")
+    write_atomic(index, index_page(entries, glossary_target.name))
     written.append(index)
     return written
 
