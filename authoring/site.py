@@ -12,6 +12,8 @@ nbconvert's own `clean_html` filter allows only bleach's short default list of
 tags, so paragraphs and headings of every markdown cell come out escaped as text
 (jupyter/nbconvert#2016). The exporter here keeps sanitizing, with an allow-list
 that covers what markdown produces and keeps <abbr title> for the hover definitions.
+It sanitizes with nh3 (the Ammonia sanitizer, https://nh3.readthedocs.io/): bleach is
+deprecated (https://github.com/mozilla/bleach/issues/698).
 """
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import bleach
 import nbformat
+import nh3
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
@@ -42,25 +44,29 @@ EXERCISE_GLOB = "exercise-*.ipynb"
 _LOCAL_NOTEBOOK_LINK = re.compile(r'href="((?![A-Za-z][A-Za-z0-9+.-]*:)[^"#?]*?)\.ipynb((?:#[^"]*)?)"')
 
 
-MARKDOWN_TAGS = frozenset(bleach.ALLOWED_TAGS) | {
+# bleach's default tags (what nbconvert allows), then what markdown produces.
+MARKDOWN_TAGS = frozenset({"a", "abbr", "acronym", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul"}) | {
     "p", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "pre", "code", "br", "hr",
     "table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "img", "sup", "sub",
     "del", "s", "kbd", "details", "summary", "dl", "dt", "dd", "figure", "figcaption",
 }
 MARKDOWN_ATTRIBUTES = {
-    "*": ["class", "id"],
-    "a": ["href", "title", "class", "id"],
-    "abbr": ["title", "class"],
-    "img": ["src", "alt", "title", "width", "height"],
-    "th": ["align", "colspan", "rowspan"],
-    "td": ["align", "colspan", "rowspan"],
+    "*": {"class", "id"},
+    "a": {"href", "title", "class", "id"},
+    "abbr": {"title", "class"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "th": {"align", "colspan", "rowspan"},
+    "td": {"align", "colspan", "rowspan"},
 }
+URL_SCHEMES = frozenset({"http", "https", "mailto"})  # and relative links; never javascript: or data:
 
 
 def clean_html(element) -> str:
     """nbconvert's sanitizing filter, with an allow-list wide enough for markdown."""
     text = element.decode() if isinstance(element, bytes) else str(element)
-    return bleach.clean(text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES)
+    # link_rel=None: the links stay as written (nh3 would add rel="noopener noreferrer" to each)
+    return nh3.clean(text, tags=set(MARKDOWN_TAGS), attributes=MARKDOWN_ATTRIBUTES, url_schemes=set(URL_SCHEMES),
+                     link_rel=None)
 
 
 def make_exporter(sanitize: bool = True) -> HTMLExporter:
