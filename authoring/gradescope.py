@@ -142,9 +142,6 @@ def run(args: argparse.Namespace) -> int:
     from grader.core.errors import GraderError
 
     out = args.out or Path(f"autograder-{args.exercise}.zip")
-    if args.timeout <= 0 or args.cell_timeout <= 0:
-        print("course gradescope: --timeout e --cell-timeout precisam ser maiores que zero.", file=sys.stderr)
-        return 2
     try:
         build_zip(args.root, args.exercise, out, public=args.fixtures, hidden=args.hidden_fixtures,
                   visibility=args.visibility, timeout=args.timeout, cell_timeout=args.cell_timeout,
