@@ -1,7 +1,6 @@
 """glossary.yaml schema, `course glossary` marking rules, check_problems, `course site`."""
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import re
