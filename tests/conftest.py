@@ -21,8 +21,8 @@ from tests.stores_support import SQL_KINDS, STORE_KINDS, StoreCase
 
 CRASH_ENV = ("CRASH_AFTER", "CRASH_MODE")
 
-# How many PostgreSQL clusters this process started: said at the end of the run (one per
-# process is the aim; each start costs seconds).
+# How many PostgreSQL clusters this run started: said at its end (one is the aim; each start
+# costs seconds).
 postgres_starts = 0
 
 
@@ -63,19 +63,6 @@ def store_case(request):
 @pytest.fixture(params=SQL_KINDS)
 def sql_store_case(request):
     return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
-
-
-def pytest_sessionfinish(session):
-    worker_output = getattr(session.config, "workeroutput", None)  # set in a pytest-xdist worker
-    if worker_output is not None:
-        worker_output["postgres_starts"] = postgres_starts
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error):
-    """pytest-xdist: add up what each worker process started."""
-    global postgres_starts
-    postgres_starts += getattr(node, "workeroutput", {}).get("postgres_starts", 0)
 
 
 def pytest_terminal_summary(terminalreporter):

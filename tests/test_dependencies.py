@@ -27,7 +27,6 @@ OWN = {"harness", "grader", "authoring", "tests", "bench", "bootstrap"}
 USED_WITHOUT_IMPORT = {
     "jupyterlab": "`bootstrap.py lab` runs `python -m jupyterlab`",
     "pytest-timeout": "a pytest plugin (the --timeout option)",
-    "pytest-xdist": "a pytest plugin (`bootstrap.py test` runs with -n)",
     "ruff": "tests/test_ruff.py runs `ruff check`",
     "langgraph-checkpoint-sqlite": "bench/stores.py imports it as langgraph.checkpoint.sqlite",
 }

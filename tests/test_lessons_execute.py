@@ -23,6 +23,7 @@ def offline_env() -> dict:
     return env
 
 
+@pytest.mark.slow  # a fresh kernel runs every cell of a lesson
 @pytest.mark.parametrize("path", lesson_paths(), ids=lambda p: p.stem)
 def test_lesson_runs_top_to_bottom(path, tmp_path, monkeypatch):
     for name, value in offline_env().items():
