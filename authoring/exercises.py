@@ -25,15 +25,14 @@ import argparse
 import ast
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 
 CODE_BEGIN = "### BEGIN SOLUTION"
@@ -384,16 +383,7 @@ def solution_paths(root: Path) -> list[Path]:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def build_one(root: Path, solution_path: Path, force: bool = False) -> BuildOutcome:

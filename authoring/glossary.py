@@ -23,6 +23,7 @@ import nbformat
 from authoring.glossary_marker import MARK, Marker, strip_marks
 from authoring.glossary_page import PAGE_NAME, LessonInfo, build_page
 from authoring.glossary_schema import GlossaryError, Term, load_glossary
+from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 
 GLOSSARY_FILE = "glossary.yaml"
@@ -145,12 +146,12 @@ def apply_glossary(root: Path) -> tuple[Plan, list[Path]]:
     written: list[Path] = []
     for lesson in plan.lessons:
         if lesson.changed:
-            lesson.path.write_text(notebook_text(lesson.marked), encoding="utf-8")
+            write_atomic(lesson.path, notebook_text(lesson.marked))
             written.append(lesson.path)
     page = plan.page_path
     if not page.exists() or page.read_text(encoding="utf-8") != plan.page_text:
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(plan.page_text, encoding="utf-8")
+        write_atomic(page, plan.page_text)
         written.append(page)
     return plan, written
 

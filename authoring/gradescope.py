@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import stat
 import zipfile
 from pathlib import Path
 
+from grader.core.atomic_write import atomic_file
 from grader.instructor.gradescope import CONFIG_NAME, HIDDEN_FIXTURES, PUBLIC_FIXTURES, VISIBILITIES
 from grader.reports import console
 
@@ -122,8 +122,7 @@ def build_zip(root: Path, exercise: str, out: Path, *, public: list[Path], hidde
         "remove_hidden_fixtures": True,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+    with atomic_file(out) as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
         _add_text(archive, "setup.sh", SETUP_SH.format(course=COURSE_DIR), executable=True)
         _add_text(archive, "run_autograder", RUN_AUTOGRADER.format(course=COURSE_DIR), executable=True)
         _add_text(archive, CONFIG_NAME, json.dumps(config, ensure_ascii=False, indent=2) + "\n")
@@ -134,7 +133,6 @@ def build_zip(root: Path, exercise: str, out: Path, *, public: list[Path], hidde
         for folder, sources in ((PUBLIC_FIXTURES, public), (HIDDEN_FIXTURES, hidden)):
             for path in _fixture_files(sources, exercise):
                 archive.write(path, f"{folder}/{path.name}")
-    shutil.move(tmp, out)
     return out
 
 
@@ -144,9 +142,6 @@ def run(args: argparse.Namespace) -> int:
     from grader.core.errors import GraderError
 
     out = args.out or Path(f"autograder-{args.exercise}.zip")
-    if args.timeout <= 0 or args.cell_timeout <= 0:
-        print("course gradescope: --timeout e --cell-timeout precisam ser maiores que zero.", file=sys.stderr)
-        return 2
     try:
         build_zip(args.root, args.exercise, out, public=args.fixtures, hidden=args.hidden_fixtures,
                   visibility=args.visibility, timeout=args.timeout, cell_timeout=args.cell_timeout,

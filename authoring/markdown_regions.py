@@ -132,7 +132,7 @@ def _block_regions(text: str) -> list[tuple[int, int]]:
             continue
         if MATH_BLOCK.match(line):
             rest = line.strip()[2:]
-            j = i if "$$" in rest else until(lambda l: "$$" in l, i + 1)
+            j = i if "$$" in rest else until(lambda text: "$$" in text, i + 1)
             spans.append((offsets[i], offsets[min(j + 1, len(lines))]))
             paragraph_start, i = None, j + 1
             continue
@@ -152,7 +152,7 @@ def _block_regions(text: str) -> list[tuple[int, int]]:
             paragraph_start, i = None, j + 1
             continue
         if HTML_COMMENT_BLOCK.match(line):
-            j = until(lambda l: "-->" in l, i)
+            j = until(lambda text: "-->" in text, i)
             spans.append((offsets[i], offsets[min(j + 1, len(lines))]))
             paragraph_start, i = None, j + 1
             continue
@@ -162,7 +162,7 @@ def _block_regions(text: str) -> list[tuple[int, int]]:
             paragraph_start, i = None, j
             continue
         if INDENTED.match(line) and paragraph_start is None and not in_list:
-            j = until(lambda l: not (INDENTED.match(l) or BLANK.match(l)), i + 1)
+            j = until(lambda text: not (INDENTED.match(text) or BLANK.match(text)), i + 1)
             spans.append((offsets[i], offsets[j]))
             i = j
             continue

@@ -12,6 +12,8 @@ nbconvert's own `clean_html` filter allows only bleach's short default list of
 tags, so paragraphs and headings of every markdown cell come out escaped as text
 (jupyter/nbconvert#2016). The exporter here keeps sanitizing, with an allow-list
 that covers what markdown produces and keeps <abbr title> for the hover definitions.
+It sanitizes with nh3 (the Ammonia sanitizer, https://nh3.readthedocs.io/): bleach is
+deprecated (https://github.com/mozilla/bleach/issues/698).
 """
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import bleach
 import nbformat
+import nh3
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
@@ -33,6 +35,7 @@ from authoring.exercises import EXERCISES_DIR
 from authoring.glossary import build_plan, lesson_title
 from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
 from authoring.glossary_schema import GlossaryError
+from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 
 DEFAULT_OUT = "site"
@@ -42,25 +45,29 @@ FIGURES_DIR = "figuras"  # lessons/figuras/*.svg, referenced from the lessons as
 _LOCAL_NOTEBOOK_LINK = re.compile(r'href="((?![A-Za-z][A-Za-z0-9+.-]*:)[^"#?]*?)\.ipynb((?:#[^"]*)?)"')
 
 
-MARKDOWN_TAGS = frozenset(bleach.ALLOWED_TAGS) | {
+# bleach's default tags (what nbconvert allows), then what markdown produces.
+MARKDOWN_TAGS = frozenset({"a", "abbr", "acronym", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul"}) | {
     "p", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "pre", "code", "br", "hr",
     "table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "img", "sup", "sub",
     "del", "s", "kbd", "details", "summary", "dl", "dt", "dd", "figure", "figcaption",
 }
 MARKDOWN_ATTRIBUTES = {
-    "*": ["class", "id"],
-    "a": ["href", "title", "class", "id"],
-    "abbr": ["title", "class"],
-    "img": ["src", "alt", "title", "width", "height"],
-    "th": ["align", "colspan", "rowspan"],
-    "td": ["align", "colspan", "rowspan"],
+    "*": {"class", "id"},
+    "a": {"href", "title", "class", "id"},
+    "abbr": {"title", "class"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "th": {"align", "colspan", "rowspan"},
+    "td": {"align", "colspan", "rowspan"},
 }
+URL_SCHEMES = frozenset({"http", "https", "mailto"})  # and relative links; never javascript: or data:
 
 
 def clean_html(element) -> str:
     """nbconvert's sanitizing filter, with an allow-list wide enough for markdown."""
     text = element.decode() if isinstance(element, bytes) else str(element)
-    return bleach.clean(text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES)
+    # link_rel=None: the links stay as written (nh3 would add rel="noopener noreferrer" to each)
+    return nh3.clean(text, tags=set(MARKDOWN_TAGS), attributes=MARKDOWN_ATTRIBUTES, url_schemes=set(URL_SCHEMES),
+                     link_rel=None)
 
 
 def make_exporter(sanitize: bool = True) -> HTMLExporter:
@@ -182,24 +189,23 @@ def build_site(root: Path, out: Path, execute: bool = False) -> list[Path]:
             print(f"course site: executando {lesson.path.name} ...", flush=True)
             execute_lesson(lesson.marked, lessons_dir)
         target = pages[lesson.path.resolve()]
-        target.write_text(export_notebook(exporter, lesson.marked, title, lesson.path, target, pages),
-                          encoding="utf-8")
+        write_atomic(target, export_notebook(exporter, lesson.marked, title, lesson.path, target, pages))
         written.append(target)
         entries.append((target.name, title))
     glossary = nbformat.reads(plan.page_text, as_version=4)
     glossary_target = pages[glossary_source.resolve()]
-    glossary_target.write_text(export_notebook(exporter, glossary, "Glossário do curso", glossary_source,
-                                               glossary_target, pages), encoding="utf-8")
+    write_atomic(glossary_target, export_notebook(exporter, glossary, "Glossário do curso", glossary_source,
+                                                  glossary_target, pages))
     written.append(glossary_target)
     for path in exercises:
         target = pages[path.resolve()]
         target.parent.mkdir(parents=True, exist_ok=True)
         notebook = nbformat.read(path, as_version=4)
-        target.write_text(export_notebook(exporter, notebook, lesson_title(notebook, path.stem), path, target,
-                                          pages), encoding="utf-8")
+        write_atomic(target, export_notebook(exporter, notebook, lesson_title(notebook, path.stem), path, target,
+                                             pages))
         written.append(target)
     index = out / INDEX_NAME
-    index.write_text(index_page(entries, glossary_target.name), encoding="utf-8")
+    write_atomic(index, index_page(entries, glossary_target.name))
     written.append(index)
     return written
 

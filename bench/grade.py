@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from grader import cli
+from grader import cli  # noqa: E402
 from grader.core import execution  # noqa: E402
 from grader.core.environment import GRADER_ENV  # noqa: E402
 

@@ -39,7 +39,11 @@ def _skip_slow_optional_imports() -> None:
     """Keep jsonschema (imported by nbformat) from loading its optional IRI checker.
 
     `rfc3987_syntax` compiles a grammar at import time: seconds of CPU on every
-    `grade` or `course` start. Notebook schemas never use the IRI formats it checks.
+    `grade` or `course` start (and most of the test suite's collection). Notebook schemas
+    never use the IRI formats it checks. A ``None`` in ``sys.modules`` makes that import raise
+    ImportError at once (https://docs.python.org/3/reference/import.html#the-module-cache),
+    and jsonschema then leaves the two IRI formats out, as it does where the package is not
+    installed. `authoring/__init__.py` and `tests/conftest.py` import grader first for this.
     """
     if "rfc3987_syntax" not in sys.modules and "jsonschema" not in sys.modules:
         sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import now fails fast

@@ -87,13 +87,14 @@ def run_grade(argv: list[str]) -> int:
     finally:
         if prelaunched is not None:
             prelaunched.discard()  # already done when the grading took it; here for the ways out before
+    from grader.core.atomic_write import write_atomic
     from grader.reports import render
     from grader.student.progress import record_progress
 
     record_progress(args.exercise, report, notebook)
     if args.junit:
         try:
-            args.junit.write_text(render.junit_report(report), encoding="utf-8")
+            write_atomic(args.junit, render.junit_report(report))
         except OSError as error:
             print(f"grade: não consegui gravar {args.junit}: {os_reason(error)}.", file=sys.stderr)
     if args.json:

@@ -56,7 +56,6 @@ from harness.runner import (
     add_run_arguments,
     add_store_arguments,
     decide_pending_approval,
-    describe_message,  # noqa: F401  (continua disponível aqui para quem já o importava)
     execute_run,
 )
 from harness.scenarios import list_scenarios, load_scenario

@@ -34,10 +34,6 @@ FAILED_OUTCOMES = ("refused", "unknown", "error")
 DRY_RUN_MARK = "[dry-run]"
 
 
-class ResponseQueueExhausted(RuntimeError):
-    """A conversa pediu mais respostas do que o roteiro tem."""
-
-
 # --- Validação da conversa, com os textos de erro da própria API -------------------
 
 def _blocks(message: dict) -> list[dict]:

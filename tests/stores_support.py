@@ -1,8 +1,10 @@
-"""Fixtures shared by the store tests: a throwaway PostgreSQL cluster and one store of each kind.
+"""Helpers shared by the store tests: one store of each kind, opened from a test or named on
+the command line.
 
-Import the fixtures into a test module (`from tests.stores_support import postgres_dsn, ...`).
-The PostgreSQL tests skip, saying why, where no server can be started (no `postgresql`
-package, or root without the `postgres` user); CI installs the package.
+The fixtures behind them (`postgres_server`, `postgres_dsn`, `store_case`, `sql_store_case`)
+live in `tests/conftest.py`: a test asks for them by name and imports nothing. The PostgreSQL
+tests skip, saying why, where no server can be started (no `postgresql` package, or root
+without the `postgres` user); CI installs the package.
 """
 from __future__ import annotations
 
@@ -10,31 +12,14 @@ import hashlib
 import itertools
 from pathlib import Path
 
-import pytest
-
 from harness.stores import open_store as open_store_spec
 from harness.stores.files import FileStore
-from harness.stores.local_postgres import LocalPostgres, unavailable_reason
 from harness.stores.sqlite import SqliteStore
 
 STORE_KINDS = ("files", "sqlite", "postgresql")
 SQL_KINDS = ("sqlite", "postgresql")
 
 _run_names = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-def postgres_server():
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(f"PostgreSQL tests skipped: {reason}")
-    with LocalPostgres() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def postgres_dsn(postgres_server):
-    return postgres_server.dsn
 
 
 def unique_run_name(prefix="run"):
@@ -91,12 +76,12 @@ class StoreCase:
 
 FILES_CASE = StoreCase("files")
 
-
-@pytest.fixture(params=STORE_KINDS)
-def store_case(request):
-    return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
+# The fixtures that moved to tests/conftest.py.
+CONFTEST_FIXTURES = ("postgres_server", "postgres_dsn", "store_case", "sql_store_case")
 
 
-@pytest.fixture(params=SQL_KINDS)
-def sql_store_case(request):
-    return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
+def __getattr__(name):
+    if name in CONFTEST_FIXTURES:  # an import written before the fixtures moved: say where they went
+        raise ImportError(f"{name} is a fixture of tests/conftest.py now: ask for it by name and drop the import "
+                          "(an imported copy would start its own PostgreSQL cluster)")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,12 +17,6 @@ from harness.stores import open_store
 from harness.timeline_commands import fork_run
 
 
-@pytest.fixture(autouse=True)
-def clean_crash_env(monkeypatch):
-    monkeypatch.delenv("CRASH_AFTER", raising=False)
-    reset_crash_counts()
-
-
 def suggested_command(output: str) -> list[str]:
     """The arguments of the `continue com: python -m harness ...` line a command printed."""
     line = next(line for line in output.splitlines() if "continue com:" in line)

@@ -19,7 +19,7 @@ from harness.fake_endpoint import ScriptedEndpoint, _error
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
 from harness.runner import EXIT_BAD_INPUT
 from tests.durability_checks import REPO_ROOT, final_run_problems, harness_env, run_forked
-from tests.stores_support import postgres_dsn, postgres_server, unique_run_name  # noqa: F401  (fixtures)
+from tests.stores_support import unique_run_name
 
 
 def run_args(run_dir, *extra):

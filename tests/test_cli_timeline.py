@@ -38,12 +38,6 @@ def emails(run_dir: Path) -> list:
     return Workspace(run_dir / WORLD_DIR).emails()
 
 
-@pytest.fixture(autouse=True)
-def clean_crash_env(monkeypatch):
-    monkeypatch.delenv("CRASH_AFTER", raising=False)
-    reset_crash_counts()
-
-
 @pytest.fixture
 def finished(tmp_path):
     run_dir = tmp_path / "run"

@@ -39,12 +39,6 @@ from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint, read_lease
 from tests.test_runner import TEAM_EMAIL_PASSES
 
 
-@pytest.fixture(autouse=True)
-def no_crash_env(monkeypatch):
-    for key in ("CRASH_AFTER", "CRASH_MODE"):
-        monkeypatch.delenv(key, raising=False)
-
-
 # --- exit codes ------------------------------------------------------------------------------
 
 def test_exit_codes_are_explained_and_the_shell_status_of_a_kill_is_137():

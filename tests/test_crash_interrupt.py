@@ -24,7 +24,6 @@ from tests.durability_checks import (
     wait_child_stopped,
     wait_until_stopped,
 )
-from tests.stores_support import postgres_dsn, postgres_server, store_case  # noqa: F401  (fixtures)
 from tests.test_crash_matrix import EMAIL_TURN_PASS
 
 MOMENTS = sorted(EMAIL_TURN_PASS.items())

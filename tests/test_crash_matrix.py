@@ -42,13 +42,7 @@ from tests.durability_checks import (
     wait_child_stopped,
     world,
 )
-from tests.stores_support import (  # noqa: F401  (fixtures)
-    FILES_CASE,
-    postgres_dsn,
-    postgres_server,
-    sql_store_case,
-    store_case,
-)
+from tests.stores_support import FILES_CASE
 from tests.test_runner import TEAM_EMAIL_PASSES
 
 # The pass of each label that falls in the email turn (turn 2), where a crash hurts most.

@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from grader.core.engine import grade, load_exercise
 from grader.core.fixture_loader import load_fixtures

@@ -56,12 +56,6 @@ def level_score(results) -> float:
     return sum(r["status"] == "pass" for r in results.values()) / len(results)
 
 
-@pytest.fixture(autouse=True)
-def no_crash_env(monkeypatch):
-    for key in ("CRASH_AFTER", "CRASH_MODE"):
-        monkeypatch.delenv(key, raising=False)
-
-
 # ----------------------------------------------------------------- real kernel
 
 

@@ -10,6 +10,7 @@ import nbformat
 from grader import cli
 from grader.core.engine import load_exercise
 from grader.core.fixture_loader import load_fixtures
+from grader.core.results import GradeReport
 from grader.instructor import batch
 from grader.reports import feedback
 from tests.grader_support import ROOT, solution_notebook, write
@@ -108,7 +109,7 @@ def visible(page_text: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", unfolded).split())
 
 
-def blank_report() -> "GradeReport":
+def blank_report() -> GradeReport:
     """What a blank exercise gets: every check fails as unwritten, per fixture, same reason."""
     from grader.core.results import CheckResult, GradeReport
 

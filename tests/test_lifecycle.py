@@ -57,13 +57,6 @@ def v1_state(finished=False):
             "messages": messages, "pending_tool_use": pending}
 
 
-@pytest.fixture(autouse=True)
-def no_crash_env(monkeypatch):
-    monkeypatch.delenv("CRASH_AFTER", raising=False)
-    monkeypatch.delenv("CRASH_MODE", raising=False)
-    crash.reset_crash_counts()
-
-
 # --- checkpoint v2 and migration --------------------------------------------------------------
 
 def test_new_checkpoint_round_trips_as_v2(tmp_path):

@@ -12,7 +12,7 @@ from harness.fake_endpoint import make_stub_client, validate_messages
 from harness.loop import new_run_state, run_agent
 from harness.resume import reconcile, resume_action, resume_run
 from harness.scenarios import load_scenario, reading_loop_responses
-from harness.tools import Workspace, execute_tool, use_workspace
+from harness.tools import execute_tool, use_workspace
 
 
 @pytest.fixture

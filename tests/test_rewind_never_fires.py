@@ -17,12 +17,6 @@ from harness.tools import Workspace
 TEAM_EMAIL = load_scenario("team-email")
 
 
-@pytest.fixture(autouse=True)
-def no_crash_left_over(monkeypatch):
-    monkeypatch.delenv("CRASH_AFTER", raising=False)
-    reset_crash_counts()
-
-
 def crash_right_after_point_a_of_the_send_turn(run_dir, monkeypatch, approver=None):
     monkeypatch.setenv("CRASH_AFTER", "after-save-A:2")
     with pytest.raises(SimulatedCrash):

@@ -50,13 +50,6 @@ TEAM_EMAIL_PASSES = {
 MATRIX = [(label, n) for label in CRASH_LABELS for n in range(1, TEAM_EMAIL_PASSES[label] + 1)]
 
 
-@pytest.fixture(autouse=True)
-def clean_crash_env(monkeypatch):
-    monkeypatch.delenv("CRASH_AFTER", raising=False)
-    monkeypatch.delenv("CRASH_MODE", raising=False)
-    reset_crash_counts()
-
-
 class Session:
     """One 'process' worth of runner: its own client (and so its own request log)."""
 

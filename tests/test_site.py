@@ -65,3 +65,23 @@ def test_every_local_link_of_the_course_site_resolves(tmp_path):
     assert sorted(p.name for p in (out / "exercises").glob("*.html")) == \
         sorted(p.with_suffix(".html").name for p in (REPO / "exercises").glob("exercise-*.ipynb"))
     assert broken_links(out) == []
+
+
+def test_the_sanitizer_keeps_what_markdown_makes_and_drops_what_runs(tmp_path):
+    """Markdown (headings, paragraphs, tables, the glossary's <abbr title>) comes through; a
+    script (tag and content), an event handler and a javascript: link a lesson's markdown might
+    carry do not."""
+    root = small_course(tmp_path)
+    write_notebook(root / "lessons" / "03-retomando.ipynb", notebook([
+        ("md", "# Lição 3 — Retomando\n\nA retomada.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+               "<script>alert('roubado')</script>\n\n<img src=\"x.png\" alt=\"figura\" onerror=\"alert('roubado')\">\n\n"
+               "[perigo](javascript:alert('roubado')) e [fonte](https://example.org/fonte)"),
+    ]))
+    build_site(root, tmp_path / "site")
+    page = (tmp_path / "site" / "03-retomando.html").read_text(encoding="utf-8")
+    body = page[page.index("<body"):]
+    assert "roubado" not in body and "onerror" not in body and "javascript:" not in body
+    assert '<img alt="figura" src="x.png"' in body
+    assert "<p><a>perigo</a> e <a href=\"https://example.org/fonte\">fonte</a></p>" in body
+    assert "<table>" in body and "<td>1</td>" in body
+    assert '<p>A <abbr class="glossario" title="Recomeçar de onde parou.">retomada</abbr>.</p>' in body

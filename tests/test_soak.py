@@ -27,7 +27,6 @@ from harness.runner import ENDPOINT_LOG_ENV, make_run_client, run_durable
 from harness.scenarios import load_scenario
 from harness.stores import StoreError
 from tests.durability_checks import emails, final_run_problems, fork_harness, wait_child
-from tests.stores_support import postgres_dsn, postgres_server, store_case  # noqa: F401  (fixtures)
 
 TARGET_KILLS = 200
 # Seconds per store: only a guard against a hang. The soak needs its 200 kills however loaded

@@ -14,7 +14,6 @@ import pytest
 from harness.crash import EXIT_CODE_KILLED
 from harness.runner import ENDPOINT_LOG_ENV
 from tests.durability_checks import final_run_problems, run_forked
-from tests.stores_support import postgres_dsn, postgres_server, sql_store_case  # noqa: F401  (fixtures)
 
 
 def command(name, run_dir, case, *extra):

@@ -22,7 +22,7 @@ from harness.effects import EffectsLedgerError
 from harness.lifecycle import LeaseHeld, LeaseLost, new_run_checkpoint
 from harness.scenarios import load_scenario
 from harness.tool_runner import run_tool_uses
-from tests.stores_support import SQL_KINDS, STORE_KINDS, open_store, postgres_dsn, postgres_server  # noqa: F401
+from tests.stores_support import SQL_KINDS, STORE_KINDS, open_store
 
 SCENARIO = load_scenario("team-email")
 EMAIL_CALL = {"id": "toolu_st01", "name": "send_email",

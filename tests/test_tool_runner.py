@@ -8,7 +8,7 @@ import pytest
 import harness.effects as effects
 import harness.tool_runner as tool_runner
 from harness.approval import PENDING, WaitingForApproval, approve, record_decision
-from harness.crash import SimulatedCrash, reset_crash_counts
+from harness.crash import SimulatedCrash
 from harness.effects import load_effects, make_receipt, record_intent, save_effect
 from harness.fake_endpoint import make_stub_client, validate_messages
 from harness.loop import new_run_state
@@ -27,15 +27,6 @@ from tests.tool_calls import EMAIL, READ, TICKET, notes_world
 @pytest.fixture
 def world(tmp_path):
     return notes_world(tmp_path, "conclusões\n")
-
-
-@pytest.fixture(autouse=True)
-def no_crash_env(monkeypatch):
-    monkeypatch.delenv("CRASH_AFTER", raising=False)
-    monkeypatch.delenv("CRASH_MODE", raising=False)
-    reset_crash_counts()
-    yield
-    reset_crash_counts()
 
 
 def test_several_tool_uses_in_one_turn_answered_in_order(tmp_path, world):

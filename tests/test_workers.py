@@ -20,7 +20,6 @@ from harness.scenarios import load_scenario
 from harness.stores.postgres import PostgresStore, connect
 from harness.worker import submit_run, work
 from tests.durability_checks import final_run_problems, fork_harness, orphan_problems, wait_child
-from tests.stores_support import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 TEAM_EMAIL = load_scenario("team-email")
 RUNS = 50
@@ -45,6 +44,32 @@ def start_worker(dsn, tmp_path, number, log):
     return fork_harness(args, {ENDPOINT_LOG_ENV: str(log), ENDPOINT_LATENCY_ENV: MODEL_LATENCY}, out)
 
 
+def assert_killed_or_left_idle(pid, output):
+    """A worker the test SIGKILLed died of the signal, or had just left on its own (`--idle-exit`,
+    exit 0) before the signal landed; any other end is the worker's own failure."""
+    code = wait_child(pid)
+    if code not in (-signal.SIGKILL, 0):
+        shown = output.read_text(encoding="utf-8", errors="replace")[-2000:] if output.exists() else "(no output)"
+        raise AssertionError(f"worker {pid} ended with code {code} before it was killed:\n{shown}")
+
+
+@pytest.mark.parametrize("end, fails", [("kill", False), ("idle", False), ("error", True)])
+def test_a_worker_that_failed_on_its_own_is_not_taken_for_a_kill(end, fails, tmp_path):
+    pid = os.fork()
+    if pid == 0:  # a stand-in worker: waits to be killed, leaves idle, or fails by itself
+        if end == "kill":
+            time.sleep(60)
+        os._exit(0 if end == "idle" else 1)
+    if end != "kill":
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # it has ended before the signal, as an idle worker may
+    os.kill(pid, signal.SIGKILL)
+    if fails:
+        with pytest.raises(AssertionError, match="ended with code 1"):
+            assert_killed_or_left_idle(pid, tmp_path / "none.txt")
+    else:
+        assert_killed_or_left_idle(pid, tmp_path / "none.txt")
+
+
 @pytest.mark.slow
 def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(postgres_dsn, tmp_path):
     seed = int(os.environ.get("WORKERS_SEED", DEFAULT_SEED))
@@ -53,9 +78,10 @@ def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(pos
     runs = [submit_run(postgres_dsn, TEAM_EMAIL, run=f"{prefix}{number:03d}") for number in range(RUNS)]
     log = tmp_path / "requests.jsonl"
     started_workers = 0
-    workers = []
+    workers, numbers = [], []  # the pid in each slot, and the number its output file is named by
     for _ in range(WORKERS):
         workers.append(start_worker(postgres_dsn, tmp_path, started_workers, log))
+        numbers.append(started_workers)
         started_workers += 1
     kills, started = 0, time.monotonic()
     try:
@@ -66,9 +92,10 @@ def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(pos
             time.sleep(rng.uniform(0.02, 0.3))  # often enough to land inside runs, whatever the machine's speed
             slot = rng.randrange(WORKERS)
             os.kill(workers[slot], signal.SIGKILL)
-            assert wait_child(workers[slot]) == -signal.SIGKILL or True  # it may have just exited (idle)
+            assert_killed_or_left_idle(workers[slot], tmp_path / f"worker-{numbers[slot]:03d}.txt")
             kills += 1
             workers[slot] = start_worker(postgres_dsn, tmp_path, started_workers, log)
+            numbers[slot] = started_workers
             started_workers += 1
     finally:
         for pid in workers:

@@ -74,6 +74,7 @@ def test_the_suite_has_enough_well_formed_mistakes_per_exercise():
     assert sum(counts.values()) >= 48, counts
 
 
+@pytest.mark.slow  # each case grades a notebook in a real kernel
 @pytest.mark.parametrize("path", mistake_files(), ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_each_mistake_loses_points_with_a_message_that_names_it(path, tmp_path, tmp_path_factory, monkeypatch):
     exercise, mistake = path.parent.name, load(path)
@@ -97,6 +98,7 @@ def test_each_mistake_loses_points_with_a_message_that_names_it(path, tmp_path, 
         assert solution_results(exercise, level, tmp_path_factory)[check_id]["status"] == "pass", check_id
 
 
+@pytest.mark.slow  # each case grades a notebook in a real kernel
 @pytest.mark.parametrize("path", right_answer_files(), ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_each_right_answer_keeps_every_point(path, tmp_path, monkeypatch):
     exercise, answer = path.parent.name, load(path)

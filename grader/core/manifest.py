@@ -255,11 +255,3 @@ def exercise_names() -> list[str]:
 def get_exercise(name: str) -> Exercise:
     """The manifest entry for `name`; UnknownExerciseError (Portuguese) otherwise."""
     return load_manifest().exercise(name)
-
-
-def exercise_title(name: str) -> str:
-    return get_exercise(name).title
-
-
-def level_title(name: str, level: int) -> str:
-    return get_exercise(name).level(level).title

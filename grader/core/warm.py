@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from grader.checks.framework import describe_error
 from grader.core import scratch as scratch_folders
+from grader.core.atomic_write import write_atomic
 from grader.core.environment import kernel_env
 from grader.core.prelaunch import PrelaunchedKernel
 from grader.core.sandbox import Sandbox
@@ -62,9 +63,7 @@ def grade_payload(grade_one, notebook: Path, prelaunched: PrelaunchedKernel | No
 
 
 def write_payload(path: Path, payload: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(payload, ensure_ascii=False))
 
 
 def serve(argv: list[str]) -> int:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
 from grader.core import results
+from grader.core.atomic_write import write_atomic
 from grader.core.errors import os_reason
 from grader.reports import console
 from grader.core.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
@@ -625,9 +626,7 @@ def gradebook_text(rows: list[Row], levels: list[int], max_points: float | None 
 def write_gradebook(path: Path, rows: list[Row], levels: list[int], max_points: float | None = None) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(gradebook_text(rows, levels, max_points), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, gradebook_text(rows, levels, max_points))
 
 
 def gradebook_problem(path: Path) -> str | None:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from grader.core.atomic_write import write_atomic
 from grader.core.points import shown as shown_points
 from grader.core.results import CheckResult, GradeReport
 
@@ -87,9 +87,7 @@ def results_json(report: GradeReport, hidden_fixtures: set[str], hidden_visibili
 
 def write_results(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _fixture_names(folder: Path) -> set[str]:

@@ -7,11 +7,11 @@ scripts, links or images, and everything the student's code printed is escaped.
 from __future__ import annotations
 
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from grader.core.atomic_write import write_atomic
 from grader.core.points import shown as shown_points
 from grader.core.results import GradeReport
 from grader.reports.render import html_report
@@ -80,8 +80,6 @@ def write_pages(folder: Path, rows: list[Any], status_words: dict[str, str]) -> 
     written = []
     for row in rows:
         path = folder / file_name(row.submission, taken)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(page(row.submission, status_words.get(row.status, row.status), row.message, row.report), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, page(row.submission, status_words.get(row.status, row.status), row.message, row.report))
         written.append(path)
     return written

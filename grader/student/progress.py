@@ -14,12 +14,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from grader.core.atomic_write import write_atomic
 from grader.core.course_folder import find_project_root, is_students_notebook
 from grader.core.errors import GraderError, os_reason
 from grader.core.manifest import Exercise, Manifest, load_manifest
@@ -92,21 +92,12 @@ def load_state(path: Path | None = None) -> dict[str, Any]:
 
 
 def save_state(state: dict[str, Any], path: Path | None = None) -> None:
-    """Write the state atomically: a temporary file in the same folder, then os.replace."""
+    """Write the state atomically (``grader.core.atomic_write``)."""
     path = Path(path) if path is not None else default_state_path()
     if path is None:
         raise GraderError("fora da pasta do curso não há onde guardar o progresso")
     text = json.dumps(state, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
 
 
 # ------------------------------------------------------------------ recording

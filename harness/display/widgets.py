@@ -109,10 +109,6 @@ def timeline_viewer(run_dir):
 
 # --- Lição 6: o explorador de quedas ------------------------------------------------------
 
-def _yes_no(ok):
-    return '<span class="curso-ok">sim</span>' if ok else '<span class="curso-erro">não</span>'
-
-
 def outcome_summary(outcome):
     """O retrato de uma pasta de execução como pares (rótulo, valor, ok): ok None = só informação."""
     return [

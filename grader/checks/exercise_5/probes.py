@@ -64,5 +64,3 @@ def active_points(run_dir: Path) -> list[str]:
 def point_file(fixture: Fixture, turn: int, point: str) -> dict:
     return copy.deepcopy(fixture.data["run_dir"][f"{CHECKPOINTS}/turn-{turn:03d}-{point}.json"])
 
-
-__all__ = ["EXERCISE", "fixture_run_dir", "write_run_dir"]

@@ -14,11 +14,6 @@ LEASE_FILE = "lease.json"
 CHECKPOINT_FILE = "checkpoint.json"
 
 
-def lease_functions(ctx: Context):
-    return (ctx.student_function("acquire_lease"), ctx.student_function("check_fence"),
-            ctx.student_function("fenced_save"))
-
-
 def fresh_run_dir(ctx: Context, label: str) -> Path:
     return ctx._session.fresh_dir(label)
 

@@ -1,0 +1,70 @@
+"""Fixtures every test module sees without importing them.
+
+pytest finds the fixtures of this file by name (https://docs.pytest.org/en/stable/reference/fixtures.html#conftest-py-sharing-fixtures-across-multiple-files).
+Never import a fixture into a test module: pytest registers the imported copy as a fixture of
+that module, so a session-scoped fixture imported into seven modules runs seven times
+(`tests/test_conftest.py` guards this). Helpers that are plain functions stay in
+`tests/stores_support.py` and friends.
+"""
+from __future__ import annotations
+
+# Before any test module imports nbformat: `grader`'s import keeps jsonschema from loading its
+# optional IRI checker (`rfc3987_syntax` compiles a grammar for seconds at import; nothing here
+# validates IRIs). See `grader/__init__.py`.
+import grader  # noqa: F401  (imported for the side effect above)
+
+import pytest
+
+from harness.crash import reset_crash_counts
+from harness.stores.local_postgres import LocalPostgres, unavailable_reason
+from tests.stores_support import SQL_KINDS, STORE_KINDS, StoreCase
+
+CRASH_ENV = ("CRASH_AFTER", "CRASH_MODE")
+
+# How many PostgreSQL clusters this run started: said at its end (one is the aim; each start
+# costs seconds).
+postgres_starts = 0
+
+
+@pytest.fixture(autouse=True)
+def no_crash_left_over(monkeypatch):
+    """Every test starts with no crash armed: no CRASH_AFTER/CRASH_MODE from the caller's shell or
+    an earlier test, and crash counts back at zero (they live in the `harness.crash` module)."""
+    for key in CRASH_ENV:
+        monkeypatch.delenv(key, raising=False)
+    reset_crash_counts()
+    yield
+    reset_crash_counts()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One throwaway PostgreSQL cluster for the whole session; each test uses runs of its own
+    (`stores_support.unique_run_name`). Skips, saying why, where no server can be started."""
+    global postgres_starts
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+    postgres_starts += 1
+    with LocalPostgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(postgres_server):
+    return postgres_server.dsn
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_case(request):
+    return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
+
+
+@pytest.fixture(params=SQL_KINDS)
+def sql_store_case(request):
+    return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if postgres_starts:
+        terminalreporter.write_line(f"PostgreSQL clusters started: {postgres_starts}")
