@@ -24,6 +24,7 @@ Com ``--store sqlite`` a mesma execução mora em RUN_DIR/run.sqlite3; com
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -63,8 +64,9 @@ from harness.lifecycle import (
 from harness.loop import CUT_OFF_STOP_REASONS, MAX_TURNS, call_model, take_response
 from harness.model import MAX_TOKENS, LiveModeUnavailable, make_client
 from harness.request_log import append_request
+from harness.run_names import run_name_problem
 from harness.resume import reconcile as reconcile_without_ledger
-from harness.scenarios import list_scenarios, load_scenario
+from harness.scenarios import ScenarioError, is_scenario_name, list_scenarios, load_scenario, shown_name
 from harness.stores import STORE_KINDS, StoreError, open_store
 from harness.stores.files import FileStore
 from harness.tool_runner import run_tool_uses
@@ -375,8 +377,17 @@ def add_store_arguments(parser):
     parser.add_argument("--store", default="files", metavar="|".join(STORE_KINDS),
                         help="onde a execução grava: files (padrão, os arquivos das lições), sqlite "
                              "(PASTA/run.sqlite3) ou postgresql://... (um servidor, para vários workers)")
-    parser.add_argument("--run", metavar="NOME", help="no PostgreSQL, o nome da execução no banco (padrão: o nome da pasta)")
+    parser.add_argument("--run", metavar="NOME", type=run_name_argument,
+                        help="no PostgreSQL, o nome da execução no banco (padrão: o nome da pasta)")
     return parser
+
+
+def run_name_argument(text):
+    """``--run NOME``: conferido na entrada, antes de virar chave de linha ou nome de pasta."""
+    problem = run_name_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def add_run_arguments(parser):
@@ -409,14 +420,29 @@ def run_scenario(args, store):
     elif not store.exists():
         raise no_checkpoint(store)
     else:
-        name = store.scenario_name()
-        if name is None:
-            raise ScenarioUnknown(f"{store.describe()} não gravou o cenário (veio da lição 5 ou de uma versão "
-                                  f"anterior): diga qual é com --scenario NOME")
+        name = recorded_scenario(store)
     try:
         return load_scenario(name)
-    except KeyError as error:
-        raise ScenarioUnknown(error.args[0]) from None
+    except ScenarioError as error:
+        raise ScenarioUnknown(str(error)) from None
+
+
+def recorded_scenario(store):
+    """O nome de cenário que a execução gravou, conferido: um dado lido da pasta ou do banco, não um caminho.
+
+    Só vale o nome de um cenário do curso; um caminho, um ``..`` ou um nome inventado param aqui,
+    antes da posse, sem tocar em nada: corrigido o valor, a execução retoma como estava.
+    """
+    name = store.scenario_name()
+    if name is None:
+        raise ScenarioUnknown(f"{store.describe()} não gravou o cenário (veio da lição 5 ou de uma versão "
+                              f"anterior): diga qual é com --scenario NOME")
+    if not is_scenario_name(name):
+        raise ScenarioUnknown(f"{store.scenario_source()}: o cenário gravado {shown_name(name)} não é o nome de um "
+                              f"cenário do curso (um cenário é um nome, nunca um caminho; disponíveis: "
+                              f"{', '.join(list_scenarios())}). Nada foi executado: corrija o valor ou retome com "
+                              f"--scenario NOME")
+    return name
 
 
 def execute_run(args):

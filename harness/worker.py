@@ -26,9 +26,11 @@ from harness.approval import ApprovalError
 from harness.checkpoint import CheckpointError
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import LEASE_SECONDS, MAX_RECOVERY_ATTEMPTS, LeaseLost, default_owner, new_run_checkpoint
-from harness.runner import make_run_client, run_durable
-from harness.scenarios import load_scenario
-from harness.stores.postgres import PostgresStore, claim_run, connection_lost
+from harness.run_names import run_name_problem
+from harness.runner import ScenarioUnknown, make_run_client, recorded_scenario, run_durable
+from harness.scenarios import ScenarioError, load_scenario
+from harness.stores.base import StoreError
+from harness.stores.postgres import PostgresStore, claim_run, connection_lost, refused_run_names
 
 POLL_SECONDS = 0.2   # quanto esperar entre duas consultas à fila vazia
 RECONNECT_FIRST_SECONDS = 0.2   # a primeira espera depois que o banco sai do ar
@@ -61,6 +63,9 @@ class Outage:
 def submit_run(dsn, scenario, run=None, requires_approval=False):
     """Grava uma execução nova, ``running`` e sem dono: o primeiro worker livre a pega. Devolve o nome."""
     run = run or f"{scenario.name}-{os.urandom(4).hex()}"
+    problem = run_name_problem(run)
+    if problem:
+        raise StoreError(problem)
     with PostgresStore(dsn, run, world_root=tempfile.gettempdir()) as store:
         lease = store.acquire_lease(owner=f"{default_owner()}:submit")
         try:
@@ -79,12 +84,15 @@ def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=
     workdir = Path(workdir or tempfile.mkdtemp(prefix="worker-"))
     handled, idle_since = 0, time.monotonic()
     outage, abandoned, connected = Outage(owner, say), None, False
+    refused = set()   # as linhas de nome ruim já ditas: uma linha por execução, não uma por consulta
     while max_runs is None or handled < max_runs:
         try:
             if abandoned is not None:
                 give_back(dsn, *abandoned, owner=owner, say=say)
                 abandoned = None
             claim = claim_run(dsn, owner=owner, seconds=lease_seconds)
+            if claim is None:
+                say_refused_runs(dsn, refused, owner, say)
         except Exception as error:
             if not (connected and connection_lost(error)):
                 raise  # um endereço errado na partida é dito uma vez, com código 2
@@ -100,16 +108,22 @@ def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=
             continue
         run, lease = claim
         say(f"{owner}: peguei {run} (token {lease.token})")
+        if run_name_problem(run):  # claim_run já não oferece esse nome; se oferecer, nada vira pasta
+            with PostgresStore(dsn, run, world_root=workdir) as store:
+                store.release_lease(lease)
+            refused.add(run)
+            say(f"{owner}: ignorei uma execução da fila: {run_name_problem(run)}")
+            continue
         with PostgresStore(dsn, run, world_root=workdir / run, lease_seconds=lease_seconds) as store:
             try:
-                scenario = load_scenario(store.scenario_name())
+                scenario = load_scenario(recorded_scenario(store))
                 state = run_durable(make_run_client(scenario.responses, live=live), None, scenario, resume=True,
                                     store=store, lease=lease, lease_seconds=lease_seconds,
                                     max_recovery_attempts=max_recovery_attempts)
                 say(f"{owner}: {run} parou em {state['status']} (turns={state['turns']})")
             except LeaseLost as error:
                 say(f"{owner}: {run}: {error}")
-            except (KeyError, CheckpointError, EffectsLedgerError, ApprovalError) as error:
+            except (ScenarioUnknown, ScenarioError, CheckpointError, EffectsLedgerError, ApprovalError) as error:
                 # Ilegível ou de um cenário desconhecido: fica para uma pessoa olhar (a posse vence sozinha).
                 say(f"{owner}: {run} não pôde ser retomada: {error}")
             except Exception as error:
@@ -133,3 +147,12 @@ def give_back(dsn, run, lease, owner, say):
         if record is None or record["token"] != lease.token:  # (o mesmo token: já devolvida por este worker)
             say(f"{owner}: {run}: a posse do token {lease.token} já é de outro worker; nada do que este gravava "
                 f"depois do último COMMIT conta")
+
+
+def say_refused_runs(dsn, refused, owner, say):
+    """Uma linha por execução da fila cujo nome não serve (plantada direto no banco): o worker não a
+    pega, não cria pasta nenhuma para ela e a deixa como está, para uma pessoa olhar."""
+    for run in refused_run_names(dsn):
+        if run not in refused:
+            refused.add(run)
+            say(f"{owner}: ignorei uma execução da fila: {run_name_problem(run)}")

@@ -162,6 +162,10 @@ class RunStore(abc.ABC):
         state = self.load()
         return None if state is None else state.get("scenario")
 
+    def scenario_source(self):
+        """Onde o nome do cenário está gravado, para uma mensagem que aponte o lugar exato."""
+        return f"{self.describe()}, campo 'scenario'"
+
     def scene_predates_ledger(self):
         """A cena veio de um código sem livro-razão (checkpoint v1 sem effects.json)? Só nos arquivos."""
         return False

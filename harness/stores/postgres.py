@@ -29,6 +29,7 @@ from harness.lifecycle import (
     default_owner,
     lease_is_free,
 )
+from harness.run_names import MAX_RUN_NAME, RUN_NAME_SQL
 from harness.stores.base import StoreError
 from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore, host_column, split_host_column
 
@@ -52,15 +53,23 @@ END
 $fence$
 """
 
+# Só entra na fila uma execução de nome válido (``run_names``): um nome plantado no banco
+# ("/alguma/pasta", "../x", 5.000 caracteres) nunca chega a virar a pasta de um worker.
 CLAIMABLE = f"""
 SELECT l.run, l.owner, l.host, l.pid, l.token, l.acquired_at, l.expires_at, l.released
 FROM leases l JOIN runs r ON r.run = l.run CROSS JOIN (SELECT %s::double precision AS t) clock
 WHERE r.status = 'running' AND (l.released = 1 OR l.expires_at < clock.t OR split_part(l.host, '|', 1) = %s
        OR l.acquired_at > clock.t + {CLOCK_TOLERANCE_SECONDS}
        OR l.expires_at > clock.t + {MAX_LEASE_SECONDS + CLOCK_TOLERANCE_SECONDS})
+  AND char_length(r.run) <= {MAX_RUN_NAME} AND r.run ~ '{RUN_NAME_SQL}'
 ORDER BY r.updated_at
 FOR UPDATE OF l SKIP LOCKED
 LIMIT 8
+"""
+REFUSED = f"""
+SELECT run FROM runs
+WHERE status = 'running' AND NOT (char_length(run) <= {MAX_RUN_NAME} AND run ~ '{RUN_NAME_SQL}')
+ORDER BY run LIMIT 20
 """
 
 _schema_ready = set()
@@ -218,6 +227,17 @@ def claim_run(dsn, owner=None, seconds=LEASE_SECONDS, connection=None):
                                     run))
                 return run, lease
         return None
+    finally:
+        if own_connection:
+            connection.close()
+
+
+def refused_run_names(dsn, connection=None):
+    """As execuções ``running`` que ``claim_run`` nunca oferece porque o nome não serve."""
+    own_connection = connection is None
+    connection = connection or connect(dsn)
+    try:
+        return [run for (run,) in connection.execute(REFUSED).fetchall()]
     finally:
         if own_connection:
             connection.close()

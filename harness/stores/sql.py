@@ -651,6 +651,9 @@ class SqlStore(RunStore):
         return CheckpointError(f"{self.describe()}: {column} da execução {self.run} {problem}; nada foi alterado. "
                                f"Restaure a linha (ou uma cópia do banco) e tente de novo")
 
+    def scenario_source(self):
+        return f"{self.describe()}: tabela runs, linha {self.run!r}, coluna scenario"
+
     def scenario_name(self):
         row = self._x("SELECT scenario FROM runs WHERE run = ?", (self.run,)).fetchone()
         return None if row is None else row[0]
