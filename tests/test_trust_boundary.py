@@ -108,9 +108,9 @@ def test_a_recorded_scenario_in_the_sqlite_row_is_refused(tmp_path, capsys, inde
 
 
 def pg_execute(dsn, statement, params=()):
-    import psycopg
+    from harness.stores.postgres import connect  # the harness's own: it makes the tables if none exist yet
 
-    with psycopg.connect(dsn, autocommit=True) as connection:
+    with connect(dsn) as connection:
         return connection.execute(statement, params).fetchall() if statement.lstrip().startswith("SELECT") \
             else connection.execute(statement, params)
 
