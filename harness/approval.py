@@ -14,7 +14,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from harness.checkpoint import write_json_atomic
+from harness.run_paths import open_text, write_json
 from harness.tools import HIGH_IMPACT_TOOLS
 
 APPROVALS_FILE = "approvals.json"
@@ -70,7 +70,7 @@ def input_hash(name, input):
 def load_approvals(path):
     """Lê approvals.json: ausente = {}; ilegível ou com forma errada = ApprovalError."""
     try:
-        with open(path, encoding="utf-8") as file:
+        with open_text(path) as file:  # um link plantado no lugar de approvals.json não é seguido
             text = file.read()
     except FileNotFoundError:
         return {}
@@ -112,7 +112,7 @@ def record_decision(path, call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL,
     """Grava a decisão sobre ``call`` presa ao hash da entrada; aprovação ganha prazo de validade."""
     approvals = load_approvals(path)
     approvals[call["id"]] = decision_record(call, decision, now, ttl_seconds, decided_by)
-    write_json_atomic(path, approvals)
+    write_json(path, approvals)  # temporário de nome único, sem seguir links (harness.run_paths)
     return approvals[call["id"]]
 
 

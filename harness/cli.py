@@ -61,6 +61,7 @@ from harness.runner import (
 from harness.scenarios import list_scenarios, load_scenario
 from harness.stopping import describe_api_error, describe_disk_error, pause_stopped_run
 from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
+from harness.stores.addresses import without_password
 from harness.timeline import (
     CHECKPOINTS_DIR,
     TimelineError,
@@ -175,7 +176,8 @@ def submit(args: argparse.Namespace) -> int:
 
     require_postgres(args)
     run = submit_run(args.store, load_scenario(args.scenario), run=args.run, requires_approval=args.approval)
-    print(f"execução {run} na fila; um worker a pega com: python -m harness worker --store {shlex.quote(args.store)}")
+    print(f"execução {run} na fila; um worker a pega com: python -m harness worker "
+          f"--store {shlex.quote(without_password(args.store))}")
     return 0
 
 
@@ -193,7 +195,7 @@ def start_worker(args: argparse.Namespace) -> int:
 def require_postgres(args: argparse.Namespace) -> None:
     if not is_postgres(args.store):
         raise UsageError(f"{args.command} divide execuções entre workers num servidor: use "
-                         f"--store postgresql://... (recebi {args.store!r})")
+                         f"--store postgresql://... (recebi {without_password(args.store)!r})")
 
 
 def show_store_timeline(args: argparse.Namespace) -> int:
@@ -295,7 +297,7 @@ def resume_command(args: argparse.Namespace, store, workdir=None) -> str:
     if workdir or args.workdir:
         words += ["--workdir", str(workdir or args.workdir)]
     if args.store != "files":
-        words += ["--store", args.store]
+        words += ["--store", without_password(args.store)]  # a senha não vai para a tela: PGPASSWORD ou ~/.pgpass
     if is_postgres(args.store):
         words += ["--run", Path(workdir).name if workdir else (args.run or Path(args.workdir).name)]
     command = shlex.join(words)

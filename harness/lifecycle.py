@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_VERSION, CheckpointError, write_json_atomic
+from harness import run_paths
+from harness.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_VERSION, CheckpointError
 from harness.crash import crash_point
 from harness.loop import has_ended
 
@@ -161,10 +162,12 @@ def migrate_v1_to_v2(data):
 def _read_json_object(path):
     """O objeto JSON em ``path``; None se o arquivo não existe; CheckpointError se não dá para ler."""
     try:
-        with open(path, encoding="utf-8") as file:
+        with run_paths.open_text(path) as file:  # um link plantado no lugar da cena não é seguido
             text = file.read()
     except FileNotFoundError:
         return None
+    except run_paths.RunPathError as error:
+        raise CheckpointError(f"{path}: {error.problem}") from None
     except UnicodeDecodeError as error:
         raise CheckpointError(f"{path}: o arquivo não é texto UTF-8 válido: {error.reason}") from None
     if not text.strip():
@@ -234,29 +237,20 @@ def save_run_checkpoint(state, path, crash_points=True):
     write_compact_atomic(path, state, crash_points)
 
 
-def write_compact_atomic(path, data, crash_points=False):
-    """A escrita de ``write_json_atomic`` (lição 2) em JSON compacto, aberta em passos.
+def write_compact_atomic(path, data, crash_points=False, root=None, create_folders=False):
+    """A escrita atômica da lição 2 (``write_json_atomic``), endurecida para a pasta de uma execução.
 
-    Compacto porque ninguém lê estes arquivos à mão a cada turno e porque ``json.dumps`` sem
-    ``indent`` usa o codificador em C do Python (com ``indent``, ou via ``json.dump``, o
-    Python codifica peça por peça, várias vezes mais devagar). Os passos abertos deixam o
-    aparato derrubar o processo exatamente no meio ("mid-checkpoint-write").
+    Três diferenças, cada uma por um motivo:
+
+    - JSON compacto: ninguém lê estes arquivos à mão a cada turno, e ``json.dumps`` sem
+      ``indent`` usa o codificador em C do Python (várias vezes mais rápido);
+    - o temporário tem nome único e é criado com ``O_CREAT | O_EXCL``, e nenhum caminho segue
+      links abaixo de ``root`` (padrão: a pasta do arquivo): um ``checkpoint.json.tmp`` plantado
+      como link para fora da execução nunca tem o alvo sobrescrito (``harness.run_paths``);
+    - o ponto de queda "mid-checkpoint-write" fica entre o temporário completo e o ``os.replace``.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    path = os.fspath(path)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    if crash_points:
-        crash_point("mid-checkpoint-write")  # o .tmp está completo; o arquivo de verdade ainda é o antigo
-    os.replace(temporary, path)
-    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    hook = (lambda: crash_point("mid-checkpoint-write")) if crash_points else None
+    run_paths.write_json(path, data, root=root, before_replace=hook, create_folders=create_folders)
 
 
 # --- Status e tentativas de recuperação --------------------------------------------------
@@ -381,7 +375,8 @@ def lease_lock(run_dir, wait_seconds=LOCK_WAIT_SECONDS):
     """
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     key = os.path.realpath(run_dir)
-    descriptor = os.open(os.path.join(run_dir, LEASE_LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    # Sem seguir links: um lease.lock plantado como link não cria nem abre nada fora da execução.
+    descriptor = run_paths.open_file(run_dir, LEASE_LOCK_FILE, os.O_RDWR | os.O_CREAT)
     locked = False
     try:
         deadline = time.monotonic() + wait_seconds
@@ -434,12 +429,12 @@ def read_lease(run_dir):
     """
     path = os.path.join(run_dir, LEASE_FILE)
     try:
-        with open(path, encoding="utf-8") as file:
+        with run_paths.open_text(path) as file:
             text = file.read()
     except FileNotFoundError:
-        if os.path.islink(path):  # um link para nada não é "nunca teve dono"
-            raise lease_file_error(path, "é um link simbólico para um arquivo que não existe") from None
         return None
+    except run_paths.RunPathError as error:  # um link (até para nada) não é "nunca teve dono"
+        raise lease_file_error(path, error.problem) from None
     except (OSError, UnicodeDecodeError) as error:
         raise lease_file_error(path, f"não dá para ler o arquivo ({type(error).__name__})") from None
     if not text.strip():
@@ -564,7 +559,7 @@ def _write_lease(lease, released, acquired_at=None):
 def _write_lease_record(lease, released, acquired_at):
     previous = read_lease(lease.run_dir) or {}
     identity = process_identity(os.getpid())
-    write_json_atomic(os.path.join(lease.run_dir, LEASE_FILE), {
+    write_compact_atomic(os.path.join(lease.run_dir, LEASE_FILE), {
         "owner": lease.owner,
         "host": identity["host"],
         "pid": os.getpid(),
@@ -659,8 +654,8 @@ def request_control(run_dir, action, reason=""):
     """Deixa um pedido (pausar ou cancelar) que o dono da posse atende na próxima fronteira de turno."""
     if action not in CONTROL_ACTIONS:
         raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
-    write_json_atomic(os.path.join(run_dir, CONTROL_FILE),
-                      {"action": action, "reason": reason, "requested_at": now_iso()})
+    write_compact_atomic(os.path.join(run_dir, CONTROL_FILE),
+                         {"action": action, "reason": reason, "requested_at": now_iso()})
 
 
 def pending_control(run_dir):
@@ -668,7 +663,7 @@ def pending_control(run_dir):
     na dúvida, parar é o lado seguro."""
     path = os.path.join(run_dir, CONTROL_FILE)
     try:
-        with open(path, encoding="utf-8") as file:
+        with run_paths.open_text(path) as file:
             data = json.load(file)
     except FileNotFoundError:
         return None

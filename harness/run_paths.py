@@ -156,7 +156,7 @@ def read_text(root, path):
     return data.decode("utf-8")
 
 
-def write_atomic(root, path, text, before_replace=None):
+def write_atomic(root, path, text, before_replace=None, create_folders=False):
     """Grava ``text`` em ``root/path`` de forma atômica, sem seguir links.
 
     O temporário tem nome único e é criado com ``O_CREAT | O_EXCL``: um link ou um arquivo
@@ -166,7 +166,7 @@ def write_atomic(root, path, text, before_replace=None):
     """
     folders, name = _split(root, path)
     data = text.encode("utf-8")
-    with open_folder(root, folders) as dir_fd:
+    with open_folder(root, folders, create=create_folders) as dir_fd:
         for _attempt in range(100):
             temporary = f"{name}.{secrets.token_hex(6)}{TEMPORARY_SUFFIX}"
             try:
@@ -192,6 +192,28 @@ def write_atomic(root, path, text, before_replace=None):
                 os.unlink(temporary, dir_fd=dir_fd)
             raise
         os.fsync(dir_fd)
+
+
+def write_json(path, data, root=None, before_replace=None, create_folders=False):
+    """``data`` em JSON compacto em ``path``, por ``write_atomic``; a raiz padrão é a pasta do arquivo."""
+    import json
+
+    root = os.path.dirname(os.path.abspath(path)) if root is None else root
+    write_atomic(root, path, json.dumps(data, ensure_ascii=False, separators=(",", ":")), before_replace,
+                 create_folders)
+
+
+def open_text(path):
+    """``open(path, encoding="utf-8")`` sem seguir link: o arquivo de estado de uma execução."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.fdopen(open_file(directory, name), encoding="utf-8")
+
+
+def refuse_link(path):
+    """RunPathError se ``path`` é um link simbólico (a pasta da execução o recebeu de alguém)."""
+    if os.path.islink(path):
+        raise RunPathError(path, "é um link simbólico, e a execução não segue links (pode ter sido plantado "
+                                 "para levar a leitura ou a escrita para fora dela)", errno.ELOOP)
 
 
 def append_line(root, path, line):

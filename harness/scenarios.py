@@ -46,7 +46,7 @@ class Scenario:
     files: dict[str, str] = field(default_factory=dict)
     description: str = ""
 
-    def make_workspace(self, root) -> Workspace:
+    def make_workspace(self, root, boundary=None) -> Workspace:
         """Cria o mundo do cenário em ``root`` (arquivos na sandbox, caixa de saída vazia).
 
         Os nomes dos arquivos são conferidos de novo aqui, mesmo num cenário do curso: nenhum
@@ -55,7 +55,7 @@ class Scenario:
         problem = scenario_files_problem(self.files)
         if problem:
             raise ScenarioError(f"cenário {self.name}: {problem}")
-        workspace = Workspace(root)
+        workspace = Workspace(root, boundary)
         workspace.add_files(self.files)
         return workspace
 

@@ -24,6 +24,7 @@ DISK_ADVICE = {
     errno.EROFS: "o sistema de arquivos está montado só para leitura: use uma pasta gravável",
     errno.EACCES: "sem permissão de escrita: ajuste as permissões da pasta",
     errno.EPERM: "sem permissão de escrita: ajuste as permissões da pasta",
+    errno.ELOOP: "apague o link (ou ponha ali o arquivo de verdade): a execução só usa o que está dentro da pasta dela",
 }
 
 

@@ -8,18 +8,32 @@ sem adivinhar, quantos e-mails o agente enviou.
 """
 from __future__ import annotations
 
+import codecs
 import json
 import os
-import re
+import stat
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+import regex
+
+from harness import run_paths
 
 READ_ONLY_TOOLS = frozenset({"read_file", "grep", "list_dir"})
 HIGH_IMPACT_TOOLS = frozenset({"send_email", "create_ticket", "ensure_ticket"})
 # O que as ferramentas de leitura respondem quando rodam e não acham nada (não é erro).
 NO_MATCHES = "(nenhuma ocorrência)"
 EMPTY_FOLDER = "(pasta vazia)"
+
+# Limites das ferramentas: o modelo escolhe a entrada, e nenhuma entrada pode prender a execução
+# (e a trava da posse, que fica com o worker enquanto as ferramentas rodam) nem encher o checkpoint.
+MAX_READ_BYTES = 1024 * 1024      # o que read_file devolve, e o que grep lê de cada arquivo
+MAX_GREP_FILES = 2000             # arquivos que um grep examina
+MAX_GREP_HITS = 200               # linhas que um grep devolve
+MAX_HIT_CHARS = 500               # caracteres de cada linha devolvida
+GREP_SECONDS = 2.0                # o tempo de todas as buscas de um grep juntas
 
 TOOL_SCHEMAS = [
     {
@@ -87,46 +101,63 @@ class ToolError(Exception):
 
 
 class Workspace:
-    """A pasta que faz o papel do mundo externo: arquivos, caixa de saída, chamados."""
+    """A pasta que faz o papel do mundo externo: arquivos, caixa de saída, chamados.
 
-    def __init__(self, root: str | os.PathLike):
+    ``boundary`` é a pasta de confiança que contém o mundo (padrão: a própria ``root``; numa
+    execução, a pasta dela): tudo o que o mundo lê ou grava fica abaixo dela e é aberto sem
+    seguir links (``harness.run_paths``). Um ``world/outbox.jsonl`` plantado como link para
+    fora da execução faz o envio falhar, nunca escrever lá.
+    """
+
+    def __init__(self, root: str | os.PathLike, boundary: str | os.PathLike | None = None):
         self.root = Path(root)
+        self.boundary = Path(boundary) if boundary is not None else self.root
         self.sandbox = self.root / "sandbox"
         self.outbox_path = self.root / "outbox.jsonl"
         self.tickets_path = self.root / "tickets.json"
-        self.sandbox.mkdir(parents=True, exist_ok=True)
+        if self.boundary == self.root:
+            self.root.mkdir(parents=True, exist_ok=True)
+        with run_paths.open_folder(self.boundary, self._inside(self.sandbox), create=True):
+            pass
+
+    def _inside(self, path) -> list[str]:
+        """Os componentes de ``path`` abaixo de ``boundary`` (ele é sempre um caminho do próprio mundo)."""
+        return [] if Path(path) == self.boundary else list(Path(path).relative_to(self.boundary).parts)
 
     def add_files(self, files: dict[str, str]) -> None:
         for relative, text in files.items():
-            target = self.sandbox / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            parts = run_paths.relative_parts(relative, "nome de arquivo")
+            if not parts:
+                raise run_paths.RunPathError(repr(relative), "não nomeia um arquivo")
+            target = Path(*self._inside(self.sandbox), *parts)
+            with run_paths.open_folder(self.boundary, target.parent.parts, create=True):
+                pass
+            run_paths.write_atomic(self.boundary, target, text)
+
+    def _read(self, path) -> str | None:
+        return run_paths.read_text(self.boundary, Path(*self._inside(path)))
 
     def emails(self) -> list[dict]:
-        if not self.outbox_path.exists():
+        text = self._read(self.outbox_path)
+        if text is None:
             return []
-        lines = self.outbox_path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def tickets(self) -> list[dict]:
-        if not self.tickets_path.exists():
-            return []
-        return json.loads(self.tickets_path.read_text(encoding="utf-8"))
+        text = self._read(self.tickets_path)
+        return [] if text is None else json.loads(text)
 
     def add_email(self, email: dict) -> None:
         """Põe um e-mail na caixa de saída: uma linha a mais, levada ao disco antes de seguir."""
-        with open(self.outbox_path, "a", encoding="utf-8") as outbox:
-            outbox.write(json.dumps(email, ensure_ascii=False) + "\n")
-            outbox.flush()
-            os.fsync(outbox.fileno())
+        run_paths.append_line(self.boundary, Path(*self._inside(self.outbox_path)),
+                              json.dumps(email, ensure_ascii=False) + "\n")
 
     def add_ticket(self, ticket: dict) -> None:
-        """Acrescenta um chamado ao sistema de chamados (o arquivo inteiro é regravado)."""
+        """Acrescenta um chamado ao sistema de chamados (o arquivo inteiro é regravado, de forma atômica)."""
         tickets = self.tickets()
         tickets.append(ticket)
-        temporary = self.tickets_path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(tickets, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(temporary, self.tickets_path)
+        run_paths.write_atomic(self.boundary, Path(*self._inside(self.tickets_path)),
+                               json.dumps(tickets, ensure_ascii=False, indent=1))
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -162,48 +193,156 @@ def workspace_in_use(workspace: Workspace) -> Iterator[Workspace]:
 
 # --- Ferramentas somente leitura -----------------------------------------------------
 
-def _inside_sandbox(relative: str) -> Path:
-    """Resolve um caminho e recusa o que escapa da sandbox (``../``, caminho absoluto, link)."""
+def _inside_sandbox(relative: str) -> list[str]:
+    """A única conferência de caminho das três ferramentas de leitura: os componentes de
+    ``relative`` dentro da sandbox (``../``, caminho absoluto e byte nulo são recusados; links,
+    na hora de abrir, por ``run_paths``: nenhuma ferramenta segue um link)."""
     if not isinstance(relative, str) or not relative:
         raise ToolError("o campo 'path' precisa ser um texto não vazio")
-    sandbox = current_workspace().sandbox.resolve()
-    target = (sandbox / relative).resolve()
-    if target != sandbox and sandbox not in target.parents:
-        raise ToolError(f"caminho fora da pasta de trabalho: {relative}")
-    return target
+    try:
+        return run_paths.relative_parts(relative)
+    except run_paths.RunPathError as error:
+        raise ToolError(f"caminho fora da pasta de trabalho: {error.filename} ({error.problem})") from None
+
+
+@contextmanager
+def _opened(relative: str, parts: list[str], want: str) -> Iterator[int]:
+    """O descritor do arquivo (``want="file"``) ou da pasta (``"folder"``) em ``parts``, sem seguir links."""
+    workspace = current_workspace()
+    base = workspace._inside(workspace.sandbox)
+    try:
+        if want == "folder":
+            with run_paths.open_folder(workspace.boundary, [*base, *parts]) as fd:
+                yield fd
+            return
+        fd = run_paths.open_file(workspace.boundary, Path(*base, *parts), os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ToolError(f"{'pasta' if want == 'folder' else 'arquivo'} não encontrad{'a' if want == 'folder' else 'o'}: "
+                        f"{relative}") from None
+    except run_paths.RunPathError as error:
+        raise ToolError(f"{relative}: {error.problem}") from None
+    except NotADirectoryError:
+        raise ToolError(f"pasta não encontrada: {relative}") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read_bounded(fd: int, limit: int = MAX_READ_BYTES) -> tuple[bytes, bool]:
+    """No máximo ``limit`` bytes do descritor, e se o arquivo tinha mais que isso."""
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = os.read(fd, min(1024 * 1024, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    data = b"".join(chunks)
+    return data[:limit], len(data) > limit
+
+
+def _text_of(data: bytes, cut: bool) -> str:
+    """O texto UTF-8 de ``data``; num arquivo cortado, um caractere partido no fim não conta como erro."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    return decoder.decode(data, final=not cut)
 
 
 def read_file(path: str) -> str:
-    target = _inside_sandbox(path)
-    if not target.is_file():
+    parts = _inside_sandbox(path)
+    if not parts:
         raise ToolError(f"arquivo não encontrado: {path}")
-    return target.read_text(encoding="utf-8")
+    with _opened(path, parts, "file") as fd:
+        data, cut = _read_bounded(fd)
+        size = os.fstat(fd).st_size
+    try:
+        text = _text_of(data, cut)
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} não é texto UTF-8 (um arquivo binário?): read_file só lê texto") from None
+    if cut:
+        text += (f"\n[arquivo cortado: mostrados os primeiros {MAX_READ_BYTES} bytes de {size}; "
+                 f"use grep para achar o trecho que interessa]")
+    return text
+
+
+def _files_under(parts: list[str], relative: str) -> tuple[list[list[str]], int]:
+    """Os arquivos comuns em ``parts`` (um arquivo ou uma pasta, sem descer por links) e quantos links pulou."""
+    workspace = current_workspace()
+    base = workspace._inside(workspace.sandbox)
+    try:
+        with run_paths.open_folder(workspace.boundary, [*base, *parts[:-1]]) as fd:
+            info = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False) if parts else None
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"pasta não encontrada: {relative}") from None
+    except run_paths.RunPathError as error:
+        raise ToolError(f"{relative}: {error.problem}") from None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        raise ToolError(f"{relative}: é um link simbólico, e as ferramentas não seguem links")
+    if info is not None and stat.S_ISREG(info.st_mode):
+        return [parts], 0
+    found, links, pending = [], 0, [parts]
+    while pending and len(found) < MAX_GREP_FILES:
+        folder = pending.pop()
+        with _opened(relative, folder, "folder") as fd:
+            names = sorted(os.listdir(fd))
+            kinds = {name: os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode for name in names}
+        for name in reversed(names):
+            if stat.S_ISLNK(kinds[name]):
+                links += 1
+            elif stat.S_ISDIR(kinds[name]):
+                pending.append([*folder, name])
+            elif stat.S_ISREG(kinds[name]):
+                found.append([*folder, name])
+    return sorted(found)[:MAX_GREP_FILES], links
 
 
 def grep(pattern: str, path: str = ".") -> str:
     try:
-        regex = re.compile(pattern)
-    except (re.error, TypeError) as error:
+        compiled = regex.compile(pattern)
+    except (regex.error, TypeError, ValueError, OverflowError, RecursionError) as error:
         raise ToolError(f"expressão regular inválida: {error}")
-    root = _inside_sandbox(path)
-    if not root.exists():  # como read_file e list_dir: procurar onde não há nada é erro, não "nada achado"
-        raise ToolError(f"pasta não encontrada: {path}")
-    sandbox = current_workspace().sandbox.resolve()
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    hits = []
-    for file in files:
-        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-            if regex.search(line):
-                hits.append(f"{file.relative_to(sandbox)}:{number}: {line}")
-    return "\n".join(hits) if hits else NO_MATCHES
+    parts = _inside_sandbox(path)
+    files, links = _files_under(parts, path)
+    deadline = time.monotonic() + GREP_SECONDS
+    hits, notes = [], []
+    for file_parts in files:
+        with _opened(path, file_parts, "file") as fd:
+            data, cut = _read_bounded(fd)
+        if cut:
+            notes.append(f"{'/'.join(file_parts)}: só os primeiros {MAX_READ_BYTES} bytes foram lidos")
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                found = compiled.search(line, timeout=remaining)
+            except TimeoutError:
+                raise ToolError(f"a busca por {pattern!r} passou do limite de tempo ({GREP_SECONDS:.0f} s) e foi "
+                                f"interrompida: a expressão provavelmente tem repetições aninhadas, como (a+)+; "
+                                f"simplifique-a") from None
+            if found:
+                shown = line if len(line) <= MAX_HIT_CHARS else line[:MAX_HIT_CHARS] + " [linha cortada]"
+                hits.append(f"{'/'.join(file_parts)}:{number}: {shown}")
+                if len(hits) >= MAX_GREP_HITS:
+                    notes.append(f"parei nas primeiras {MAX_GREP_HITS} ocorrências")
+                    break
+        if len(hits) >= MAX_GREP_HITS:
+            break
+    if links:
+        notes.append(f"{links} link(s) simbólico(s) ignorado(s): as ferramentas não seguem links")
+    if len(files) >= MAX_GREP_FILES:
+        notes.append(f"só os primeiros {MAX_GREP_FILES} arquivos foram examinados")
+    text = "\n".join(hits) if hits else NO_MATCHES
+    return text + "".join(f"\n[{note}]" for note in notes)
 
 
 def list_dir(path: str = ".") -> str:
-    target = _inside_sandbox(path)
-    if not target.is_dir():
-        raise ToolError(f"pasta não encontrada: {path}")
-    names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
-    return "\n".join(names) if names else EMPTY_FOLDER
+    parts = _inside_sandbox(path)
+    with _opened(path, parts, "folder") as fd:
+        names = sorted(os.listdir(fd))
+        kinds = {name: os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode for name in names}
+    shown = sorted(name + ("/" if stat.S_ISDIR(kinds[name]) else "") for name in names)
+    return "\n".join(shown) if shown else EMPTY_FOLDER
 
 
 # --- Ferramentas de alto impacto -----------------------------------------------------

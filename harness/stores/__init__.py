@@ -48,7 +48,9 @@ def open_store(spec, workdir, run=None):
 
         refuse_another_stores_run("postgresql://...", workdir)
         return PostgresStore(spec, run or Path(workdir).name, Path(workdir) / "world")
-    raise StoreError(f"armazenamento desconhecido: {spec!r}; use files, sqlite ou postgresql://...")
+    from harness.stores.addresses import without_password
+
+    raise StoreError(f"armazenamento desconhecido: {without_password(spec)!r}; use files, sqlite ou postgresql://...")
 
 
 def refuse_another_stores_run(kind, workdir):

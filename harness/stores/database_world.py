@@ -12,6 +12,8 @@ caixa de saída que os testes contam.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.tools import Workspace
 
 
@@ -19,7 +21,7 @@ class DatabaseWorld(Workspace):
     """Sandbox local + caixa de saída e chamados no banco, com um rascunho por turno."""
 
     def __init__(self, root, store):
-        super().__init__(root)
+        super().__init__(root, boundary=Path(root).parent)  # a pasta de sandboxes do worker (ou da execução)
         self.store = store
         self.staged_emails = None   # None: fora de um turno, nenhum efeito pode acontecer
         self.staged_tickets = None

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from harness.approval import APPROVALS_FILE, load_approvals
-from harness.checkpoint import CHECKPOINT_VERSION, write_json_atomic
+from harness import run_paths
+from harness.checkpoint import CHECKPOINT_VERSION
 from harness.effects import EFFECTS_FILE, load_effects
 from harness.lifecycle import (
     CHECKPOINT_FILE,
@@ -78,8 +79,8 @@ def remove_run_files(run_dir):
 class GuardedWorkspace(Workspace):
     """O mundo da pasta, com a conferência da posse logo antes de cada efeito de alto impacto."""
 
-    def __init__(self, root, guard):
-        super().__init__(root)
+    def __init__(self, root, guard, boundary=None):
+        super().__init__(root, boundary)
         self.guard = guard
 
     def add_email(self, email):
@@ -109,7 +110,11 @@ class FileStore(RunStore):
     # --- a posse ------------------------------------------------------------------------
 
     def acquire_lease(self, owner=None, seconds=None):
-        return acquire_lease(self.run_dir, owner=owner, seconds=seconds or LEASE_SECONDS)
+        lease = acquire_lease(self.run_dir, owner=owner, seconds=seconds or LEASE_SECONDS)
+        # Os temporários que quedas antigas deixaram (nomes únicos: não são sobrescritos, então somem aqui).
+        for folder in (self.run_dir, checkpoints_dir(self.run_dir)):
+            run_paths.remove_leftover_temporaries(folder)
+        return lease
 
     def renew_lease(self, lease, seconds=None):
         """Confere o token a cada turno; regrava o lease.json só quando falta menos da metade do prazo."""
@@ -154,7 +159,7 @@ class FileStore(RunStore):
     def start(self, lease, state, scenario):
         with fenced(lease):
             remove_run_files(self.run_dir)
-            scenario.make_workspace(self.run_dir / WORLD_DIR)
+            scenario.make_workspace(self.run_dir / WORLD_DIR, boundary=self.run_dir)
             save_run_checkpoint(state, self.checkpoint_path, crash_points=False)
 
     def save(self, lease, state, point=None, crash_points=True):
@@ -162,9 +167,8 @@ class FileStore(RunStore):
         # turn-NNN-P.json do save_point da lição 5, gravado em JSON compacto.
         with fenced(lease):
             if point is not None:
-                folder = checkpoints_dir(self.run_dir)
-                folder.mkdir(parents=True, exist_ok=True)
-                write_compact_atomic(folder / point_filename(state["turns"], point), scene_of(state))
+                write_compact_atomic(checkpoints_dir(self.run_dir) / point_filename(state["turns"], point),
+                                     scene_of(state), root=self.run_dir, create_folders=True)
             save_run_checkpoint(state, self.checkpoint_path, crash_points=crash_points)
 
     def points(self):
@@ -185,18 +189,28 @@ class FileStore(RunStore):
         with fenced(lease):
             approvals = load_approvals(self.run_dir / APPROVALS_FILE)
             approvals[tool_use_id] = record
-            write_json_atomic(self.run_dir / APPROVALS_FILE, approvals)
+            write_compact_atomic(self.run_dir / APPROVALS_FILE, approvals)
 
     @contextlib.contextmanager
     def tool_phase(self, lease, calls, approver=None, dry_run=False):
         # O livro-razão e o mundo só mudam com o token válido: a trava fica com este worker
         # enquanto as ferramentas rodam (o preço dos arquivos: ninguém mais lê a posse).
         with fenced(lease):
+            self.guard_lesson_writes()
             yield ToolContext(effects_path=self.run_dir / EFFECTS_FILE, approver=approver,
                               approvals_path=self.run_dir / APPROVALS_FILE, dry_run=dry_run)
 
+    def guard_lesson_writes(self):
+        """O livro-razão é gravado pelas funções da lição 4 (``save_effect`` -> ``write_json_atomic`` da
+        lição 2), que abrem ``effects.json.tmp`` com ``open(..., "w")`` e seguiriam um link plantado ali.
+        Sob a trava da posse, antes das ferramentas: um effects.json que é link é recusado, e o
+        ``.tmp`` que estiver lá (sobra de queda ou link plantado) sai; apagar um link não toca o alvo."""
+        for name in (EFFECTS_FILE, APPROVALS_FILE):
+            run_paths.refuse_link(self.run_dir / name)
+            (self.run_dir / (name + ".tmp")).unlink(missing_ok=True)
+
     def world(self, scenario=None):
-        return GuardedWorkspace(self.run_dir / WORLD_DIR, self.check_before_effect)
+        return GuardedWorkspace(self.run_dir / WORLD_DIR, self.check_before_effect, boundary=self.run_dir)
 
     # --- pedidos de fora e linha do tempo -------------------------------------------------
 

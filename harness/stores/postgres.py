@@ -30,6 +30,7 @@ from harness.lifecycle import (
     lease_is_free,
 )
 from harness.run_names import MAX_RUN_NAME, RUN_NAME_SQL
+from harness.stores.addresses import without_password
 from harness.stores.base import StoreError
 from harness.stores.sql import FENCE_MESSAGE, FENCED_TABLES, TABLES, SqlStore, host_column, split_host_column
 
@@ -72,7 +73,7 @@ WHERE status = 'running' AND NOT (char_length(run) <= {MAX_RUN_NAME} AND run ~ '
 ORDER BY run LIMIT 20
 """
 
-_schema_ready = set()
+_schema_ready = set()   # os endereços cujo esquema este processo já conferiu
 
 # Quanto uma transação pode ficar parada do lado do cliente (um worker congelado, SIGSTOP, no meio
 # dela) antes de o próprio servidor encerrar a sessão e soltar as travas dela; e quanto uma
@@ -96,9 +97,6 @@ def connection_lost(error):
     return isinstance(error, psycopg.Error) and getattr(error, "sqlstate", None) in SESSION_ENDED_SQLSTATES
 
 
-def without_password(dsn):
-    """O endereço para mensagens: a senha (se houver) vira ***."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)   # os endereços cujo esquema este processo já conferiu
 
 
 def schema_statements():

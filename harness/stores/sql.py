@@ -429,8 +429,7 @@ class SqlStore(RunStore):
         self._head = head
         self._staged = None
         if scenario is not None and make_world:
-            shutil.rmtree(self.world_root, ignore_errors=True)
-            self._make_world(scenario)
+            self._make_world(scenario)  # troca a sandbox inteira (rmtree nunca desce por um link)
 
     _scenario_name = None
 
@@ -441,6 +440,8 @@ class SqlStore(RunStore):
         self.world_root.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{self.world_root.name}-", dir=self.world_root.parent))
         scenario.make_workspace(building)
+        if self.world_root.is_symlink():  # um link plantado no lugar do mundo sai; o alvo dele fica intacto
+            self.world_root.unlink()
         shutil.rmtree(self.world_root, ignore_errors=True)  # sobra de uma queda, sem sandbox completa
         os.replace(building, self.world_root)
 
