@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import fcntl
 import hashlib
 import json
@@ -434,7 +435,8 @@ def read_lease(run_dir):
     except FileNotFoundError:
         return None
     except run_paths.RunPathError as error:  # um link (até para nada) não é "nunca teve dono"
-        raise lease_file_error(path, error.problem) from None
+        problem = error.problem if error.errno == errno.ELOOP else f"não dá para ler o arquivo ({error.problem})"
+        raise lease_file_error(path, problem) from None
     except (OSError, UnicodeDecodeError) as error:
         raise lease_file_error(path, f"não dá para ler o arquivo ({type(error).__name__})") from None
     if not text.strip():
