@@ -77,6 +77,19 @@ def _link_problem(dir_fd, name):
     return None
 
 
+@contextlib.contextmanager
+def _named(shown):
+    """Um OSError de uma chamada com ``dir_fd`` traz só o nome curto: aqui ele ganha o caminho inteiro,
+    para a mensagem dizer qual arquivo (o disco cheio em ``runs/x/checkpoint.json``, não em ``checkpoint.json``)."""
+    try:
+        yield
+    except RunPathError:
+        raise
+    except OSError as error:
+        error.filename, error.filename2 = os.fspath(shown), None
+        raise
+
+
 def _open_at(dir_fd, name, flags, mode, shown):
     try:
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
@@ -130,7 +143,7 @@ def open_file(root, path, flags=os.O_RDONLY, mode=0o644, create_folders=False):
     """Abre ``root/path`` sem seguir link nenhum abaixo de ``root``; devolve o descritor."""
     folders, name = _split(root, path)
     shown = os.path.join(os.fspath(root), *folders, name)
-    with open_folder(root, folders, create=create_folders) as dir_fd:
+    with _named(shown), open_folder(root, folders, create=create_folders) as dir_fd:
         fd = _open_at(dir_fd, name, flags, mode, shown)
     if not flags & (os.O_WRONLY | os.O_RDWR):
         kind = os.fstat(fd).st_mode
@@ -166,7 +179,8 @@ def write_atomic(root, path, text, before_replace=None, create_folders=False):
     """
     folders, name = _split(root, path)
     data = text.encode("utf-8")
-    with open_folder(root, folders, create=create_folders) as dir_fd:
+    shown = os.path.join(os.fspath(root), *folders, name)
+    with _named(shown), open_folder(root, folders, create=create_folders) as dir_fd:
         for _attempt in range(100):
             temporary = f"{name}.{secrets.token_hex(6)}{TEMPORARY_SUFFIX}"
             try:
@@ -198,7 +212,8 @@ def write_json(path, data, root=None, before_replace=None, create_folders=False)
     """``data`` em JSON compacto em ``path``, por ``write_atomic``; a raiz padrão é a pasta do arquivo."""
     import json
 
-    root = os.path.dirname(os.path.abspath(path)) if root is None else root
+    path = os.path.abspath(path)  # relativo, ele seria lido a partir de root, não da pasta atual
+    root = os.path.dirname(path) if root is None else os.path.abspath(root)
     write_atomic(root, path, json.dumps(data, ensure_ascii=False, separators=(",", ":")), before_replace,
                  create_folders)
 
@@ -219,13 +234,15 @@ def refuse_link(path):
 def append_line(root, path, line):
     """Acrescenta ``line`` a ``root/path`` (criado se falta), sem seguir links, e leva ao disco."""
     fd = open_file(root, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    shown = os.path.join(os.fspath(root), os.fspath(path))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise RunPathError(path, "não é um arquivo comum")
         data = line.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data):]
-        os.fsync(fd)
+        with _named(shown):
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
     finally:
         os.close(fd)
 

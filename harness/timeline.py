@@ -34,7 +34,7 @@ from pathlib import Path
 from harness.approval import WaitingForApproval
 from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpoint, save_checkpoint, write_json_atomic
 from harness.effects import EFFECTS_FILE, load_effects
-from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint
+from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint, write_compact_atomic
 from harness.loop import MAX_TURNS, call_model, has_ended, take_response
 from harness.resume import orphan_ids
 from harness.tool_runner import ToolContext, close_pending, run_tool_uses
@@ -174,7 +174,7 @@ def start_timeline(run_dir, state):
         raise TimelineError(f"{run_dir.name} já tem uma execução gravada; escolha outra pasta")
     run_dir.mkdir(parents=True, exist_ok=True)
     info = {"timeline_id": new_timeline_id(), "parent": None, "dry_run": False, "created_at": utc_now()}
-    write_json_atomic(run_dir / TIMELINE_FILE, info)
+    write_compact_atomic(run_dir / TIMELINE_FILE, info)  # sem seguir links (harness.run_paths)
     save_checkpoint(state, run_dir / CHECKPOINT_FILE)
     return info
 

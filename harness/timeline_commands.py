@@ -20,7 +20,6 @@ import re
 import shutil
 from pathlib import Path
 
-from harness.checkpoint import write_json_atomic
 from harness.lifecycle import (
     CHECKPOINT_FILE,
     acquire_lease,
@@ -31,6 +30,7 @@ from harness.lifecycle import (
     release_lease,
     save_run_checkpoint,
     set_status,
+    write_compact_atomic,
 )
 from harness.runner import WORLD_DIR
 from harness.scenarios import load_scenario
@@ -85,7 +85,7 @@ def rewind_run(run_dir, turn, point=None):
         with fenced(lease):
             finish_rewind(run_dir)  # uma rebobinagem anterior que caiu no meio termina primeiro
             path, _ = rewind_scene(run_dir, turn, point)
-            write_json_atomic(Path(run_dir) / REWIND_JOURNAL, {"point": path.name, "aside": free_aside_name(run_dir)})
+            write_compact_atomic(Path(run_dir) / REWIND_JOURNAL, {"point": path.name, "aside": free_aside_name(run_dir)})
             return finish_rewind(run_dir)
     finally:
         release_lease(lease)

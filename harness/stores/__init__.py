@@ -46,8 +46,13 @@ def open_store(spec, workdir, run=None):
     if is_postgres(spec):
         from harness.stores.postgres import PostgresStore
 
+        from harness.run_names import run_name_problem
+
         refuse_another_stores_run("postgresql://...", workdir)
-        return PostgresStore(spec, run or Path(workdir).name, Path(workdir) / "world")
+        run = run or Path(workdir).name
+        if run_name_problem(run):  # o nome da pasta vira o nome da execução: a mesma regra do --run
+            raise StoreError(f"{run_name_problem(run)} (vindo do nome da pasta {workdir}); diga outro com --run NOME")
+        return PostgresStore(spec, run, Path(workdir) / "world")
     from harness.stores.addresses import without_password
 
     raise StoreError(f"armazenamento desconhecido: {without_password(spec)!r}; use files, sqlite ou postgresql://...")
