@@ -81,9 +81,10 @@ def test_a_function_that_swallows_the_interrupt_is_refused_in_the_fresh_kernel_a
         "            pass\n"
     )
     report = grade("exercise-3", write(make_notebook(SETUP, swallows), tmp_path / "hang.ipynb"), level=1,
-                   check_timeout=1)
+                   check_timeout=3)
     assert entries(counter) == 1
-    assert "não foi chamada de novo" in report.checks[-1].message
+    # on a loaded machine other checks may be cut too and use up the restarts; one refusal is enough
+    assert any("`resume_action` não foi chamada de novo" in check.message for check in report.checks)
 
 
 def test_the_hung_function_is_read_from_the_interrupted_cells_traceback():
