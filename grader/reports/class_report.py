@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
 from grader.reports.class_data import BINS, ClassData, class_data, histogram
@@ -200,12 +201,6 @@ def checks_csv(rows: list[Any]) -> str:
     return buffer.getvalue()
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def feedback_links(feedback_pages: dict[str, Path], base: Path) -> dict[str, str]:
     """Submission -> href of its feedback page, relative to the report's folder ``base``."""
     links = {}
@@ -227,6 +222,6 @@ def write_class_report(folder: Path, exercise: str, rows: list[Any], levels: lis
     data = class_data(exercise, rows, levels, {level.number: level.title for level in entry.levels},
                       {level.number: level.section for level in entry.levels})
     page_path, csv_path = folder / PAGE_NAME, folder / CSV_NAME
-    _write(csv_path, checks_csv(rows))
-    _write(page_path, page(data, feedback_links(feedback_pages or {}, folder), find_project_root(), folder))
+    write_atomic(csv_path, checks_csv(rows))
+    write_atomic(page_path, page(data, feedback_links(feedback_pages or {}, folder), find_project_root(), folder))
     return page_path, csv_path
