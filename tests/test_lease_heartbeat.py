@@ -19,7 +19,6 @@ from harness.lifecycle import LeaseHeld, LeaseLost
 from harness.runner import run_durable
 from harness.scenarios import load_scenario
 from tests.stores_support import STORE_KINDS, open_store, unique_run_name
-from tests.stores_support import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 TEAM_EMAIL = load_scenario("team-email")
 LEASE = 2.0

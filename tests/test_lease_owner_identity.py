@@ -31,7 +31,7 @@ from harness.lifecycle import (
 )
 from harness.runner import EXIT_LEASE_HELD, ask_a_person, run_durable
 from harness.scenarios import load_scenario
-from tests.stores_support import open_store, postgres_dsn, postgres_server  # noqa: F401  (fixtures)
+from tests.stores_support import open_store
 
 TEAM_EMAIL = load_scenario("team-email")
 HOUR = 3600.0

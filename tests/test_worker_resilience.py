@@ -63,6 +63,7 @@ def start_worker(dsn, tmp_path, number, log, env=None, idle_exit="4"):
 
 def check_runs(dsn, runs, tmp_path):
     problems = {}
+    (tmp_path / "check").mkdir(exist_ok=True)
     for run in runs:
         with PostgresStore(dsn, run, tmp_path / "check" / run) as store:
             found = final_run_problems(tmp_path / "check" / run, store=store)
