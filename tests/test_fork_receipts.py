@@ -17,7 +17,6 @@ from harness.scenarios import load_scenario
 from harness.timeline import EFFECTS_FILE, fork_from, run_timeline, start_timeline
 from harness.tools import use_workspace
 from tests.durability_checks import run_forked
-from tests.stores_support import postgres_dsn, postgres_server, store_case  # noqa: F401  (fixtures)
 
 SEND_ID = "toolu_01TE2"  # team-email: turn 1 reads the notes, turn 2 sends the email
 

@@ -7,20 +7,18 @@ it was: fixed by hand, the run resumes and sends its one email.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from harness import cli
-from harness.checkpoint import CheckpointError
 from harness.lifecycle import CHECKPOINT_FILE, LEASE_FILE, LEASE_LOCK_FILE
 from harness.runner import EXIT_BAD_INPUT, EXIT_CODES
 from harness.scenarios import SCENARIOS_DIR, Scenario, ScenarioError, load_scenario
 from harness.stores.sqlite import DATABASE_FILE
 from harness.tools import Workspace, execute_tool, workspace_in_use
-from tests.stores_support import postgres_dsn, postgres_server, unique_run_name  # noqa: F401  (fixtures)
+from tests.stores_support import unique_run_name
 
 PAUSED = EXIT_CODES["paused"]
 
