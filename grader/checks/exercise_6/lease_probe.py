@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.framework import CheckFailed, Context, describe_error, show
+from grader.core.atomic_write import write_atomic
 
 
 LEASE_FILE = "lease.json"
@@ -116,8 +117,6 @@ def lease_taken_elsewhere(run_dir: Path, lease: dict) -> None:
         subprocess.run([sys.executable, "-I", "-S", "-c", _OTHER_WORKER, os.fspath(path), text],
                        check=True, timeout=20, stdin=subprocess.DEVNULL, capture_output=True)
     except (OSError, subprocess.SubprocessError):  # no second process allowed here: the same write, from this one
-        temporary = path.with_name(path.name + ".outro-worker.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomic(path, text)
     if read_lease_file(run_dir) != lease:
         raise RuntimeError("a posse do outro worker não ficou gravada em lease.json")
