@@ -8,6 +8,8 @@ that module, so a session-scoped fixture imported into seven modules runs seven 
 """
 from __future__ import annotations
 
+import os
+
 # Before any test module imports nbformat: `grader`'s import keeps jsonschema from loading its
 # optional IRI checker (`rfc3987_syntax` compiles a grammar for seconds at import; nothing here
 # validates IRIs). See `grader/__init__.py`.
@@ -63,6 +65,38 @@ def store_case(request):
 @pytest.fixture(params=SQL_KINDS)
 def sql_store_case(request):
     return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)
+
+
+# The browser tests' Chromium: one per module, a fresh context per test.
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, require_chromium
+
+    require_chromium()
+
+    home = tmp_path_factory.mktemp("chromium-home")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+            env={**os.environ, "HOME": str(home)},
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="pt-BR")
+    tab = context.new_page()
+    tab.set_default_timeout(90_000)
+    try:
+        yield tab
+    finally:
+        context.close()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -199,34 +199,6 @@ def running_lab(command: list[str], env: dict, *, cwd: Path, port: int, token: s
             stop_process_group(process)
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    home = tmp_path_factory.mktemp("chromium-home")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
-            env={**os.environ, "HOME": str(home)},
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="pt-BR")
-    tab = context.new_page()
-    tab.set_default_timeout(90_000)
-    try:
-        yield tab
-    finally:
-        context.close()
-
-
 def hover_and_capture(page, text: re.Pattern, definition: str, artifact: str):
     """Find the mark, check its title, hover it, check :hover, save a screenshot."""
     mark = page.locator(".jp-RenderedMarkdown abbr[title]").filter(has_text=text, visible=True).first

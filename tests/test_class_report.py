@@ -21,7 +21,7 @@ from grader.instructor import batch
 from grader.reports.class_data import histogram
 from grader.reports.class_report import CSV_NAME, PAGE_NAME, write_class_report
 from tests.grader_support import ROOT, solution_notebook, with_definition, write
-from tests.test_browser import browser, offline, page  # noqa: F401 - fixtures for the browser test
+from tests.test_browser import offline
 
 LEVELS = [1, 2]
 HOSTILE = '<script>alert("x")</script>&<img src=x onerror=1>'

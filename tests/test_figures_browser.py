@@ -17,12 +17,10 @@ import pytest
 
 from authoring.site import build_site
 from tests.glossary_fixtures import REPO
-from tests.test_browser import (  # noqa: F401  (browser and page are fixtures)
+from tests.test_browser import (
     ARTIFACTS,
-    browser,
     free_port,
     offline,
-    page,
     require_chromium,
     running_lab,
     write_lab_settings,
