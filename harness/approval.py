@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 
 from harness.run_paths import open_text, write_json
+from harness.state_json import StateFileError, read_state_json
 from harness.tools import HIGH_IMPACT_TOOLS
 
 APPROVALS_FILE = "approvals.json"
@@ -70,16 +71,11 @@ def input_hash(name, input):
 def load_approvals(path):
     """Lê approvals.json: ausente = {}; ilegível ou com forma errada = ApprovalError."""
     try:
-        with open_text(path) as file:  # um link plantado no lugar de approvals.json não é seguido
-            text = file.read()
-    except FileNotFoundError:
+        data = read_state_json(path)  # UTF-8 estrito, profundidade e números limitados
+    except StateFileError as error:
+        raise ApprovalError(str(error)) from None
+    if data is None:
         return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ApprovalError(
-            f"{os.fspath(path)}: JSON inválido ou truncado na linha {error.lineno}: {error.msg}"
-        ) from None
     if not isinstance(data, dict):
         raise ApprovalError(f"{os.fspath(path)}: esperava um objeto JSON, encontrei {type(data).__name__}")
     for tool_use_id, record in data.items():
@@ -92,6 +88,14 @@ def validate_decision(where, tool_use_id, record):
     if not isinstance(record, dict) or record.get("verdict") not in VERDICTS \
             or not isinstance(record.get("input_hash"), str):
         raise ApprovalError(f"{os.fspath(where)}: registro de aprovação inválido para {tool_use_id}")
+    # Os campos que check_approval compara: uma aprovação sem prazo numérico não vale como aprovação.
+    expires_at = record.get("expires_at")
+    if record["verdict"] == "approved" and (isinstance(expires_at, bool) or not isinstance(expires_at, (int, float))
+                                            or not math.isfinite(expires_at)):
+        raise ApprovalError(f"{os.fspath(where)}: registro de {tool_use_id}: campo 'expires_at' vale "
+                            f"{expires_at!r}; uma aprovação precisa de um prazo (segundos desde a época)")
+    if not isinstance(record.get("reason", ""), str):
+        raise ApprovalError(f"{os.fspath(where)}: registro de {tool_use_id}: campo 'reason' precisa ser texto")
 
 
 def decision_record(call, decision, now, ttl_seconds=DEFAULT_APPROVAL_TTL, decided_by=""):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 
+from harness.state_json import StateFileError, parse_state_json
+
 CHECKPOINT_VERSION = 1
 
 # Campo -> tipo(s) aceitos. O checkpoint é validado antes de qualquer uso.
@@ -64,11 +66,11 @@ def load_checkpoint(path):
     if not text.strip():
         raise CheckpointError(f"{path}: arquivo vazio (gravação interrompida?)")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CheckpointError(
-            f"{path}: JSON inválido ou truncado na linha {error.lineno}, coluna {error.colno}: {error.msg}"
-        ) from None
+        # JSON truncado, mas também o que o json.loads aceitaria e nada depois aguentaria:
+        # milhares de "[" seguidos, um inteiro de milhares de dígitos, NaN.
+        data = parse_state_json(text, path)
+    except StateFileError as error:
+        raise CheckpointError(str(error)) from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}: esperava um objeto JSON, encontrei {type(data).__name__}")
     # Só um número inteiro é "outra versão"; um "1" em texto cai no erro de tipo logo abaixo.

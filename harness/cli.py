@@ -59,6 +59,7 @@ from harness.runner import (
     execute_run,
 )
 from harness.scenarios import list_scenarios, load_scenario
+from harness.state_json import StateFileError
 from harness.stopping import describe_api_error, describe_disk_error, pause_stopped_run
 from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
 from harness.stores.addresses import without_password
@@ -498,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agora não: {error}", file=sys.stderr)
         return EXIT_LEASE_HELD
     except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError, TimelineError,
-            EffectsLedgerError, StoreError) as error:
+            EffectsLedgerError, StoreError, StateFileError) as error:
         print(f"não deu: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as error:  # a pasta só de leitura, o disco cheio: nada do que já estava gravado se perde

@@ -12,13 +12,13 @@ mundo. Cada registro é indexado pelo tool_use_id e tem um ``status``:
 """
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime, timezone
 
 from harness.approval import input_hash
 from harness.checkpoint import write_json_atomic
 from harness.crash import crash_point
+from harness.state_json import StateFileError, read_state_json
 from harness.tools import READ_ONLY_TOOLS, execute_tool, find_effect
 
 EFFECTS_FILE = "effects.json"
@@ -61,14 +61,11 @@ def validate_record(path, tool_use_id, record):
 def load_effects(path):
     """Lê o livro-razão. Ausente = {} (nada foi feito ainda); corrompido = erro, nunca {}."""
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except FileNotFoundError:
+        effects = read_state_json(path)  # UTF-8 estrito, profundidade e números limitados
+    except StateFileError as error:
+        raise EffectsLedgerError(path, error.problem) from None
+    if effects is None:
         return {}
-    try:
-        effects = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise EffectsLedgerError(path, f"JSON inválido ou truncado na linha {error.lineno}: {error.msg}") from None
     if not isinstance(effects, dict):
         raise EffectsLedgerError(path, f"esperava um objeto JSON, encontrei {type(effects).__name__}")
     for tool_use_id, record in effects.items():

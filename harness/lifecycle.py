@@ -33,6 +33,7 @@ from harness import run_paths
 from harness.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_VERSION, CheckpointError
 from harness.crash import crash_point
 from harness.loop import has_ended
+from harness.state_json import StateFileError, read_state_json, read_state_object
 
 RUN_STATUSES = ("running", "paused", "waiting_for_approval", "failed", "cancelled", "completed", "refused")
 FINAL_STATUSES = ("completed", "refused", "failed", "cancelled")  # daqui a execução não sai mais
@@ -163,25 +164,9 @@ def migrate_v1_to_v2(data):
 def _read_json_object(path):
     """O objeto JSON em ``path``; None se o arquivo não existe; CheckpointError se não dá para ler."""
     try:
-        with run_paths.open_text(path) as file:  # um link plantado no lugar da cena não é seguido
-            text = file.read()
-    except FileNotFoundError:
-        return None
-    except run_paths.RunPathError as error:
-        raise CheckpointError(f"{path}: {error.problem}") from None
-    except UnicodeDecodeError as error:
-        raise CheckpointError(f"{path}: o arquivo não é texto UTF-8 válido: {error.reason}") from None
-    if not text.strip():
-        raise CheckpointError(f"{path}: arquivo vazio (gravação interrompida?)")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CheckpointError(
-            f"{path}: JSON inválido ou truncado na linha {error.lineno}, coluna {error.colno}: {error.msg}"
-        ) from None
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path}: esperava um objeto JSON, encontrei {type(data).__name__}")
-    return data
+        return read_state_object(path)
+    except StateFileError as error:
+        raise CheckpointError(str(error)) from None
 
 
 def _check_fields(data, fields, path):
@@ -212,18 +197,39 @@ def load_run_checkpoint(path):
     _check_fields(data, CHECKPOINT_FIELDS, path)
     if version == CHECKPOINT_VERSION:
         return migrate_v1_to_v2(data)
-    _check_fields(data, V2_FIELDS, path)
-    if data["status"] not in RUN_STATUSES:
-        raise CheckpointError(f"{path}: status desconhecido {data['status']!r}; use um de {', '.join(RUN_STATUSES)}")
-    if not isinstance(data.get("status_reason"), (str, type(None))):
-        raise CheckpointError(f"{path}: campo 'status_reason' com tipo errado: {type(data['status_reason']).__name__}")
-    if not isinstance(data.get("scenario"), (str, type(None))):
-        raise CheckpointError(f"{path}: campo 'scenario' precisa ser o nome de um cenário (texto)")
-    if not isinstance(data.get("requires_approval", False), bool):
-        raise CheckpointError(f"{path}: campo 'requires_approval' precisa ser true ou false")
-    if data["recovery_attempts"] < 0:
-        raise CheckpointError(f"{path}: recovery_attempts negativo ({data['recovery_attempts']})")
+    check_run_scene(data, path)
     return data
+
+
+def check_run_scene(data, where):
+    """As regras da cena v2 além dos tipos de cada campo (as mesmas para arquivos e bancos):
+    um status conhecido, contadores não negativos, mensagens e chamadas pendentes com a forma
+    que o loop lê. ``where`` diz, na mensagem, o arquivo ou a linha do banco."""
+    _check_fields(data, V2_FIELDS, where)
+    if data["status"] not in RUN_STATUSES:
+        raise CheckpointError(f"{where}: status desconhecido {data['status']!r}; use um de {', '.join(RUN_STATUSES)}")
+    if not isinstance(data.get("status_reason"), (str, type(None))):
+        raise CheckpointError(f"{where}: campo 'status_reason' com tipo errado: {type(data['status_reason']).__name__}")
+    if not isinstance(data.get("scenario"), (str, type(None))):
+        raise CheckpointError(f"{where}: campo 'scenario' precisa ser o nome de um cenário (texto)")
+    if not isinstance(data.get("requires_approval", False), bool):
+        raise CheckpointError(f"{where}: campo 'requires_approval' precisa ser true ou false")
+    for field in ("recovery_attempts", "turns", "tokens_used"):
+        if data[field] < 0:
+            raise CheckpointError(f"{where}: campo '{field}' negativo ({data[field]})")
+    for number, message in enumerate(data["messages"]):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant") \
+                or not isinstance(message.get("content"), (str, list)):
+            raise CheckpointError(f"{where}: campo 'messages[{number}]' não é uma mensagem "
+                                  f"(role user/assistant e content texto ou lista)")
+    for number, call in enumerate(data["pending_tool_use"] or []):
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str) \
+                or not isinstance(call.get("name"), str) or not isinstance(call.get("input"), dict):
+            raise CheckpointError(f"{where}: campo 'pending_tool_use[{number}]' não é uma chamada "
+                                  f"(id e name em texto, input um objeto)")
+    pending = data["pending_approval"]
+    if pending is not None and not all(isinstance(pending.get(key), str) for key in ("id", "name", "input_hash")):
+        raise CheckpointError(f"{where}: campo 'pending_approval' sem id, name e input_hash em texto")
 
 
 def stored_version(path):
@@ -430,26 +436,21 @@ def read_lease(run_dir):
     """
     path = os.path.join(run_dir, LEASE_FILE)
     try:
-        with run_paths.open_text(path) as file:
-            text = file.read()
-    except FileNotFoundError:
+        # NaN e Infinity passam na leitura: um prazo assim não vale nada, mas o token ainda vale (abaixo).
+        data = read_state_json(path, allow_non_finite=True)
+    except StateFileError as error:
+        raise lease_file_error(path, error.problem) from None
+    if data is None:
         return None
-    except run_paths.RunPathError as error:  # um link (até para nada) não é "nunca teve dono"
-        problem = error.problem if error.errno == errno.ELOOP else f"não dá para ler o arquivo ({error.problem})"
-        raise lease_file_error(path, problem) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise lease_file_error(path, f"não dá para ler o arquivo ({type(error).__name__})") from None
-    if not text.strip():
-        raise lease_file_error(path, "o arquivo está vazio")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise lease_file_error(path, f"não é JSON válido (linha {error.lineno}, coluna {error.colno})") from None
-    except (ValueError, RecursionError) as error:  # um inteiro de milhares de dígitos, um aninhamento sem fim
-        raise lease_file_error(path, f"não é um JSON que dê para ler ({type(error).__name__})") from None
     if not isinstance(data, dict):
         raise lease_file_error(path, f"esperava um objeto JSON com {', '.join(LEASE_FIELDS)}; "
                                      f"encontrei {type(data).__name__}")
+    for field in ("expires_at", "acquired_at"):
+        if isinstance(data.get(field), float) and not math.isfinite(data[field]):
+            # Um prazo NaN ou infinito (de um --lease-seconds nan de antes) não é prazo nenhum: a
+            # posse conta como vencida. O token continua valendo, então quem a tomar recebe um
+            # maior, e um dono antigo que ainda exista para na cerca antes de gravar.
+            data[field] = 0.0 if field == "expires_at" else None
     for field, kinds in LEASE_FIELDS.items():
         if field not in data:
             raise lease_file_error(path, f"campo '{field}' ausente")
@@ -661,19 +662,36 @@ def request_control(run_dir, action, reason=""):
 
 
 def pending_control(run_dir):
-    """O pedido de controle à espera, ou None. Um arquivo ilegível conta como cancelamento:
-    na dúvida, parar é o lado seguro."""
+    """O pedido de controle à espera, ou None.
+
+    Um control.json que não se deixa ler (vazio, bytes estragados, outra forma) é recusado,
+    nunca tomado como um pedido: lê-lo como "cancelar" tornaria irreversível um arquivo
+    estragado. Nada muda na execução; apagado ou corrigido o arquivo, ela continua.
+    """
     path = os.path.join(run_dir, CONTROL_FILE)
     try:
-        with run_paths.open_text(path) as file:
-            data = json.load(file)
-    except FileNotFoundError:
+        data = read_state_object(path)
+    except StateFileError as error:
+        raise control_file_error(path, error.problem) from None
+    if data is None:
         return None
-    except json.JSONDecodeError:
-        return {"action": "cancel", "reason": f"{CONTROL_FILE} ilegível"}
-    if not isinstance(data, dict) or data.get("action") not in CONTROL_ACTIONS:
-        return {"action": "cancel", "reason": f"{CONTROL_FILE} com formato inesperado"}
+    return check_control_request(data, path)
+
+
+def check_control_request(data, where):
+    """Um pedido só vale com uma ação conhecida e um motivo em texto (ou sem motivo)."""
+    if data.get("action") not in CONTROL_ACTIONS:
+        raise control_file_error(where, f"campo 'action' vale {data.get('action')!r}; "
+                                        f"esperava um de {', '.join(CONTROL_ACTIONS)}")
+    if not isinstance(data.get("reason", ""), (str, type(None))):
+        raise control_file_error(where, f"campo 'reason' precisa ser texto, encontrei "
+                                        f"{type(data['reason']).__name__}")
     return data
+
+
+def control_file_error(where, problem):
+    return StateFileError(where, f"{problem}. O pedido de pausa ou cancelamento não foi lido e nada mudou "
+                                 f"na execução: apague ou corrija o pedido e retome")
 
 
 def clear_control(run_dir):

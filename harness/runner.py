@@ -67,6 +67,7 @@ from harness.request_log import append_request
 from harness.run_names import run_name_problem
 from harness.resume import reconcile as reconcile_without_ledger
 from harness.scenarios import ScenarioError, is_scenario_name, list_scenarios, load_scenario, shown_name
+from harness.state_json import StateFileError
 from harness.stores import STORE_KINDS, StoreError, open_store
 from harness.stores.files import FileStore
 from harness.tool_runner import run_tool_uses
@@ -475,7 +476,7 @@ def execute_run(args):
     except RunNotResumable as error:
         print(f"não dá para retomar: {error}", file=sys.stderr)
         return EXIT_CODES[error.status]
-    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError,
+    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError, StateFileError,
             StoreError, EndpointSettingError, ScenarioUnknown, LiveModeUnavailable) as error:
         print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

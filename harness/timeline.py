@@ -24,7 +24,6 @@ importa ``lifecycle``; o contrário nunca acontece.
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import uuid
@@ -37,6 +36,7 @@ from harness.effects import EFFECTS_FILE, load_effects
 from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint, write_compact_atomic
 from harness.loop import MAX_TURNS, call_model, has_ended, take_response
 from harness.resume import orphan_ids
+from harness.state_json import StateFileError, read_state_json, read_state_object
 from harness.tool_runner import ToolContext, close_pending, run_tool_uses
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -121,8 +121,8 @@ def read_point(path):
 def declared_version(path):
     """O campo version do arquivo, ou None se não der para ler (o leitor estrito explica o porquê)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_state_json(path)
+    except StateFileError:
         return None
     return data.get("version") if isinstance(data, dict) else None
 
@@ -155,15 +155,21 @@ def new_timeline_id():
 def load_timeline(run_dir):
     """O conteúdo de timeline.json; uma execução sem ele é a linha principal, sem dry-run."""
     path = Path(run_dir) / TIMELINE_FILE
-    if not path.exists():
-        return {"timeline_id": MAIN_TIMELINE_ID, "parent": None, "dry_run": False}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise TimelineError(f"{TIMELINE_FILE} ilegível: {error.msg} (linha {error.lineno})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("timeline_id"), str) \
-            or not isinstance(data.get("dry_run"), bool):
-        raise TimelineError(f"{TIMELINE_FILE} com formato inesperado: esperava timeline_id (texto) e dry_run (bool)")
+        data = read_state_object(path)
+    except StateFileError as error:
+        raise TimelineError(f"{error}; nada foi alterado") from None
+    if data is None:
+        return {"timeline_id": MAIN_TIMELINE_ID, "parent": None, "dry_run": False}
+    for field, kind, said in (("timeline_id", str, "texto"), ("dry_run", bool, "true ou false")):
+        if not isinstance(data.get(field), kind):
+            raise TimelineError(f"{path}: formato inesperado: campo '{field}' vale {data.get(field)!r}; "
+                                f"esperava {said}")
+    parent = data.get("parent")
+    if parent is not None and not (isinstance(parent, dict) and isinstance(parent.get("timeline_id"), str)
+                                   and type(parent.get("turn")) is int):
+        raise TimelineError(f"{path}: formato inesperado: campo 'parent' precisa ser null ou um objeto "
+                            f"com timeline_id e turn")
     return data
 
 

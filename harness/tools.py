@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import regex
 
 from harness import run_paths
+from harness.state_json import StateFileError, read_state_json, read_state_lines
 
 READ_ONLY_TOOLS = frozenset({"read_file", "grep", "list_dir"})
 HIGH_IMPACT_TOOLS = frozenset({"send_email", "create_ticket", "ensure_ticket"})
@@ -138,14 +139,17 @@ class Workspace:
         return run_paths.read_text(self.boundary, Path(*self._inside(path)))
 
     def emails(self) -> list[dict]:
-        text = self._read(self.outbox_path)
-        if text is None:
-            return []
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # A caixa de saída é estado da execução como qualquer outro: lida com os mesmos limites,
+        # e um arquivo estragado para a execução (StateFileError), sem virar resposta ao modelo.
+        return read_state_lines(self.outbox_path)
 
     def tickets(self) -> list[dict]:
-        text = self._read(self.tickets_path)
-        return [] if text is None else json.loads(text)
+        tickets = read_state_json(self.tickets_path)
+        if tickets is None:
+            return []
+        if not isinstance(tickets, list) or not all(isinstance(ticket, dict) for ticket in tickets):
+            raise StateFileError(self.tickets_path, "esperava uma lista de chamados (objetos JSON)")
+        return tickets
 
     def add_email(self, email: dict) -> None:
         """Põe um e-mail na caixa de saída: uma linha a mais, levada ao disco antes de seguir."""

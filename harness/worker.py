@@ -29,6 +29,7 @@ from harness.lifecycle import LEASE_SECONDS, MAX_RECOVERY_ATTEMPTS, LeaseLost, d
 from harness.run_names import run_name_problem
 from harness.runner import ScenarioUnknown, make_run_client, recorded_scenario, run_durable
 from harness.scenarios import ScenarioError, load_scenario
+from harness.state_json import StateFileError
 from harness.stores.base import StoreError
 from harness.stores.postgres import PostgresStore, claim_run, connection_lost, refused_run_names
 
@@ -123,7 +124,8 @@ def work(dsn, *, owner=None, lease_seconds=LEASE_SECONDS, max_recovery_attempts=
                 say(f"{owner}: {run} parou em {state['status']} (turns={state['turns']})")
             except LeaseLost as error:
                 say(f"{owner}: {run}: {error}")
-            except (ScenarioUnknown, ScenarioError, CheckpointError, EffectsLedgerError, ApprovalError) as error:
+            except (ScenarioUnknown, ScenarioError, CheckpointError, EffectsLedgerError, ApprovalError,
+                    StateFileError) as error:
                 # Ilegível ou de um cenário desconhecido: fica para uma pessoa olhar (a posse vence sozinha).
                 say(f"{owner}: {run} não pôde ser retomada: {error}")
             except Exception as error:

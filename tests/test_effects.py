@@ -75,7 +75,7 @@ def test_missing_ledger_is_empty(ledger):
 
 @pytest.mark.parametrize("text, reason", [
     ('{"toolu_mail1": {"tool": "send_em', "truncado"),
-    ("", "JSON inválido"),
+    ("", "arquivo vazio"),
     ("[1, 2]", "esperava um objeto JSON"),
     ('{"toolu_mail1": {"tool": "send_email", "status": "done", "result": null}}', "status inválido"),
     ('{"toolu_mail1": {"tool": "send_email", "status": "committed"}}', "resultado válido"),
