@@ -33,7 +33,7 @@ from pathlib import Path
 import anthropic
 
 from harness.approval import ApprovalError
-from harness.cli_text import INTERRUPTED, ArgumentParser
+from harness.cli_text import INTERRUPTED, ArgumentParser, seconds, seconds_or_zero
 from harness.checkpoint import CheckpointError, load_checkpoint
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import (
@@ -57,6 +57,7 @@ from harness.runner import (
     add_store_arguments,
     decide_pending_approval,
     execute_run,
+    no_run_here,
 )
 from harness.scenarios import list_scenarios, load_scenario
 from harness.state_json import StateFileError
@@ -68,6 +69,7 @@ from harness.timeline import (
     TimelineError,
     check_fork_target,
     declared_version,
+    list_points,
     load_timeline,
     timeline_frames,
 )
@@ -104,6 +106,8 @@ def show_status(args: argparse.Namespace) -> int:
     if is_postgres(args.store) and not (args.run or args.workdir):
         return list_runs(args)
     with store_from(args) as store:
+        if not store.exists():  # antes de qualquer leitura: abrir um banco que não existe o criaria
+            raise no_run_here(store)
         lease = store.read_lease()  # lido primeiro: um lease.json ruim não deixa meia saída na tela
         state = store.load()
         if state is None:
@@ -202,6 +206,8 @@ def require_postgres(args: argparse.Namespace) -> None:
 def show_store_timeline(args: argparse.Namespace) -> int:
     """``timeline`` num banco: os pontos da linha do tempo ativa e onde a cabeça está."""
     with store_from(args) as store:
+        if not store.exists():
+            raise no_run_here(store)
         state = store.load()
         if state is None:
             raise NoCheckpoint(f"não há checkpoint em {store.describe()}")
@@ -234,6 +240,9 @@ def show_timeline(args: argparse.Namespace) -> int:
         return show_store_timeline(args)
     workdir = lesson_files_workdir(args)
     require_run_dir(workdir)
+    if not ((workdir / CHECKPOINT_FILE).exists() or list_points(workdir)):  # uma pasta vazia não é uma linha do tempo
+        raise NoCheckpoint(f"não há execução em {workdir}: nem {CHECKPOINT_FILE} nem pontos em {CHECKPOINTS_DIR}/; "
+                           f"confira a pasta (--workdir)")
     info = load_timeline(workdir)
     parent = info.get("parent")
     origin = (f", bifurcada de {parent['timeline_id']} no turno {parent['turn']} (ponto {parent['point']})"
@@ -400,8 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker_parser = sub.add_parser("worker", help="pega execuções da fila e as roda, uma por vez (PostgreSQL)")
     worker_parser.add_argument("--workdir", metavar="PASTA", help="pasta local para as sandboxes (padrão: uma pasta temporária)")
     worker_parser.add_argument("--max-runs", type=int, metavar="N", help="encerra depois de tantas execuções")
-    worker_parser.add_argument("--idle-exit", type=float, metavar="SEGUNDOS", help="encerra depois de tantos segundos com a fila vazia")
-    worker_parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, metavar="SEGUNDOS",
+    worker_parser.add_argument("--idle-exit", type=seconds_or_zero, metavar="SEGUNDOS", help="encerra depois de tantos segundos com a fila vazia")
+    worker_parser.add_argument("--lease-seconds", type=seconds, default=LEASE_SECONDS, metavar="SEGUNDOS",
                                help="prazo da posse de cada execução (uma posse vencida volta à fila), renovada "
                                     "durante chamadas longas; no máximo 24 h")
     worker_parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS, metavar="N",
@@ -485,6 +494,10 @@ def settle_what_a_crash_left(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    for option in ("workdir", "into"):
+        if getattr(args, option, None) == "":  # Path("") seria a pasta atual, e None / "" um TypeError
+            print(f"não deu: --{option} está vazio: diga uma pasta (. para a pasta atual)", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
         if getattr(args, "lease_seconds", None) is not None:
             try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -116,6 +117,24 @@ class _OutputWhoseReaderMayLeave:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def seconds(text: str, allow_zero: bool = False) -> float:
+    """O ``type`` do argparse para uma opção em segundos: um número finito, maior que zero (ou,
+    com ``allow_zero``, maior ou igual). ``float`` sozinho aceitaria "nan" e "inf", e um prazo
+    NaN nunca vence nem deixa de vencer."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        limit = "maior ou igual a zero" if allow_zero else "maior que zero"
+        raise argparse.ArgumentTypeError(f"esperava um número finito de segundos, {limit}; recebi {text!r}")
+    return value
+
+
+def seconds_or_zero(text: str) -> float:
+    return seconds(text, allow_zero=True)
 
 
 INTERRUPTED = 130  # o código que o shell dá a um comando encerrado por Ctrl-C (128 + SIGINT)

@@ -716,6 +716,8 @@ def control_run(store, action, reason="", owner=None):
     """
     if action not in CONTROL_ACTIONS:
         raise ValueError(f"pedido desconhecido {action!r}; use um de {', '.join(CONTROL_ACTIONS)}")
+    if not store.exists():  # antes da posse: numa pasta digitada errado, nem lease.json nem banco
+        raise CheckpointError(f"não há execução em {store.describe()}: nada para {action}; nada foi criado")
     try:
         lease = store.acquire_lease(owner=owner or f"{default_owner()}:{action}")
     except LeaseHeld:

@@ -41,7 +41,7 @@ from harness.approval import (
     reject,
 )
 from harness.checkpoint import CheckpointError
-from harness.cli_text import ArgumentParser
+from harness.cli_text import ArgumentParser, seconds
 from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
 from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import ScriptedEndpoint
@@ -98,6 +98,12 @@ class NoCheckpoint(Exception):
 
 def no_checkpoint(store):
     return NoCheckpoint(f"não há checkpoint em {store.describe()}; rode sem --resume primeiro")
+
+
+def no_run_here(store):
+    """Um comando que só lê ou controla uma execução, onde não há nenhuma (uma pasta digitada errado)."""
+    return NoCheckpoint(f"não há execução em {store.describe()}: confira a pasta (--workdir) ou o nome "
+                        f"(--run); nada foi criado")
 
 
 class ScenarioUnknown(Exception):
@@ -288,6 +294,8 @@ def decide_pending_approval(run_dir, approved, reason="", decided_by="", ttl_sec
     na próxima retomada. Toma a posse para gravar: com um worker rodando, LeaseHeld.
     """
     store = store or FileStore(run_dir)
+    if not store.exists():  # antes da posse: numa pasta digitada errado, nem lease.json nem banco
+        raise no_run_here(store)
     lease = store.acquire_lease(owner=f"{os.getpid()}:decisão")
     try:
         state = store.load()
@@ -403,7 +411,7 @@ def add_run_arguments(parser):
     parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
     parser.add_argument("--approval", action="store_true",
                         help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
-    parser.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, metavar="SEGUNDOS",
+    parser.add_argument("--lease-seconds", type=seconds, default=LEASE_SECONDS, metavar="SEGUNDOS",
                         help="prazo da posse da execução, renovada a cada turno e, durante chamadas longas, "
                              "a cada terço do prazo (no máximo 24 h: uma posse tomada no futuro deste relógio, "
                              "ou que vence além de 24 h, é tratada como inválida)")

@@ -116,16 +116,15 @@ def connect(dsn, idle_seconds=TRANSACTION_IDLE_SECONDS):
     except psycopg.OperationalError as error:
         raise DatabaseUnavailable(f"não consegui conectar ao PostgreSQL ({without_password(dsn)}): "
                                   f"{str(error).strip()}") from None
+    except psycopg.ProgrammingError as error:  # uma opção desconhecida na URL: não adianta tentar de novo
+        raise StoreError(f"não consegui conectar ao PostgreSQL ({without_password(dsn)}): "
+                         f"{str(error).strip()}") from None
     if dsn not in _schema_ready:
-        with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            exists = connection.execute("SELECT to_regclass('harness_schema') IS NOT NULL").fetchone()[0]
-            version = connection.execute("SELECT max(version) FROM harness_schema").fetchone()[0] if exists else None
-            if version != SCHEMA_VERSION:
-                for statement in schema_statements():
-                    connection.execute(statement)
-                connection.execute("DELETE FROM harness_schema")
-                connection.execute("INSERT INTO harness_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+        try:
+            prepare_schema(connection, dsn)
+        except BaseException:
+            connection.close()
+            raise
         _schema_ready.add(dsn)
     return connection
 
@@ -137,6 +136,23 @@ def limit_transactions(connection, idle_seconds):
     milliseconds = max(100, int(idle_seconds * 1000))
     connection.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false), "
                        "set_config('lock_timeout', %s, false)", (str(milliseconds), str(2 * milliseconds)))
+
+
+def prepare_schema(connection, dsn):
+    """Cria as tabelas, a cerca e a versão do esquema, se faltam; um esquema do futuro é recusado
+    (a transação é desfeita: regravar a versão por cima estragaria o banco para o código novo)."""
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        exists = connection.execute("SELECT to_regclass('harness_schema') IS NOT NULL").fetchone()[0]
+        version = connection.execute("SELECT max(version) FROM harness_schema").fetchone()[0] if exists else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(f"o PostgreSQL em {without_password(dsn)} tem o esquema na versão {version}, e este "
+                             f"código conhece até a {SCHEMA_VERSION}; nada foi alterado. Use o harness que o criou")
+        if version != SCHEMA_VERSION:
+            for statement in schema_statements():
+                connection.execute(statement)
+            connection.execute("DELETE FROM harness_schema")
+            connection.execute("INSERT INTO harness_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
 
 
 class PostgresStore(SqlStore):

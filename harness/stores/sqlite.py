@@ -26,6 +26,14 @@ RUN_KEY = "principal"        # um arquivo por pasta de execução: a chave é se
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 10.0  # quanto um escritor espera o outro terminar a transação dele
 DAMAGED_FILE_CODES = (11, 26)  # SQLITE_CORRUPT e SQLITE_NOTADB: o arquivo, não a consulta, está errado
+# O que o disco ou a pasta recusou, pelo código primário do SQLite, e o que fazer.
+REFUSED_WRITE_ADVICE = {
+    3: "sem permissão: ajuste as permissões da pasta",                                   # SQLITE_PERM
+    8: "a pasta ou o arquivo está só para leitura: use uma pasta gravável",             # SQLITE_READONLY
+    10: "o disco recusou a gravação (disco cheio ou com defeito?): libere espaço ou confira o disco",  # SQLITE_IOERR
+    13: "o disco está cheio: libere espaço",                                             # SQLITE_FULL
+    14: "não deu para abrir o arquivo (pasta só para leitura ou sem permissão?): use uma pasta gravável",  # CANTOPEN
+}
 
 
 def fence_triggers():
@@ -66,7 +74,12 @@ class SqliteStore(SqlStore):
         try:
             yield
         except sqlite3.DatabaseError as error:
-            if getattr(error, "sqlite_errorcode", 0) & 0xFF not in DAMAGED_FILE_CODES:
+            code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+            if code in REFUSED_WRITE_ADVICE:
+                # A transação foi desfeita: o que já estava gravado continua inteiro.
+                raise StoreError(f"não deu para gravar em {self.path}: {error}; {REFUSED_WRITE_ADVICE[code]}. "
+                                 f"A última cena gravada continua inteira; resolvido isso, retome com --resume") from None
+            if code not in DAMAGED_FILE_CODES:
                 raise
             raise StoreError(f"{self.path}: o banco SQLite está corrompido ({error}); nada foi alterado. "
                              f"Restaure uma cópia do arquivo (ou comece a execução de novo, sem --resume)") from None
@@ -74,9 +87,14 @@ class SqliteStore(SqlStore):
     def _open(self):
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
         try:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                # Um esquema do futuro: regravar a versão 1 por cima o estragaria para o código novo.
+                raise StoreError(f"{self.path}: o banco é da versão {version} do esquema, e este código conhece "
+                                 f"até a {SCHEMA_VERSION}; nada foi alterado. Use o harness que o criou")
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
-            if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            if version != SCHEMA_VERSION:
                 connection.execute("BEGIN IMMEDIATE")
                 for statement in [*TABLES.split(";"), *fence_triggers()]:
                     connection.execute(statement)
