@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -32,19 +33,21 @@ from harness.effects import EFFECTS_FILE, load_effects, validate_record
 from harness.lifecycle import (
     CONTROL_ACTIONS,
     LEASE_SECONDS,
-    RUN_STATUSES,
-    V2_FIELDS,
     Lease,
     LeaseFileError,
     LeaseHeld,
     LeaseLost,
     _check_fields,
     check_lease_seconds,
+    check_control_request,
+    check_run_scene,
+    control_file_error,
     default_owner,
     lease_is_free,
     now_iso,
     process_identity,
 )
+from harness.state_json import StateFileError, parse_state_json
 from harness.stores.base import RunStore, SavePoint
 from harness.stores.database_world import DatabaseWorld
 from harness.tool_runner import ToolContext
@@ -234,6 +237,8 @@ class SqlStore(RunStore):
         host, boot, started = split_host_column(host)
         record = {"owner": owner, "host": host, "boot_id": boot, "started": started, "pid": pid, "token": token,
                   "acquired_at": acquired_at, "expires_at": expires_at, "released": bool(released)}
+        if isinstance(expires_at, float) and not math.isfinite(expires_at):
+            record["expires_at"] = 0.0  # um prazo NaN ou infinito não é prazo: a posse conta como vencida (o token vale)
         for field in ("token", "pid", "expires_at"):
             value = record[field]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
@@ -333,10 +338,7 @@ class SqlStore(RunStore):
             raise CheckpointError(f"{self.describe()}: a gravação {seq} não existe")
         messages = []
         for number, _point, _turn, _tokens, count, new_messages, _pending in rows:
-            try:
-                added = json.loads(new_messages)
-            except (TypeError, ValueError, RecursionError):
-                added = None
+            added = self._column_json(new_messages, "saves", "new_messages", f"gravação {number}")
             if not isinstance(added, list):
                 raise CheckpointError(f"{self.describe()}: a gravação {number} tem mensagens ilegíveis")
             messages.extend(added)
@@ -349,7 +351,29 @@ class SqlStore(RunStore):
         rows, messages = self._chain(seq)
         _seq, _point, turn, tokens_used, _count, _new, pending = rows[-1]
         return {"task": task, "turns": turn, "tokens_used": tokens_used, "messages": messages,
-                "pending_tool_use": None if pending is None else json.loads(pending)}
+                "pending_tool_use": self._pending_of(rows[-1])}
+
+    def _pending_of(self, row):
+        """As chamadas pendentes de uma linha de ``saves`` (None ou uma lista), já lidas com limites."""
+        seq, pending = row[0], row[6]
+        if pending is None:
+            return None
+        calls = self._column_json(pending, "saves", "pending_tool_use", f"gravação {seq}")
+        if not isinstance(calls, (list, type(None))):
+            raise StateFileError(self._row_where("saves", "pending_tool_use", f"gravação {seq}"),
+                                 f"esperava uma lista de chamadas ou null, encontrei {type(calls).__name__}")
+        return calls
+
+    def _row_where(self, table, column, key):
+        return f"{self.describe()}: {table}.{column} da execução {self.run}" + (f", {key}" if key else "")
+
+    def _column_json(self, text, table, column, key=""):
+        """O JSON guardado numa coluna, lido como um arquivo da execução (UTF-8, profundidade e
+        números limitados); o erro diz a tabela, a coluna, a execução e a linha."""
+        if not isinstance(text, (str, bytes)):
+            raise StateFileError(self._row_where(table, column, key),
+                                 f"esperava texto JSON, encontrei {type(text).__name__}")
+        return parse_state_json(text, self._row_where(table, column, key))
 
     def _run_row(self):
         return self._x("SELECT run_id, task, status, head_seq, fields, timeline FROM runs WHERE run = ?",
@@ -364,11 +388,9 @@ class SqlStore(RunStore):
             scene = self._scene_at(head_seq, task)
         self._timeline_of(timeline)  # uma linha do tempo ilegível é dita aqui, não no meio da retomada
         state = {"version": 2, **self._json_object(fields, "runs.fields"), "run_id": run_id, "status": status, **scene}
-        where = self.describe()
+        where = f"{self.describe()} (execução {self.run})"
         _check_fields(state, CHECKPOINT_FIELDS, where)
-        _check_fields(state, V2_FIELDS, where)
-        if state["status"] not in RUN_STATUSES:
-            raise CheckpointError(f"{where}: status desconhecido {state['status']!r}")
+        check_run_scene(state, where)
         self._head = self._head_of(head_seq, scene)
         return state
 
@@ -464,7 +486,7 @@ class SqlStore(RunStore):
             seq = seq_of(point_id)
             rows, messages = self._chain(seq)
         scene = {"messages": messages, "turns": rows[-1][2], "tokens_used": rows[-1][3],
-                 "pending_tool_use": None if rows[-1][6] is None else json.loads(rows[-1][6])}
+                 "pending_tool_use": self._pending_of(rows[-1])}
         self._commit(lease, state, None, self._head_of(seq, scene), row[3], crash_points=False)
 
     def _commit(self, lease, state, point, parent, expected_head_seq, crash_points):
@@ -515,7 +537,7 @@ class SqlStore(RunStore):
             params += sorted(ids)
         records = {}
         for tool_use_id, text in self._x(sql, params).fetchall():
-            record = json.loads(text)
+            record = self._column_json(text, table, "record", f"tool_use_id {tool_use_id}")
             validate(f"{self.describe()} ({table})", tool_use_id, record)
             records[tool_use_id] = record
         return records
@@ -550,12 +572,21 @@ class SqlStore(RunStore):
                     (self.run, ticket["number"], ticket.get("idempotency_key"), dumps(ticket), lease.token))
 
     def committed_emails(self):
-        return [json.loads(text) for (text,) in
-                self._x("SELECT email FROM outbox WHERE run = ? ORDER BY seq", (self.run,)).fetchall()]
+        return self._objects("SELECT seq, email FROM outbox WHERE run = ? ORDER BY seq", "outbox", "email")
 
     def committed_tickets(self):
-        return [json.loads(text) for (text,) in
-                self._x("SELECT ticket FROM tickets WHERE run = ? ORDER BY number", (self.run,)).fetchall()]
+        return self._objects("SELECT number, ticket FROM tickets WHERE run = ? ORDER BY number", "tickets", "ticket")
+
+    def _objects(self, sql, table, column):
+        """Os objetos JSON da coluna ``column`` (a caixa de saída, os chamados), cada linha validada."""
+        objects = []
+        for key, text in self._x(sql, (self.run,)).fetchall():
+            value = self._column_json(text, table, column, f"linha {key}")
+            if not isinstance(value, dict):
+                raise StateFileError(self._row_where(table, column, f"linha {key}"),
+                                     f"esperava um objeto JSON, encontrei {type(value).__name__}")
+            objects.append(value)
+        return objects
 
     def world(self, scenario=None):
         if scenario is not None and not (self.world_root / "sandbox").is_dir():
@@ -615,7 +646,16 @@ class SqlStore(RunStore):
 
     def pending_control(self):
         row = self._x("SELECT request FROM controls WHERE run = ?", (self.run,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        where = self._row_where("controls", "request", "")
+        try:  # como o control.json: um pedido ilegível é recusado, nunca lido como "cancelar"
+            request = self._column_json(row[0], "controls", "request")
+        except StateFileError as error:
+            raise control_file_error(error.where, error.problem) from None
+        if not isinstance(request, dict):
+            raise control_file_error(where, f"esperava um objeto JSON, encontrei {type(request).__name__}")
+        return check_control_request(request, where)
 
     def clear_control(self, lease):
         with self._fenced(lease):
@@ -640,10 +680,12 @@ class SqlStore(RunStore):
 
     def _json_object(self, text, column):
         """O objeto JSON guardado em ``column`` (tabela.coluna) da execução; CheckpointError se não é um."""
+        if not isinstance(text, (str, bytes)):
+            raise self._unreadable(column, "não é JSON válido")
         try:
-            value = json.loads(text)
-        except (TypeError, ValueError, RecursionError):
-            raise self._unreadable(column, "não é JSON válido") from None
+            value = parse_state_json(text, column)
+        except StateFileError as error:
+            raise self._unreadable(column, f"não é JSON válido ({error.problem})") from None
         if not isinstance(value, dict):
             raise self._unreadable(column, f"esperava um objeto JSON, encontrei {type(value).__name__}")
         return value

@@ -45,6 +45,26 @@ def fence_triggers():
                    f"BEGIN SELECT RAISE(ABORT, '{FENCE_MESSAGE}'); END")
 
 
+class _SaidCursor:
+    """O cursor do sqlite3 com as leituras também sob ``_damage_said``: as linhas são lidas (e o texto
+    decodificado) no fetch, não no execute, e uma página estragada ou um texto que não é UTF-8 aparece ali."""
+
+    def __init__(self, cursor, said):
+        self._cursor, self._said = cursor, said
+
+    @property
+    def rowcount(self):
+        return self._cursor.rowcount
+
+    def fetchone(self):
+        with self._said():
+            return self._cursor.fetchone()
+
+    def fetchall(self):
+        with self._said():
+            return self._cursor.fetchall()
+
+
 class SqliteStore(SqlStore):
     """A execução de ``run_dir``, guardada em ``run_dir/run.sqlite3``; o mundo em ``run_dir/world``."""
 
@@ -74,15 +94,26 @@ class SqliteStore(SqlStore):
         try:
             yield
         except sqlite3.DatabaseError as error:
-            code = getattr(error, "sqlite_errorcode", 0) & 0xFF
-            if code in REFUSED_WRITE_ADVICE:
-                # A transação foi desfeita: o que já estava gravado continua inteiro.
-                raise StoreError(f"não deu para gravar em {self.path}: {error}; {REFUSED_WRITE_ADVICE[code]}. "
-                                 f"A última cena gravada continua inteira; resolvido isso, retome com --resume") from None
-            if code not in DAMAGED_FILE_CODES:
+            said = self._said(error)
+            if said is None:
                 raise
-            raise StoreError(f"{self.path}: o banco SQLite está corrompido ({error}); nada foi alterado. "
-                             f"Restaure uma cópia do arquivo (ou comece a execução de novo, sem --resume)") from None
+            raise said from None
+
+    def _said(self, error):
+        """O StoreError de um erro do SQLite que vem do disco, do arquivo ou de uma linha ilegível;
+        None para os demais (um erro de consulta é do código, e sobe como está)."""
+        if str(error).startswith("Could not decode to UTF-8"):
+            # O módulo sqlite3 não consegue nem entregar a linha: uma coluna TEXT com bytes que não são UTF-8.
+            return StoreError(f"{self.path}: uma coluna de texto não é UTF-8 válido ({error}); nada foi alterado. "
+                              f"Restaure a linha (ou uma cópia do banco) e tente de novo")
+        code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+        if code in REFUSED_WRITE_ADVICE:  # a transação foi desfeita: o que já estava gravado continua inteiro
+            return StoreError(f"não deu para gravar em {self.path}: {error}; {REFUSED_WRITE_ADVICE[code]}. "
+                              f"A última cena gravada continua inteira; resolvido isso, retome com --resume")
+        if code in DAMAGED_FILE_CODES:
+            return StoreError(f"{self.path}: o banco SQLite está corrompido ({error}); nada foi alterado. "
+                              f"Restaure uma cópia do arquivo (ou comece a execução de novo, sem --resume)")
+        return None
 
     def _open(self):
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
@@ -113,7 +144,7 @@ class SqliteStore(SqlStore):
 
     def _execute(self, sql, params=()):
         with self._damage_said():
-            return self._db().execute(sql, params)
+            return _SaidCursor(self._db().execute(sql, params), self._damage_said)
 
     @contextlib.contextmanager
     def _transaction(self):
