@@ -347,11 +347,14 @@ def test_a_finished_run_cannot_be_cancelled(tmp_path):
         control_run(FileStore(tmp_path), "cancel")
 
 
-def test_an_unreadable_control_request_means_stop(tmp_path):
-    (tmp_path / CONTROL_FILE).write_text("??")
-    assert pending_control(tmp_path)["action"] == "cancel"
-    (tmp_path / CONTROL_FILE).write_text(json.dumps({"action": "explode"}))
-    assert pending_control(tmp_path)["action"] == "cancel"
+def test_an_unreadable_control_request_is_refused_never_read_as_a_cancel(tmp_path):
+    """Read as a cancel, a spoiled control.json made the run cancelled for good (the resume saved it)."""
+    from harness.state_json import StateFileError
+
+    for text in ("??", "", json.dumps({"action": "explode"}), "[]"):
+        (tmp_path / CONTROL_FILE).write_text(text)
+        with pytest.raises(StateFileError, match=CONTROL_FILE):
+            pending_control(tmp_path)
     with pytest.raises(ValueError, match="explode"):
         control_run(FileStore(tmp_path), "explode")
 
