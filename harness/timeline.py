@@ -158,7 +158,7 @@ def load_timeline(run_dir):
     try:
         data = read_state_object(path)
     except StateFileError as error:
-        raise TimelineError(f"{error}; nada foi alterado") from None
+        raise TimelineError(f"{TIMELINE_FILE} ilegível: {error}; nada foi alterado") from None
     if data is None:
         return {"timeline_id": MAIN_TIMELINE_ID, "parent": None, "dry_run": False}
     for field, kind, said in (("timeline_id", str, "texto"), ("dry_run", bool, "true ou false")):

@@ -310,7 +310,7 @@ def test_writing_after_release_is_refused(tmp_path):
 
 def test_a_corrupt_lease_file_stops_everyone(tmp_path):
     (tmp_path / "lease.json").write_text("{meio")
-    with pytest.raises(LeaseFileError, match="não é JSON válido"):
+    with pytest.raises(LeaseFileError, match="JSON inválido"):
         acquire_lease(tmp_path, owner="a")
 
 

@@ -338,7 +338,11 @@ class SqlStore(RunStore):
             raise CheckpointError(f"{self.describe()}: a gravação {seq} não existe")
         messages = []
         for number, _point, _turn, _tokens, count, new_messages, _pending in rows:
-            added = self._column_json(new_messages, "saves", "new_messages", f"gravação {number}")
+            try:
+                added = self._column_json(new_messages, "saves", "new_messages", f"gravação {number}")
+            except StateFileError as error:
+                raise CheckpointError(f"{error.where}: a gravação {number} tem mensagens ilegíveis "
+                                      f"({error.problem})") from None
             if not isinstance(added, list):
                 raise CheckpointError(f"{self.describe()}: a gravação {number} tem mensagens ilegíveis")
             messages.extend(added)
