@@ -15,6 +15,7 @@ qualquer uso, o texto passa por aqui:
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -153,7 +154,8 @@ def _read_bytes(path):
     except FileNotFoundError:
         return None
     except run_paths.RunPathError as error:  # um link plantado (até para nada) não é "não existe"
-        raise StateFileError(path, error.problem) from None
+        problem = error.problem if error.errno == errno.ELOOP else f"não dá para ler o arquivo: {error.problem}"
+        raise StateFileError(path, problem) from None
     except OSError as error:
         raise StateFileError(path, f"não dá para ler o arquivo: {error.strerror or error}") from None
 

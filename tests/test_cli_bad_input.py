@@ -23,7 +23,7 @@ from harness import cli
 from harness.runner import EXIT_BAD_INPUT
 from harness.stores.sqlite import SqliteStore
 from tests.durability_checks import REPO_ROOT, final_run_problems, harness_env, run_forked
-from tests.stores_support import postgres_dsn, postgres_server, unique_run_name  # noqa: F401  (fixtures)
+from tests.stores_support import unique_run_name
 
 PROGRESS = ("retomando ", "iniciando ")
 

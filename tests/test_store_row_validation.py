@@ -13,7 +13,7 @@ import pytest
 from harness import cli
 from harness.runner import EXIT_BAD_INPUT
 from tests.durability_checks import final_run_problems, run_forked
-from tests.stores_support import postgres_dsn, postgres_server, sql_store_case  # noqa: F401  (fixtures)
+
 
 DEEP = "[" * 100_000
 HUGE = "9" * 5000
