@@ -14,7 +14,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from harness.run_paths import open_text, write_json
+from harness.run_paths import write_json
 from harness.state_json import StateFileError, read_state_json
 from harness.tools import HIGH_IMPACT_TOOLS
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import errno
 import fcntl
 import hashlib
 import json
