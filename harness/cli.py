@@ -35,6 +35,7 @@ import anthropic
 from harness.approval import ApprovalError
 from harness.cli_text import INTERRUPTED, ArgumentParser, seconds, seconds_or_zero
 from harness.checkpoint import CheckpointError, load_checkpoint
+from harness.crash import check_crash_variables
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import (
     CHECKPOINT_FILE,
@@ -498,6 +499,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, option, None) == "":  # Path("") seria a pasta atual, e None / "" um TypeError
             print(f"não deu: --{option} está vazio: diga uma pasta (. para a pasta atual)", file=sys.stderr)
             return EXIT_BAD_INPUT
+    try:
+        check_crash_variables()
+    except ValueError as error:  # um rótulo digitado errado: antes de começar, não no meio da execução
+        print(f"não deu: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         if getattr(args, "lease_seconds", None) is not None:
             try:

@@ -56,6 +56,14 @@ def crash_mode():
     return mode
 
 
+def check_crash_variables():
+    """Confere CRASH_AFTER e CRASH_MODE antes da execução: um erro de digitação não vira queda no meio."""
+    spec = os.environ.get("CRASH_AFTER")
+    if spec:
+        parse_crash_after(spec)
+        crash_mode()
+
+
 def crash_point(label):
     """Conta a passagem por ``label`` e cai se esta for a passagem pedida em CRASH_AFTER."""
     if label not in CRASH_LABELS:
