@@ -106,16 +106,33 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
             return CrashingFile(handle, budget)
         return handle
 
+    real_write = os.write
+
+    def spied_write(descriptor, data):  # a save written with os.open/os.write tears the same way
+        left = budget["left"]
+        if left is None or len(data) <= left:
+            if left is not None:
+                budget["left"] -= len(data)
+            return real_write(descriptor, data)
+        real_write(descriptor, bytes(data[:left]))
+        budget["left"] = 0
+        budget["crashed"] = True
+        raise TornWrite("queda simulada no meio da gravação")
+
     bound = [("open", spied_open)] + [
         (name, spied_open) for function in {real_builtin, real_io}
         for name in ctx.names_bound_to(function) if name != "open"
     ]
+    if crash_after is not None:
+        bound += [(name, spied_write) for name in ctx.names_bound_to(real_write)]
+        os.write = spied_write
     builtins.open = io.open = spied_open
     try:
         with replaced_globals(ctx, bound):
             yield budget
     finally:
         builtins.open, io.open = real_builtin, real_io
+        os.write = real_write
 
 
 __all__ = ["CrashingFile", "TornWrite", "bound_everywhere", "observed_writes", "replaced_globals"]

@@ -53,7 +53,8 @@ def no_temporary_left(ctx: Context) -> None:
         raise nothing_observed(
             "save_checkpoint não escreveu nenhum arquivo temporário (só o próprio checkpoint.json), "
             "então não há temporário cujo destino conferir. Escreva primeiro num temporário na mesma "
-            "pasta (path + \".tmp\") e troque-o pelo checkpoint com os.replace",
+            "pasta, de nome único (tempfile.mkstemp(dir=pasta): dois gravadores não dividem o mesmo), e "
+            "troque-o pelo checkpoint com os.replace",
             expected="um temporário escrito e trocado pelo checkpoint",
         )
     extra = [name for name in run.files_after if name != CHECKPOINT_NAME]
@@ -172,9 +173,9 @@ def survives_a_crash_mid_write(ctx: Context) -> None:
                 raise
     if not budget["crashed"]:
         raise CheckFailed(
-            "A gravação terminou sem escrever nada por open() (ou Path.write_text), então o corretor não "
-            "conseguiu simular a queda. Escreva o JSON com open(temporário, \"w\").",
-            expected="uma escrita com open()", observed="nenhuma",
+            "A gravação terminou sem escrever nada por open(), Path.write_text ou os.write, então o "
+            "corretor não conseguiu simular a queda. Escreva o JSON com open(temporário, \"w\").",
+            expected="uma escrita com open() ou os.write", observed="nenhuma",
         )
     found = read_checkpoint_file(path)
     if found != good:
