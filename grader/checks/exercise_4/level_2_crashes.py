@@ -21,14 +21,15 @@ COURSE_LOADER_NOTE = (" (os estados foram lidos com o load_effects do curso, por
 
 
 def old_ledger() -> dict:
-    """Five receipts and the intent of the call being saved: a few kilobytes, enough to tear."""
+    """Five receipts and an intent: a few kilobytes, enough to tear. The call saved is a new
+    one, so a save that keeps an earlier record (another check's rule) is not judged here."""
     ledger = {f"toolu_a{n}": receipt(f"toolu_a{n}", f"recibo {n}: ata da reunião enviada à equipe") for n in range(1, 6)}
-    ledger[SAVED_CALL] = intent(SAVED_CALL, "segundo")
+    ledger["toolu_c3"] = intent("toolu_c3", "terceiro")
     return ledger
 
 
 def new_record() -> dict:
-    """The receipt that takes the intent's place."""
+    """The receipt of the call saved."""
     return receipt(SAVED_CALL, "segundo")
 
 

@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 from grader.checks.crash_states import CHECKPOINT, Durable, crash_problem, explore, explorer_state
 from grader.checks.exercise_6.fixtures import EXERCISE
-from grader.checks.exercise_6.lease_probe import lease_lost_error
-from grader.checks.framework import CheckFailed, Context
+from grader.checks.exercise_6.lease_probe import lease_file_error, lease_lost_error
+from grader.checks.framework import CheckFailed, Context, StudentProblem
 from grader.checks.write_spies import bound_everywhere, observed_writes
 
 LEASE = Durable(name="lease.json", thing="o lease", loader="check_fence",
@@ -49,6 +49,48 @@ def lease_reader(check_fence: Callable, leases: list[dict]) -> Callable:
     return read
 
 
+COURSE_FENCE_NOTE = (" (os estados foram lidos com uma check_fence do corretor, porque a sua ainda não aceita só o "
+                     "token de um lease.json bom)")
+
+
+def course_check_fence(run_dir: Path, token: int) -> None:
+    """The exercise's rule, for when the student's check_fence cannot tell a good lease yet."""
+    path = Path(run_dir) / LEASE.name
+    if not path.exists():
+        raise lease_lost_error()("sem lease.json")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        record = None
+    if not (isinstance(record, dict) and type(record.get("token")) is int):
+        raise lease_file_error()("lease.json não é uma posse")
+    if record["token"] != token:
+        raise lease_lost_error()(f"a posse atual é do token {record['token']}")
+
+
+def chosen_fence(ctx: Context) -> tuple[Callable, str]:
+    """The student's check_fence when, on a good lease.json, it lets its token through and
+    refuses the one before; the grader's otherwise (other checks grade the fence itself)."""
+    check_fence = ctx.student_function("check_fence")
+    folder = ctx.fresh_dir("crash-fence-probe")
+    (folder / LEASE.name).write_text(json.dumps(OLD_LEASE), encoding="utf-8")
+
+    def attempt():
+        check_fence(folder, OLD_LEASE["token"])
+        try:
+            check_fence(folder, OLD_LEASE["token"] - 1)
+        except lease_lost_error():
+            return True
+        return False
+
+    attempt.__name__ = "check_fence"
+    try:
+        sound = ctx.call(attempt)
+    except StudentProblem:
+        sound = False
+    return (check_fence, "") if sound else (course_check_fence, COURSE_FENCE_NOTE)
+
+
 @EXERCISE.check(
     level=3,
     title="Uma queda de energia em qualquer ponto de acquire_lease deixa o lease anterior ou o novo",
@@ -61,7 +103,8 @@ def lease_reader(check_fence: Callable, leases: list[dict]) -> Callable:
     ),
 )
 def every_lease_crash_state_loads(ctx: Context) -> None:
-    acquire_lease, check_fence = ctx.student_function("acquire_lease"), ctx.student_function("check_fence")
+    acquire_lease = ctx.student_function("acquire_lease")
+    check_fence, note = chosen_fence(ctx)
     for first in (False, True):
         old = None if first else dict(OLD_LEASE)
         new = new_lease(old)
@@ -79,7 +122,7 @@ def every_lease_crash_state_loads(ctx: Context) -> None:
         bad = found.bad()
         if bad:
             raise CheckFailed(
-                crash_problem(bad[0], found.calls, first, LEASE),
+                crash_problem(bad[0], found.calls, first, LEASE) + note,
                 expected=f"check_fence aceitando o token {new['token']} (ou, antes de acquire_lease voltar, o anterior)"
                          " em todo estado",
                 observed=f"{len(bad)} de {len(found.verdicts)} estados possíveis não servem; chamadas: "
