@@ -63,14 +63,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 37
+    assert len(statuses) == 39
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 37 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 39 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 

@@ -18,7 +18,7 @@ LEASE = Durable(name="lease.json", thing="o lease", loader="check_fence",
                 nothing="levanta LeaseLost para os dois tokens (não há lease)",
                 old_read="só aceita o token do lease anterior")
 OLD_LEASE = {"owner": "worker-a", "token": 4, "expires_at": 1000.0}
-NEW_OWNER, NOW, SECONDS = "worker-b", 1000.0, 30.0   # the old lease ends exactly now: it may be taken
+NEW_OWNER, NOW, SECONDS = "worker-b", 1010.0, 30.0   # the old lease ended ten seconds ago: it may be taken
 
 
 def new_lease(old: dict | None) -> dict:
