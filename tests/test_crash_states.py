@@ -10,6 +10,7 @@ import tempfile
 import pytest
 
 from grader.checks.crash_states import (
+    Durable,
     crash_problem,
     explore,
     explorer_state,
@@ -225,3 +226,60 @@ def test_named_temporary_files_are_not_taken_for_one_shared_file(tmp_path):
 
 def test_writers_that_never_swap_are_told_apart(tmp_path):
     assert not two_writers(save_in_place, OLD, NEW, tmp_path).swapped
+
+
+# --- another file than the checkpoint: the ledger of exercise 4, the lease of exercise 6 ------------
+
+LEDGER = Durable(name="effects.json", thing="o livro-razão", loader="load_effects", nothing="devolve {}")
+
+
+def read_ledger_or_none(path):
+    """A ledger loader in the explorer's shape: a missing file is None, a torn one raises."""
+    from harness.effects import load_effects
+
+    return load_effects(path) or None
+
+
+def test_a_named_file_is_saved_seeded_and_read_back_under_its_own_name(tmp_path):
+    old, new = {"toolu_a1": {"n": 1}}, {"toolu_a1": {"n": 1}, "toolu_b2": {"n": 2}}
+    seen = []
+
+    def load(path):
+        seen.append(path.name)
+        return read_json(path)
+
+    def read_json(path):
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    exploration = explore(save_reference, load, old, new, tmp_path, name="effects.json",
+                          prepare=lambda folder: (folder / "lease.json").write_text("{}", encoding="utf-8"))
+    assert exploration.bad() == [] and set(seen) == {"effects.json"}
+    assert all(dict(verdict.state.files).get("lease.json") == b"{}" for verdict in exploration.verdicts)
+    assert not (tmp_path / "gravacao" / "checkpoint.json").exists()
+
+
+def test_a_ledger_removed_before_the_swap_is_named_in_the_ledger_words(tmp_path):
+    old = {"toolu_a1": {"tool": "send_email", "status": "intent", "result": None}}
+    new = {"toolu_a1": {"tool": "send_email", "status": "committed", "result": {"content": "ok", "is_error": False}}}
+    exploration = explore(save_removing_the_old_first, read_ledger_or_none, old, new, tmp_path, name="effects.json")
+    lost = [verdict for verdict in exploration.bad() if verdict.outcome == "nenhum"]
+    assert lost
+    words = crash_problem(lost[0], exploration.calls, first_save=False, durable=LEDGER)
+    assert "`os.remove(effects.json)`" in words and "o livro-razão anterior some" in words
+    assert "load_effects devolve {}" in words and "checkpoint" not in words
+
+
+def test_a_ledger_written_in_place_is_refused_by_its_loader_and_worded_so(tmp_path):
+    old = {"toolu_a1": {"tool": "send_email", "status": "intent", "result": None, "pad": "x" * 200}}
+    new = {**old, "toolu_b2": {"tool": "send_email", "status": "intent", "result": None}}
+    exploration = explore(save_in_place, read_ledger_or_none, old, new, tmp_path, name="effects.json")
+    bad = exploration.bad()
+    assert bad and "EffectsLedgerError" in bad[0].outcome
+    words = crash_problem(bad[0], exploration.calls, first_save=False, durable=LEDGER)
+    assert "o livro-razão é escrito no próprio arquivo" in words
+
+
+def test_a_failed_swap_of_a_named_file_leaves_it_as_it_was(tmp_path):
+    outcome = failed_swap(save_reference, {"token": 4}, {"token": 5}, tmp_path, name="lease.json")
+    assert outcome.tried and isinstance(outcome.raised, OSError)
+    assert json.loads(outcome.left) == {"token": 4}

@@ -204,9 +204,42 @@ def test_level_2_raw_json_error_is_not_the_ledger_error(tmp_path, monkeypatch):
 
 def test_level_2_writing_in_place_is_not_atomic(tmp_path, monkeypatch):
     failed = failures(run_level(ledger_cell(save=IN_PLACE_SAVE), 2, tmp_path, monkeypatch))
-    assert set(failed) == {"n2.save_effect_is_atomic", "n2.save_effect_survives_a_torn_write"}
+    assert set(failed) == {"n2.save_effect_is_atomic", "n2.save_effect_survives_a_torn_write",
+                           "n2.every_ledger_crash_state_loads", "n2.a_failed_ledger_swap_is_reported"}
     assert "direto no lugar" in failed["n2.save_effect_is_atomic"]
     assert "os recibos já gravados se perderam" in failed["n2.save_effect_survives_a_torn_write"]
+    assert "o livro-razão é escrito no próprio arquivo" in failed["n2.every_ledger_crash_state_loads"]
+    assert "não chamou os.replace" in failed["n2.a_failed_ledger_swap_is_reported"]
+
+
+SWALLOWING_SAVE = '''    livro = load_effects(path)
+    livro[tool_use_id] = record
+    try:
+        write_json_atomic(path, livro)
+    except OSError as erro:
+        print("não deu para gravar o livro-razão:", erro)'''
+NO_FOLDER_FSYNC_SAVE = '''    import os
+    livro = load_effects(path)
+    livro[tool_use_id] = record
+    with open(str(path) + ".tmp", "w", encoding="utf-8") as arquivo:
+        json.dump(livro, arquivo)
+        arquivo.flush()
+        os.fsync(arquivo.fileno())
+    os.replace(str(path) + ".tmp", path)'''
+
+
+def test_level_2_a_save_that_swallows_a_failed_swap_is_caught_by_that_check_alone(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(save=SWALLOWING_SAVE), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.a_failed_ledger_swap_is_reported"}
+    assert "voltou normalmente, como se tivesse gravado" in failed["n2.a_failed_ledger_swap_is_reported"]
+
+
+def test_level_2_a_save_without_the_folder_fsync_is_caught_only_by_the_crash_states(tmp_path, monkeypatch):
+    failed = failures(run_level(ledger_cell(save=NO_FOLDER_FSYNC_SAVE), 2, tmp_path, monkeypatch))
+    assert set(failed) == {"n2.every_ledger_crash_state_loads"}
+    words = failed["n2.every_ledger_crash_state_loads"]
+    assert "depois que a gravação voltou" in words and "load_effects devolve o livro-razão anterior" in words
+    assert "fsync da pasta" in words
 
 
 def test_level_2_save_that_forgets_other_records_fails(tmp_path, monkeypatch):

@@ -63,14 +63,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 37
+    assert len(statuses) == 39
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
     assert {check.level for check in report.checks} == {1, 2, 3}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 37 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 39 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
@@ -514,3 +514,35 @@ ACQUIRE_WITHOUT_SHAPE_CHECK = """def acquire_lease(run_dir, owner, now, seconds=
     write_json_atomic(path, lease)
     return lease
 """
+
+
+LEASE_SWAP_WITHOUT_FOLDER_FSYNC = """    temporario = path.with_name("lease.json.tmp")
+    with open(temporario, "w", encoding="utf-8") as arquivo:
+        json.dump(lease, arquivo)
+        arquivo.flush()
+        os.fsync(arquivo.fileno())
+    os.replace(temporario, path)"""
+
+
+def test_a_lease_swapped_without_the_folder_fsync_is_caught_only_by_its_crash_states(tmp_path, monkeypatch):
+    notebook = replaced("acquire_lease", "    write_json_atomic(path, lease)", LEASE_SWAP_WITHOUT_FOLDER_FSYNC)
+    failed = failures(graded(notebook, tmp_path, monkeypatch, 3))
+    assert set(failed) == {"n3.every_lease_crash_state_loads"}
+    words = failed["n3.every_lease_crash_state_loads"]
+    assert "depois que a gravação voltou" in words and "check_fence só aceita o token do lease anterior" in words
+    assert "fsync da pasta" in words and "do corretor" not in words
+
+
+def test_a_fenced_save_in_place_is_caught_by_its_crash_states_too(tmp_path, monkeypatch):
+    notebook = replaced("fenced_save", 'write_json_atomic(Path(run_dir) / "checkpoint.json", state)',
+                        '(Path(run_dir) / "checkpoint.json").write_text(json.dumps(state), encoding="utf-8")')
+    failed = failures(graded(notebook, tmp_path, monkeypatch, 3))
+    assert "o checkpoint é escrito no próprio arquivo" in failed["n3.every_fenced_save_crash_state_loads"]
+    assert "n3.every_lease_crash_state_loads" not in failed
+
+
+def test_a_fence_that_refuses_every_token_does_not_blame_the_lease_write(tmp_path, monkeypatch):
+    notebook = replaced("check_fence", "if token != current:", "if True:")
+    failed = failures(graded(notebook, tmp_path, monkeypatch, 3))
+    assert "n3.check_fence_accepts_only_the_current_token" in failed
+    assert "n3.every_lease_crash_state_loads" not in failed

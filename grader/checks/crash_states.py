@@ -15,6 +15,9 @@ what it finds in Portuguese:
   before their swaps; neither may share the other's temporary, both must return, and the
   checkpoint left must be one of the two.
 
+The file saved is a checkpoint unless a ``Durable`` says otherwise (the effects ledger,
+a lease): its name, and the words the messages use for it and for its loader.
+
 Each takes ``bind(spies, real)``, a context manager that installs the ``os`` spies in the
 student's namespace too (``write_spies.bound_everywhere``), and ``opens``, one that spies
 on ``open`` (``write_spies.observed_writes``); without them only the ``os`` module and the
@@ -47,6 +50,20 @@ from harness.crash_states import (
 CHECKPOINT_NAME = "checkpoint.json"
 WRITERS_MEET_SECONDS = 2.0   # how long a writer waits at the swap for the other one
 WRITERS_FINISH_SECONDS = 20.0
+
+
+
+@dataclass(frozen=True)
+class Durable:
+    """The file a save writes, as the messages name it."""
+    name: str = CHECKPOINT_NAME
+    thing: str = "o checkpoint"          # with its article: "o checkpoint anterior some"
+    loader: str = "load_checkpoint"
+    nothing: str = "devolve None"        # what the loader makes of a missing file
+    old_read: str = ""                   # what it makes of the old file ("devolve <thing> anterior")
+
+
+CHECKPOINT = Durable()
 
 Bind = Callable[[dict, dict], ContextManager]
 Opens = Callable[..., ContextManager]
@@ -110,13 +127,18 @@ class Exploration:
 
 
 def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
-            bind: Bind = _no_bind, opens: Opens = _builtin_opens) -> Exploration:
-    """Save ``new`` over ``old`` (None: an empty folder) with every call recorded, then read
-    each state a crash may leave with ``load``. The save's own exceptions propagate."""
+            bind: Bind = _no_bind, opens: Opens = _builtin_opens, name: str = CHECKPOINT_NAME,
+            prepare: Callable[[Path], None] | None = None) -> Exploration:
+    """Save ``new`` over ``old`` (None: an empty folder) into the file ``name`` with every call
+    recorded, then read each state a crash may leave with ``load``, which must give None for a
+    missing file. ``prepare(folder)`` puts the save's other files in place first (they are part
+    of every state, as durable as the old file). The save's own exceptions propagate."""
     work = folder / "gravacao"
     work.mkdir(parents=True)
-    path = work / CHECKPOINT_NAME
+    path = work / name
     _write_old(path, old)
+    if prepare is not None:
+        prepare(work)
     trace = SaveTrace(work)
 
     def before_open(file, mode):
@@ -127,46 +149,49 @@ def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
         save(copy.deepcopy(new), path)
     trace.finished()
     verdicts = []
-    for number, state in enumerate(crash_states(trace, CHECKPOINT_NAME)):
+    for number, state in enumerate(crash_states(trace, name)):
         place = materialise(state, folder / f"estado-{number}")
         try:
-            loaded, error = load(place / CHECKPOINT_NAME), None
+            loaded, error = load(place / name), None
         except NotImplementedError:
             raise
         except Exception as raised:  # noqa: BLE001 - the loader's error is the finding
             loaded, error = None, raised
-        verdicts.append(judge(state, loaded, error, old, new, place / CHECKPOINT_NAME))
+        verdicts.append(judge(state, loaded, error, old, new, place / name))
     return Exploration(verdicts, list(trace.calls))
 
 
-def crash_problem(verdict: Verdict, calls: list[str], first_save: bool) -> str:
+def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable: Durable = CHECKPOINT) -> str:
     """The Portuguese sentence for one state that does not load as it should: where the
     machine fell, what the disk may hold, what the loader made of it, and the rule broken."""
-    state = verdict.state
-    removed = [call for call in calls if call.startswith(("`os.remove(", "`os.unlink(")) and CHECKPOINT_NAME + ")" in call]
-    in_place = [call for call in calls if call.startswith(f"`open({CHECKPOINT_NAME},")]
+    state, thing, name = verdict.state, durable.thing, durable.name
+    removed = [call for call in calls if call.startswith(("`os.remove(", "`os.unlink(")) and name + ")" in call]
+    in_place = [call for call in calls if call.startswith(f"`open({name},")]
     where = f"Se a máquina cair {state.where()}, o disco pode ficar com {state.describe()}"
     if verdict.outcome == "nenhum":
-        what = "e load_checkpoint devolve None"
+        what = f"e {durable.loader} {durable.nothing}"
         if state.returned:
             rule = ("a gravação voltou, mas o arquivo novo ainda pode não ter nome no disco: a criação e a troca de "
                     "nome só ficam duráveis com o fsync da pasta depois do os.replace")
         elif removed:
-            rule = ("o checkpoint anterior some. Não apague o checkpoint antes da troca: os.replace já substitui o "
-                    "destino de uma vez, e entre o os.remove e a troca não há checkpoint nenhum")
+            rule = (f"{thing} anterior some. Não apague {thing} antes da troca: os.replace já substitui o "
+                    f"destino de uma vez, e entre o os.remove e a troca não há {thing.split(' ', 1)[1]} nenhum")
         else:
-            rule = "o checkpoint anterior some: ele só pode deixar de existir quando o novo já está no lugar"
+            rule = f"{thing} anterior some: ele só pode deixar de existir quando o novo já está no lugar"
     elif verdict.outcome == "anterior":
-        what = "e load_checkpoint devolve o checkpoint anterior"
+        what = f"e {durable.loader} {durable.old_read or f'devolve {thing} anterior'}"
         rule = ("a gravação voltou como feita, mas uma queda ainda a desfaz: a troca de nome só fica durável com o "
                 "fsync da pasta (os.open(pasta, os.O_RDONLY) e os.fsync) depois do os.replace")
     else:
-        what = f"e load_checkpoint {verdict.outcome}"
+        outcome = verdict.outcome
+        if durable != CHECKPOINT and not outcome.startswith("levanta"):
+            outcome = f"devolve um conteúdo que não é nem {thing} anterior nem o novo"
+        what = f"e {durable.loader} {outcome}"
         if in_place:
-            rule = ("o checkpoint é escrito no próprio arquivo, então uma queda o deixa vazio ou pela metade: "
+            rule = (f"{thing} é escrito no próprio arquivo, então uma queda o deixa vazio ou pela metade: "
                     "escreva num temporário e troque-o pelo verdadeiro com os.replace")
         else:
-            rule = ("o checkpoint fica vazio ou pela metade: os bytes do temporário só estão no disco depois de "
+            rule = (f"{thing} fica vazio ou pela metade: os bytes do temporário só estão no disco depois de "
                     "f.flush() e os.fsync(f.fileno()), antes do os.replace")
     before = " (a pasta começava vazia)" if first_save else ""
     return f"{where}{before}, {what}: {rule}."
@@ -181,10 +206,11 @@ class SwapOutcome:
     left: bytes | None          # the checkpoint's bytes afterwards (None: gone)
 
 
-def failed_swap(save: Callable, old: Any, new: Any, folder: Path, bind: Bind = _no_bind) -> SwapOutcome:
-    """Save ``new`` over ``old`` with os.replace and os.rename raising OSError."""
+def failed_swap(save: Callable, old: Any, new: Any, folder: Path, bind: Bind = _no_bind,
+                name: str = CHECKPOINT_NAME) -> SwapOutcome:
+    """Save ``new`` over ``old`` into the file ``name`` with os.replace and os.rename raising OSError."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / CHECKPOINT_NAME
+    path = folder / name
     _write_old(path, old)
     trace = SaveTrace(folder)
     raised = None
@@ -273,17 +299,18 @@ def two_writers(save: Callable, first: dict, second: dict, folder: Path,
     return WritersOutcome(errors, shared, unfinished, path.read_bytes() if path.exists() else None, bool(moved))
 
 
-def loads_as(load: Callable, data: bytes | None, folder: Path) -> tuple[Any, BaseException | None]:
-    """What ``load`` makes of a checkpoint holding ``data`` (None: no file), in a fresh folder."""
-    state = CrashState(() if data is None else ((CHECKPOINT_NAME, data),), "", None)
+def loads_as(load: Callable, data: bytes | None, folder: Path,
+             name: str = CHECKPOINT_NAME) -> tuple[Any, BaseException | None]:
+    """What ``load`` makes of a file ``name`` holding ``data`` (None: no file), in a fresh folder."""
+    state = CrashState(() if data is None else ((name, data),), "", None)
     place = materialise(state, folder)
     try:
-        return load(place / CHECKPOINT_NAME), None
+        return load(place / name), None
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001
         return None, error
 
 
-__all__ = ["Exploration", "SwapOutcome", "WritersOutcome", "crash_problem", "explore", "explorer_state",
+__all__ = ["CHECKPOINT", "Durable", "Exploration", "SwapOutcome", "WritersOutcome", "crash_problem", "explore", "explorer_state",
            "failed_swap", "loads_as", "two_writers"]

@@ -2,7 +2,9 @@
 
 Level 1 grades a structured answer (``ANSWERS``: operation -> "idempotente" /
 "não idempotente"). Level 2 grades ``load_effects(path)`` and
-``save_effect(path, tool_use_id, record)``. Level 3 grades the three-way
+``save_effect(path, tool_use_id, record)``; ``level_2_crashes`` runs ``save_effect`` under the
+crash-state explorer (grader/checks/crash_states.py), every state read back with the student's
+``load_effects``, and makes its swap fail. Level 3 grades the three-way
 ``reconcile(cp, effects_path)`` on every fixture. Level 4 grades
 ``run_tool_uses(tool_uses, ctx)`` with the approval gate, on worlds the checks build.
 
@@ -29,7 +31,7 @@ the receipt becomes committed.
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_4 import level_1, level_2, level_3, level_4  # noqa: F401
+from grader.checks.exercise_4 import level_1, level_2, level_2_crashes, level_3, level_4  # noqa: F401
 from grader.checks.exercise_4.fixtures import EXERCISE, validate_fixture
 
 __all__ = ["EXERCISE", "validate_fixture"]

@@ -6,7 +6,8 @@ the student's ``verify_resume(harness) -> list[str]`` against the reference harn
 approve it) and against seeded defective harnesses (it must reject each one); a verification
 that rejects none of the defects under which every run still ends ``completed`` earns
 nothing on the level. Level 3 grades a lease with a fencing token: ``acquire_lease``,
-``check_fence`` and ``fenced_save``.
+``check_fence`` and ``fenced_save``; ``level_3_crashes`` runs ``acquire_lease`` and
+``fenced_save`` under the crash-state explorer (grader/checks/crash_states.py).
 
 Fixtures (``grader/fixtures/exercise-6/*.json``) are data, one of three kinds:
 
@@ -25,7 +26,7 @@ The defects themselves are code, in ``grader/buggy_harnesses/`` (one module each
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_6 import level_1, level_2, level_3  # noqa: F401
+from grader.checks.exercise_6 import level_1, level_2, level_3, level_3_crashes  # noqa: F401
 from grader.checks.exercise_6.fixtures import EXERCISE, validate_fixture
 from grader.checks.exercise_6.level_2 import CANNOT_FAIL
 from grader.checks.exercise_6.notebook_harnesses import buggy_harness, defect_names, reference_harness
