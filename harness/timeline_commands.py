@@ -188,8 +188,10 @@ def fork_run(run_dir, turn, new_run_dir, point=None, say=print):
     try:
         info = fork_from(run_dir, turn, staging, point)
         world = Path(run_dir) / WORLD_DIR
-        if world.is_dir():
-            shutil.copytree(world, staging / WORLD_DIR)
+        if world.is_symlink():  # o mundo de uma execução nunca aponta para fora dela
+            raise TimelineError(f"{world} é um link simbólico: a bifurcação não copia um mundo de fora da execução")
+        if world.is_dir():  # links plantados dentro dele seguem links (as ferramentas os recusam), não cópias
+            shutil.copytree(world, staging / WORLD_DIR, symlinks=True)
         scene = scene_only(read_point(staging / CHECKPOINT_FILE))  # a cena que fork_from copiou
         copied = point_filename(info["parent"]["turn"], info["parent"]["point"])
         state = forked_run(source, scene, copied, {"timeline_id": info["timeline_id"], "parent": info["parent"]})
