@@ -116,8 +116,7 @@ class Workspace:
         self.sandbox = self.root / "sandbox"
         self.outbox_path = self.root / "outbox.jsonl"
         self.tickets_path = self.root / "tickets.json"
-        if self.boundary == self.root:
-            self.root.mkdir(parents=True, exist_ok=True)
+        self.boundary.mkdir(parents=True, exist_ok=True)  # a pasta de confiança vem do código, não da execução
         with run_paths.open_folder(self.boundary, self._inside(self.sandbox), create=True):
             pass
 

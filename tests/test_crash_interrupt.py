@@ -71,9 +71,10 @@ def test_four_ctrl_c_in_a_row_never_make_the_run_failed(tmp_path, store_case):
     """Each Ctrl-C lands before the email turn's model answer, so no turn is ever completed twice in
     a row: were they counted as crashes, the fourth would mark the run failed."""
     run_dir, output = tmp_path / "run", tmp_path / "output.txt"
-    assert interrupted_run(run_dir, store_case, output, "after-model-response", 2) == INTERRUPTED
+    assert interrupted_run(run_dir, store_case, output, "after-model-response", 2) == INTERRUPTED, output.read_text()
     for _ in range(4):
-        assert interrupted_run(run_dir, store_case, output, "after-model-response", 1, "--resume") == INTERRUPTED
+        assert interrupted_run(run_dir, store_case, output, "after-model-response", 1, "--resume") == INTERRUPTED, \
+            output.read_text()
         with store_case.open(run_dir) as store:
             state = store.load()
         assert (state["status"], state["recovery_attempts"]) == ("paused", 0), output.read_text()

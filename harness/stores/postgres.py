@@ -87,6 +87,14 @@ class DatabaseUnavailable(StoreError):
     """O servidor não respondeu (desligado, reiniciando, rede fora): vale tentar de novo depois."""
 
 
+def command_left_running(connection):
+    """Um comando ainda em andamento numa conexão que só esta thread usa: foi abandonado no meio
+    (um Ctrl-C caiu durante a consulta). A conexão não aceita outro; o servidor desfaz o que ele fazia."""
+    from psycopg import pq
+
+    return connection.pgconn.transaction_status == pq.TransactionStatus.ACTIVE
+
+
 def connection_lost(error):
     """O erro é a conexão que caiu (servidor reiniciado, sessão encerrada), não uma consulta errada?"""
     if isinstance(error, DatabaseUnavailable):
@@ -183,7 +191,7 @@ class PostgresStore(SqlStore):
         return lease
 
     def _db(self):
-        if self._connection is not None and self._connection.broken:
+        if self._connection is not None and (self._connection.broken or command_left_running(self._connection)):
             self._connection.close()   # o servidor reiniciou ou encerrou a sessão: uma conexão nova
             self._connection = None
         if self._connection is None:

@@ -87,6 +87,15 @@ class SqliteStore(SqlStore):
                 self._connection = self._open()
         return self._connection
 
+    def _fresh_transaction_db(self):
+        """A conexão, pronta para um BEGIN. Só esta thread a usa e nenhuma transação fica aberta entre
+        duas: uma aberta aqui foi abandonada no meio (um Ctrl-C entre o BEGIN e o try, ou no COMMIT),
+        e é desfeita como uma queda a desfaria."""
+        db = self._db()
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        return db
+
     @contextlib.contextmanager
     def _damage_said(self):
         """Um arquivo estragado ("file is not a database", "database disk image is malformed"), ao abrir
@@ -148,7 +157,7 @@ class SqliteStore(SqlStore):
 
     @contextlib.contextmanager
     def _transaction(self):
-        db = self._db()
+        db = self._fresh_transaction_db()
         with self._damage_said():
             db.execute("BEGIN IMMEDIATE")  # a trava de escrita já no começo: nada de upgrade no meio
             try:
@@ -160,7 +169,7 @@ class SqliteStore(SqlStore):
 
     @contextlib.contextmanager
     def _reading(self):
-        db = self._db()
+        db = self._fresh_transaction_db()
         with self._damage_said():
             db.execute("BEGIN")
             try:
