@@ -142,8 +142,9 @@ def stop_process_group(process: subprocess.Popen) -> None:
         process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def jupyterlab(course, tmp_path_factory):
+@contextmanager
+def lab_serving(lessons: Path, tmp_path_factory):
+    """JupyterLab on a free port, serving ``lessons``, with a home of its own (nothing written under HOME)."""
     home = tmp_path_factory.mktemp("home")
     settings = home / "lab-settings"
     write_lab_settings(settings)
@@ -161,9 +162,15 @@ def jupyterlab(course, tmp_path_factory):
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={course.root / 'lessons'}", "--allow-root",
+        f"--ServerApp.root_dir={lessons}", "--allow-root",
     ]
     with running_lab(command, env, cwd=home, port=port, token=token) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(course, tmp_path_factory):
+    with lab_serving(course.root / "lessons", tmp_path_factory) as server:
         yield server
 
 

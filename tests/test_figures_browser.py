@@ -7,10 +7,7 @@ browser cannot decode all fail here. Screenshots go to test-artifacts/.
 """
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,11 +16,9 @@ from authoring.site import build_site
 from tests.glossary_fixtures import REPO
 from tests.test_browser import (
     ARTIFACTS,
-    free_port,
+    lab_serving,
     offline,
     require_chromium,
-    running_lab,
-    write_lab_settings,
 )
 from tests.test_figures import lesson_images
 
@@ -51,26 +46,7 @@ def course_copy(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def lab(course_copy, tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    settings = home / "lab-settings"
-    write_lab_settings(settings)
-    env = dict(os.environ)
-    env.update({
-        "HOME": str(home),
-        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
-        "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "IPYTHONDIR": str(home / ".ipython"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-    })
-    port, token = free_port(), secrets.token_hex(16)
-    command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={course_copy / 'lessons'}", "--allow-root",
-    ]
-    with running_lab(command, env, cwd=home, port=port, token=token) as server:
+    with lab_serving(course_copy / "lessons", tmp_path_factory) as server:
         yield server
 
 
