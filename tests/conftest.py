@@ -57,6 +57,21 @@ def postgres_dsn(postgres_server):
     return postgres_server.dsn
 
 
+@pytest.fixture
+def own_postgres_dsn(postgres_server):
+    """A database of this test's own on the session's cluster, for tests that look at every row
+    (a worker claims any queued run, so another test's leftovers would be counted here)."""
+    import psycopg
+
+    from tests.stores_support import unique_run_name
+
+    database = unique_run_name("db").replace("-", "_")
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {database}")
+    base, _, query = postgres_server.dsn.partition("?")
+    return base.rsplit("/", 1)[0] + f"/{database}" + (f"?{query}" if query else "")
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store_case(request):
     return StoreCase(request.param, request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None)

@@ -167,16 +167,12 @@ def test_a_sqlite_schema_from_the_future_is_refused_never_restamped(tmp_path, ca
     connection.close()
 
 
-def test_a_postgres_schema_from_the_future_is_refused_never_restamped(postgres_server, capsys):
+def test_a_postgres_schema_from_the_future_is_refused_never_restamped(own_postgres_dsn, capsys):
     import psycopg
 
     from harness.stores import postgres
 
-    database = f"futuro_{unique_run_name('db').replace('-', '_')}"
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {database}")
-    base, _, query = postgres_server.dsn.partition("?")
-    dsn = base.rsplit("/", 1)[0] + f"/{database}" + (f"?{query}" if query else "")
+    dsn = own_postgres_dsn
     run = unique_run_name("futuro")
     assert cli.main(["submit", "--store", dsn, "--scenario", "team-email", "--run", run]) == 0
     capsys.readouterr()

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OWN = {"harness", "grader", "authoring", "tests", "bench", "bootstrap"}
 # Declared but not imported: each is used another way.
 USED_WITHOUT_IMPORT = {
+    "jupyter": "named by the course; brings Notebook 7 (tests/test_browser.py opens a lesson in it)",
     "jupyterlab": "`bootstrap.py lab` runs `python -m jupyterlab`",
     "pytest-timeout": "a pytest plugin (the --timeout option)",
     "ruff": "tests/test_ruff.py runs `ruff check`",

@@ -149,8 +149,8 @@ def test_a_search_that_finds_nothing_opens_no_ticket(tmp_path):
 class EmptyNotes(Scenario):
     """meeting-notes in a world whose notes/ folder exists and holds nothing."""
 
-    def make_workspace(self, root):
-        workspace = super().make_workspace(root)
+    def make_workspace(self, root, boundary=None):
+        workspace = super().make_workspace(root, boundary)
         (workspace.sandbox / "notes").mkdir()
         return workspace
 
@@ -162,15 +162,30 @@ def test_an_empty_notes_folder_is_not_summarised(tmp_path):
     assert "Resumo da semana" not in final_reply(state) and "não há anotações" in final_reply(state).lower()
 
 
-def test_a_dry_run_fork_never_claims_the_email_went_out(tmp_path):
+def test_a_dry_run_fork_never_claims_an_email_the_original_never_sent(tmp_path):
+    from harness import cli
+
+    source, into = str(tmp_path / "email"), str(tmp_path / "ramo")
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", source, "--approval"]) == 11
+    assert cli.main(["fork", "--workdir", source, "--to", "2-A", "--into", into]) == 0
+    assert cli.main(["run", "--resume", "--workdir", into]) == 11  # the fork keeps the gate
+    assert cli.main(["approve", "--workdir", into]) == 0  # approved, it still only rehearses
+    assert cli.main(["run", "--resume", "--workdir", into]) == 0
+    reply = final_reply(FileStore(into).load())
+    assert "dry-run" in reply and SUCCESS_CLAIM not in reply, reply
+    assert Workspace(Path(into) / "world").emails() == []
+
+
+def test_a_fork_past_a_sent_email_answers_with_the_real_receipt_and_sends_nothing_more(tmp_path):
+    """The original already sent it: the fork inherits the receipt, so claiming it is true."""
     from harness import cli
 
     source, into = str(tmp_path / "email"), str(tmp_path / "ramo")
     assert cli.main(["run", "--scenario", "team-email", "--workdir", source]) == 0
     assert cli.main(["fork", "--workdir", source, "--to", "2-A", "--into", into]) == 0
     assert cli.main(["run", "--resume", "--workdir", into]) == 0
-    reply = final_reply(FileStore(into).load())
-    assert "dry-run" in reply and SUCCESS_CLAIM not in reply, reply
+    assert SUCCESS_CLAIM in final_reply(FileStore(into).load())
+    assert len(Workspace(Path(into) / "world").emails()) == 1
 
 
 @pytest.mark.parametrize("name", list_scenarios())

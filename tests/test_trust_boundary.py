@@ -215,7 +215,8 @@ def plant_run_copy(dsn, source, name):
         connection.execute("UPDATE leases SET released = 1 WHERE run = %s", (name,))
 
 
-def test_a_worker_skips_planted_rows_with_hostile_names_and_touches_nothing_outside(tmp_path, postgres_dsn):
+def test_a_worker_skips_planted_rows_with_hostile_names_and_touches_nothing_outside(tmp_path, own_postgres_dsn):
+    postgres_dsn = own_postgres_dsn
     from harness.worker import submit_run, work
 
     victim = tmp_path / "some" / "dir"

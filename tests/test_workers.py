@@ -71,7 +71,8 @@ def test_a_worker_that_failed_on_its_own_is_not_taken_for_a_kill(end, fails, tmp
 
 
 @pytest.mark.slow
-def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(postgres_dsn, tmp_path):
+def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(own_postgres_dsn, tmp_path):
+    postgres_dsn = own_postgres_dsn
     seed = int(os.environ.get("WORKERS_SEED", DEFAULT_SEED))
     rng = random.Random(seed)
     prefix = f"lote-{os.getpid()}-"
@@ -125,7 +126,8 @@ def test_four_workers_killed_at_random_finish_fifty_runs_with_one_email_each(pos
 
 
 @pytest.mark.slow
-def test_a_run_left_by_a_worker_on_another_machine_returns_when_its_lease_expires(postgres_dsn, tmp_path):
+def test_a_run_left_by_a_worker_on_another_machine_returns_when_its_lease_expires(own_postgres_dsn, tmp_path):
+    postgres_dsn = own_postgres_dsn
     run = submit_run(postgres_dsn, TEAM_EMAIL, run=f"abandonada-{os.getpid()}")
     with connect(postgres_dsn) as connection:  # a worker elsewhere took it (token 2) and went silent
         connection.execute("UPDATE leases SET token = 2, owner = 'outra-maquina:77', host = 'outra-maquina', "

@@ -17,6 +17,7 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -96,8 +97,14 @@ def new_scratch(kind: str = "") -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
 
 
-def remove(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+def remove(folder: Path, attempts: int = 20) -> None:
+    """Remove ``folder``; try again for a moment if something still writing in it (a kernel a
+    killed worker left, still dying) made a file after the walk passed, so the folder survives."""
+    for attempt in range(attempts):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            return
+        time.sleep(0.05 * (attempt + 1))
 
 
 @contextlib.contextmanager
