@@ -11,7 +11,8 @@ index page lists everything.
 nbconvert's own `clean_html` filter allows only bleach's short default list of
 tags, so paragraphs and headings of every markdown cell come out escaped as text
 (jupyter/nbconvert#2016). The exporter here keeps sanitizing, with an allow-list
-that covers what markdown produces and keeps <abbr title> for the hover definitions.
+that covers what markdown produces and keeps <abbr title> for the hover definitions; the
+page written turns each of them into a term a keyboard and a screen reader reach (site_terms).
 It sanitizes with nh3 (the Ammonia sanitizer, https://nh3.readthedocs.io/): bleach is
 deprecated (https://github.com/mozilla/bleach/issues/698).
 """
@@ -35,6 +36,7 @@ from authoring.exercises import EXERCISES_DIR
 from authoring.glossary import build_plan, lesson_title
 from authoring.glossary_page import COURSE_TITLE, PAGE_NAME
 from authoring.glossary_schema import GlossaryError
+from authoring.site_terms import accessible_terms
 from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 
@@ -112,6 +114,7 @@ def point_links_at_html(page: str, source_dir: Path, page_dir: Path, pages: dict
 def export_notebook(exporter: HTMLExporter, notebook: nbformat.NotebookNode, title: str,
                     source: Path, target: Path, pages: dict[Path, Path]) -> str:
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
+    body, _ = accessible_terms(body)
     return point_links_at_html(body, source.parent, target.parent, pages)
 
 
@@ -152,8 +155,8 @@ def index_page(entries: list[tuple[str, str]], glossary_href: str) -> str:
 </head>
 <body>
   <h1>{html.escape(COURSE_TITLE)}</h1>
-  <p>Versão para leitura das lições. Passe o mouse sobre os termos com sublinhado pontilhado para ver a
-  definição; todas as definições também estão no <a href="{html.escape(glossary_href)}">glossário do curso</a>.</p>
+  <p>Versão para leitura das lições. Os termos com sublinhado pontilhado mostram a definição ao passar o
+  mouse, ao tocar neles ou ao chegar neles com Tab (Esc esconde); todas as definições também estão no <a href="{html.escape(glossary_href)}">glossário do curso</a>.</p>
   <h2>Lições</h2>
   <ol>
 {items}

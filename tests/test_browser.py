@@ -253,11 +253,67 @@ def offline(page) -> None:
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
 
 
-def test_exported_html_shows_the_definition_of_chamada_orfa_in_lesson_3(site, course, page):
+def site_term(page, text: re.Pattern):
+    """The site's term button whose text matches, and the definition it is described by."""
+    button = page.locator(".termo-botao").filter(has_text=text).first
+    definition = page.locator(f"#{button.get_attribute('aria-describedby')}")
+    return button, definition
+
+
+def test_exported_html_shows_the_definition_of_chamada_orfa_in_lesson_3_on_hover(site, course, page):
     offline(page)
     page.goto((site / course.lesson_three.with_suffix(".html").name).as_uri())
-    hover_and_capture(page, ORPHAN_CALL, definition_of("chamada órfã"), "html-licao-3-chamada-orfa")
+    button, definition = site_term(page, ORPHAN_CALL)
+    assert definition.is_hidden()
+    button.scroll_into_view_if_needed()
+    button.hover()
+    assert definition.is_visible() and definition.inner_text() == definition_of("chamada órfã")
+    definition.hover()  # WCAG 1.4.13 "hoverable": the pointer moves onto it and it stays
+    assert definition.is_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "html-licao-3-chamada-orfa.png"))
     assert page.locator("a[href='glossario.html']").count() >= 1
+
+
+def test_on_the_site_tab_reaches_a_term_its_definition_shows_and_esc_hides_it(site, course, page):
+    offline(page)
+    page.goto((site / course.lesson_three.with_suffix(".html").name).as_uri())
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        focused = page.evaluate("() => document.activeElement.classList.contains('termo-botao')"
+                                " ? document.activeElement.innerText : null")
+        if focused and ORPHAN_CALL.search(focused):
+            break
+    else:
+        raise AssertionError("Tab never reached the term 'chamada órfã'")
+    button, definition = site_term(page, ORPHAN_CALL)
+    assert button.evaluate("element => element === document.activeElement")
+    assert definition.is_visible() and definition.inner_text() == definition_of("chamada órfã")
+    # What a screen reader announces on focus: the button's accessible description.
+    assert definition.get_attribute("role") == "tooltip" and button.get_attribute("title") is None
+    page.keyboard.press("Escape")
+    assert definition.is_hidden() and button.evaluate("element => element === document.activeElement")
+    page.keyboard.press("Tab")  # focus leaves: the next term shows its own definition again on focus
+    page.keyboard.press("Shift+Tab")
+    assert definition.is_visible()
+
+
+def test_on_the_site_a_tap_shows_the_definition(site, course, browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True,
+                                  locale="pt-BR")
+    try:
+        tab = context.new_page()
+        offline(tab)
+        tab.goto((site / course.lesson_three.with_suffix(".html").name).as_uri())
+        button, definition = site_term(tab, ORPHAN_CALL)
+        button.scroll_into_view_if_needed()
+        button.tap()
+        assert definition.is_visible() and definition.inner_text() == definition_of("chamada órfã")
+        box = definition.bounding_box()
+        width = tab.evaluate("() => document.documentElement.clientWidth")
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1, (box, width)  # fits a phone's width
+    finally:
+        context.close()
 
 
 def test_exported_glossary_page_lists_the_definition(site, page):

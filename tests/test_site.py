@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from authoring.site_terms import accessible_terms
 from authoring.site import build_site
 from tests.glossary_fixtures import entry, notebook, write_glossary, write_notebook
 
@@ -84,4 +85,24 @@ def test_the_sanitizer_keeps_what_markdown_makes_and_drops_what_runs(tmp_path):
     assert '<img alt="figura" src="x.png"' in body
     assert "<p><a>perigo</a> e <a href=\"https://example.org/fonte\">fonte</a></p>" in body
     assert "<table>" in body and "<td>1</td>" in body
-    assert '<p>A <abbr class="glossario" title="Recomeçar de onde parou.">retomada</abbr>.</p>' in body
+    assert ('<p>A <span class="termo"><button type="button" class="termo-botao" aria-describedby="termo-def-1">'
+            'retomada</button><span class="termo-def" role="tooltip" id="termo-def-1">Recomeçar de onde parou.'
+            '</span></span>.</p>') in body
+    assert 'id="termos-do-glossario-esc"' in page[:page.index("<body")]  # Esc dismisses (WCAG 1.4.13)
+
+
+def test_a_term_on_the_site_is_a_described_button_and_its_definition_cannot_inject_markup():
+    page = ('<html><head></head><body><p><abbr class="glossario" title="um &lt;b onclick=&quot;x()&quot;&gt; '
+            'perigoso">termo</abbr> e <abbr title="outra coisa">HTML</abbr> e '
+            '<strong><abbr class="glossario" title="Def &amp; mais.">ledger</abbr></strong></p></body></html>')
+    turned, count = accessible_terms(page)
+    assert count == 2
+    assert "<b onclick" not in turned and "um &lt;b onclick=\"x()\"&gt; perigoso" in turned
+    assert '<abbr title="outra coisa">HTML</abbr>' in turned  # not a glossary mark: left alone
+    assert turned.count('aria-describedby="termo-def-') == 2 and 'id="termo-def-2">Def &amp; mais.</span>' in turned
+    assert "title=" not in turned.replace('<abbr title="outra coisa">', "")  # no native tooltip besides
+
+
+def test_a_page_without_marks_gets_no_style_or_script():
+    page = "<html><head></head><body><p>nada</p></body></html>"
+    assert accessible_terms(page) == (page, 0)
