@@ -120,6 +120,43 @@ def test_the_page_says_what_the_csv_says(tmp_path):
         assert charts[f"nivel-{level}"] == histogram([row.level_scores[level] for row in graded])
 
 
+def test_the_first_table_sums_each_check_over_its_fixtures_and_one_sentence_sums_the_page(tmp_path):
+    rows = class_rows()
+    page_path, csv_path = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    elements = parsed(page_path)
+    per_check: dict[str, list[int]] = {}
+    for check_id, (runs, failures) in csv_counts(csv_path).items():
+        total = per_check.setdefault(check_id.split("[")[0], [0, 0])
+        total[0] += runs
+        total[1] += failures
+    shown = {attrs["data-check-total"]: [int(attrs["data-runs"]), int(attrs["data-failures"])]
+             for attrs in elements.having("data-check-total")}
+    assert shown == {check_id: counts for check_id, counts in per_check.items() if counts[1]} == {
+        "n1.a": [10, 4], "n1.b": [5, 2], "n2.c": [5, 3]}
+    text = " ".join("".join(elements.text).split())
+    # ana's 100%, the three of 5 graded below it; n2.c fails in 3 of 5 runs, the worst rate
+    assert "Média 55%; 1 de 5 com nota cheia; a verificação que mais falhou: N2 “título de n2.c” (60% das execuções)" \
+        in text, text[:400]
+    assert "(60% das execuções); 3 entregas pararam no meio ou não rodaram." in text  # edu, fabi, davi's cell
+
+
+def test_a_check_that_never_failed_is_one_line_not_a_row(tmp_path):
+    rows = [graded_row("ana", set()), graded_row("bruno", {"n1.b"})]
+    page_path, _ = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    elements = parsed(page_path)
+    assert [attrs["data-check-total"] for attrs in elements.having("data-check-total")] == ["n1.b"]
+    assert "2 verificações passaram em todas as entregas corrigidas." in " ".join("".join(elements.text).split())
+
+
+def test_the_last_axis_label_ends_inside_its_chart():
+    from grader.reports.class_report import score_chart
+
+    svg = score_chart([100.0, 40.0], "Nota total", "total")
+    width = float(re.search(r'width="(\d+)"', svg).group(1))
+    label = re.search(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end">100%</text>', svg)
+    assert label and float(label.group(1)) <= width
+
+
 def test_the_page_agrees_with_the_gradebook_of_the_same_rows(tmp_path):
     rows = class_rows()
     batch.write_gradebook(tmp_path / "gradebook.csv", rows, LEVELS)

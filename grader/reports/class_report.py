@@ -16,6 +16,7 @@ import csv
 import html
 import io
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -76,7 +77,8 @@ def score_chart(scores: list[float], title: str, chart_id: str) -> str:
         )
         if index % 2 == 0:
             parts.append(f'<text x="{x:.1f}" y="{height - 6}">{low}</text>')
-    parts.append(f'<text x="{left + plot_w - 20}" y="{height - 6}">100%</text></svg>')
+    # Anchored at its end, so the last label ends at the axis's end instead of past the picture.
+    parts.append(f'<text x="{left + plot_w}" y="{height - 6}" text-anchor="end">100%</text></svg>')
     return "".join(parts)
 
 
@@ -111,6 +113,7 @@ def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Pat
     title = f"Relatório da turma — {data.exercise}"
     graded = len(data.overall_scores)
     body = [f"<h1>{_esc(title)}</h1>",
+            f'<p id="resumo"><strong>{_esc(summary_line(data))}</strong></p>',
             f"<p>{quantity(len(data.submissions), 'entrega', 'entregas')}, "
             f"{quantity(graded, 'corrigida', 'corrigidas')}. Os números desta página são as contagens "
             f"de <code>{CSV_NAME}</code> (uma linha por entrega e verificação).</p>"]
@@ -123,21 +126,7 @@ def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Pat
     body.append("</div>")
 
     body.append('<h2 id="verificacoes">Verificações, da que mais falhou à que menos falhou</h2>')
-    if data.checks:
-        body.append('<table id="tabela-verificacoes"><thead><tr><th>Verificação</th><th>Nível</th><th>Fixture</th>'
-                    '<th>Falhas</th><th>Taxa de falha</th><th>Seção da lição</th></tr></thead><tbody>')
-        for stats in data.checks:
-            rate = stats.failure_rate
-            body.append(
-                f'<tr data-check="{_esc(stats.id)}" data-runs="{stats.runs}" data-failures="{stats.failures}">'
-                f"<td>{_esc(stats.title)}</td><td class=\"n\">{stats.level}</td><td>{_esc(stats.fixture or '—')}</td>"
-                f'<td class="n">{stats.failures} de {stats.runs}</td>'
-                f'<td class="n"><span class="rate" style="width:{4 * rate:.2f}em"></span> {_percent(stats.failures, stats.runs)}</td>'
-                f"<td>{_section_link(data, stats.level, root, base)}</td></tr>"
-            )
-        body.append("</tbody></table>")
-    else:
-        body.append("<p>Nenhuma verificação rodou.</p>")
+    body += _checks_section(data, root, base)
 
     body.append('<h2 id="grupos">Entregas que falham o mesmo conjunto de verificações</h2>')
     if data.groups:
@@ -175,6 +164,93 @@ def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Pat
         f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>"
         + "".join(body) + "</body></html>\n"
     )
+
+
+@dataclass
+class CheckTotals:
+    """One check over all its fixtures: what the first table shows, one row per check."""
+    id: str
+    level: int
+    title: str
+    runs: int = 0
+    failures: int = 0
+    failing_fixtures: list[str] = field(default_factory=list)
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failures / self.runs if self.runs else 0.0
+
+
+def check_totals(data: ClassData) -> list[CheckTotals]:
+    """The per-fixture counts summed per check (``n1.a[f1]`` and ``n1.a[f2]`` are ``n1.a``), most
+    failed first."""
+    totals: dict[str, CheckTotals] = {}
+    for stats in data.checks:
+        key = stats.id.split("[", 1)[0]
+        total = totals.setdefault(key, CheckTotals(key, stats.level, stats.title))
+        total.runs += stats.runs
+        total.failures += stats.failures
+        if stats.failures and stats.fixture:
+            total.failing_fixtures.append(f"{stats.fixture} ({stats.failures} de {stats.runs})")
+    return sorted(totals.values(), key=lambda t: (-t.failure_rate, t.level, t.id))
+
+
+def summary_line(data: ClassData) -> str:
+    """The page in one sentence: how the class did and the idea it missed most."""
+    scores = data.overall_scores
+    if not scores:
+        return f"Nenhuma das {quantity(len(data.submissions), 'entrega', 'entregas')} foi corrigida até o fim."
+    full = sum(1 for score in scores if score >= 100)
+    words = [f"Média {sum(scores) / len(scores):.0f}%; {full} de {len(scores)} com nota cheia"]
+    failed = [total for total in check_totals(data) if total.failures]
+    if failed:
+        worst = failed[0]
+        words.append(f"a verificação que mais falhou: N{worst.level} \u201c{worst.title}\u201d "
+                     f"({_percent(worst.failures, worst.runs)} das execuções)")
+    if data.troubles:
+        words.append(quantity(len(data.troubles), "entrega parou no meio ou não rodou",
+                              "entregas pararam no meio ou não rodaram"))
+    return "; ".join(words) + "."
+
+
+def _checks_section(data: ClassData, root: Path | None, base: Path) -> list[str]:
+    """A row per check that failed somewhere (its fixtures summed), one line for those that never
+    failed, and the per-fixture counts (the CSV's) folded below."""
+    if not data.checks:
+        return ["<p>Nenhuma verificação rodou.</p>"]
+    totals = check_totals(data)
+    failed = [total for total in totals if total.failures]
+    parts = []
+    if failed:
+        parts.append('<table id="tabela-verificacoes"><thead><tr><th>Verificação</th><th>Nível</th>'
+                     '<th>Falhas</th><th>Taxa de falha</th><th>Fixtures que falharam</th><th>Seção da lição</th>'
+                     '</tr></thead><tbody>')
+        for total in failed:
+            parts.append(
+                f'<tr data-check-total="{_esc(total.id)}" data-runs="{total.runs}" data-failures="{total.failures}">'
+                f'<td>{_esc(total.title)}</td><td class="n">{total.level}</td>'
+                f'<td class="n">{total.failures} de {total.runs}</td>'
+                f'<td class="n"><span class="rate" style="width:{4 * total.failure_rate:.2f}em"></span> '
+                f'{_percent(total.failures, total.runs)}</td>'
+                f"<td>{_esc(', '.join(total.failing_fixtures) or '—')}</td>"
+                f"<td>{_section_link(data, total.level, root, base)}</td></tr>")
+        parts.append("</tbody></table>")
+    clean = len(totals) - len(failed)
+    if clean:
+        parts.append(f'<p id="sem-falhas">{quantity(clean, "verificação passou", "verificações passaram")} '
+                     "em todas as entregas corrigidas.</p>")
+    parts.append(f"<details><summary>Cada verificação em cada fixture ({len(data.checks)} linhas, as contagens de "
+                 f"<code>{CSV_NAME}</code>)</summary>"
+                 '<table id="detalhe-verificacoes"><thead><tr><th>Verificação</th><th>Nível</th><th>Fixture</th>'
+                 "<th>Falhas</th><th>Taxa de falha</th></tr></thead><tbody>")
+    for stats in data.checks:
+        parts.append(
+            f'<tr data-check="{_esc(stats.id)}" data-runs="{stats.runs}" data-failures="{stats.failures}">'
+            f"<td>{_esc(stats.title)}</td><td class=\"n\">{stats.level}</td><td>{_esc(stats.fixture or '—')}</td>"
+            f'<td class="n">{stats.failures} de {stats.runs}</td>'
+            f'<td class="n">{_percent(stats.failures, stats.runs)}</td></tr>')
+    parts.append("</tbody></table></details>")
+    return parts
 
 
 def _check_words(data: ClassData, check_id: str) -> str:
