@@ -9,8 +9,10 @@ The layers of harness/ (docs/arquitetura.md):
 - the display (harness/display/): imports anything of harness, and nothing imports it back.
 
 The layers of grader/, by role:
-- the grading core (grader/core/) and the checks it runs (grader/checks/, with the defective
-  harnesses of exercise 6): they import each other and the harness, nothing above them;
+- the grading core (grader/core/): imports the harness, never the checks (it finds an
+  exercise's checks by name) nor anything above;
+- the checks it runs (grader/checks/, with the defective harnesses of exercise 6): import
+  the core and the harness, nothing above them;
 - the reports (grader/reports/): import the core, never a command;
 - the student's commands (grader/student/) and the instructor's (grader/instructor/):
   import the core and the reports, never each other;
@@ -159,7 +161,7 @@ def grader_layer(module: str) -> str | None:
         return "old path"
     if module == GRADER_COMMAND:
         return "command"
-    for package, name in (("grader.core", "core"), ("grader.checks", "core"), ("grader.buggy_harnesses", "core"),
+    for package, name in (("grader.core", "core"), ("grader.checks", "checks"), ("grader.buggy_harnesses", "checks"),
                           ("grader.reports", "reports"), ("grader.student", "student"),
                           ("grader.instructor", "instructor")):
         if in_package(module, package):
@@ -169,7 +171,9 @@ def grader_layer(module: str) -> str | None:
 
 # grader layer -> the grader layers it must never import
 GRADER_FORBIDDEN = {
-    "core": {"reports", "student", "instructor", "command", "old path"},
+    # The core finds an exercise's checks by name (importlib), never by an import statement.
+    "core": {"checks", "reports", "student", "instructor", "command", "old path"},
+    "checks": {"reports", "student", "instructor", "command", "old path"},
     "reports": {"student", "instructor", "command", "old path"},
     "student": {"instructor", "command", "old path"},
     "instructor": {"student", "command", "old path"},
@@ -241,7 +245,7 @@ def test_the_graph_sees_the_arrows_it_judges():
     assert "grader.core.engine" in graph["grader.reports.report_view"] | graph["grader.reports.render"] | \
         graph["grader.student.watch"]  # watch imports the engine inside run()
     assert "grader.student.notebook_api" in graph["grader.notebook_api"]
-    assert {"core", "reports", "student", "instructor", "command", "old path", "top"} == \
+    assert {"core", "checks", "reports", "student", "instructor", "command", "old path", "top"} == \
         {grader_layer(module) for module in graph if grader_layer(module)}
 
 
@@ -333,6 +337,10 @@ def test_a_planted_arrow_against_the_layers_is_refused(tmp_path, plants, arrows)
                   "grader/core/engine.py": "from authoring import site\n"},
                  ["grader.cli -> grader.notebook_api", "grader.core.engine -> authoring.site"],
                  id="an-old-path-or-authoring"),
+    pytest.param({"grader/core/engine.py": "from grader.checks.runner import MEMORY\n",
+                  "grader/core/points.py": "def _later():\n    import grader.checks.framework\n"},
+                 ["grader.core.engine -> grader.checks.runner", "grader.core.points -> grader.checks.framework"],
+                 id="core-to-the-checks"),
 ])
 def test_a_planted_grader_arrow_against_the_layers_is_refused(tmp_path, plants, arrows):
     root = copy_of_project(tmp_path)

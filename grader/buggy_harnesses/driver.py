@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from grader.checks.framework import describe_error
+from grader.core.error_text import describe_error
 
 DEFAULT_SCENARIO = "team-email"
 

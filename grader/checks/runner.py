@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from grader.core.results import MEMORY  # noqa: F401  (re-exported: a result's ``stopped_by`` on memory)
 from grader.checks.framework import (
     CellProblemInfo,
     CheckFailed,
@@ -34,7 +35,6 @@ from grader.checks.framework import (
 )
 
 PASS, FAIL = "pass", "fail"
-MEMORY = "memory"  # a result's ``stopped_by`` when the check ran out of memory
 
 
 def exercise_module(name: str):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader.checks.framework import Exercise, Fixture, PlannedCheck
-from grader.checks.runner import MEMORY
+from grader.core.declarations import Exercise, Fixture, PlannedCheck
+from grader.core.results import MEMORY
 from grader.core import registry
 from grader.core.errors import GraderError
 from grader.core.execution import execute_and_grade

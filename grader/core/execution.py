@@ -32,7 +32,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 
-from grader.checks.framework import error_text
+from grader.core.error_text import error_text
 from grader.core import grading_files
 from grader.core import kernel as kernels
 from grader.core.environment import kernel_env

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 import yaml
 
-from grader.checks.framework import Fixture
+from grader.core.declarations import Fixture
 from grader.core.errors import FixtureError
 from grader.core.yaml_reading import StrictSafeLoader, yaml_problem
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from time import monotonic
 from typing import Any, Callable
 
-from grader.checks.framework import describe_error
+from grader.core.error_text import describe_error
 from grader.core import grading_files
 
 DEFAULT_MEMORY_MB = 1024  # every grading (grade, check(), batch) limits the kernel to this; 0 = no limit

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from grader.checks.framework import PlannedCheck
+from grader.core.declarations import PlannedCheck
 from grader.core.errors import GraderError
 
 DEFAULT_POINTS = 1.0

@@ -6,6 +6,7 @@ from typing import Any
 
 PASS = "pass"
 FAIL = "fail"
+MEMORY = "memory"  # a check result's ``stopped_by`` when the check ran out of memory
 
 # Why a grading stopped short (GradeReport.notebook_error_kind), set where it is detected.
 INVALID_NOTEBOOK = "invalid_notebook"  # the file is not a usable notebook

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader.checks.framework import describe_error
+from grader.core.error_text import describe_error
 from grader.core import scratch as scratch_folders
 from grader.core.atomic_write import write_atomic
 from grader.core.environment import kernel_env

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from grader.checks.framework.content import block_text, content_blocks, plain_text, response_tokens
 from grader.checks.framework.context import Context, Session
-from grader.checks.framework.declarations import Exercise, Fixture, PlannedCheck, is_kind
+from grader.core.declarations import Exercise, Fixture, PlannedCheck, is_kind
 from grader.checks.framework.outcomes import (
     NOT_IMPLEMENTED_PREFIX,
     CheckFailed,

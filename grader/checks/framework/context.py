@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from grader.checks.framework.declarations import Fixture
+from grader.core.declarations import Fixture
 from grader.checks.framework.outcomes import (
     NOT_IMPLEMENTED_PREFIX,
     CheckTimeout,

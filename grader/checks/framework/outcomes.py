@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grader.core.error_text import describe_error, error_text  # noqa: F401  (re-exported for the checks)
+
 
 NOT_IMPLEMENTED_PREFIX = "Ainda não implementado"
 
@@ -47,19 +49,6 @@ class StudentProblem(Exception):
 class CheckTimeout(BaseException):
     """Raised by the per-check alarm. A BaseException so `except Exception` in student code
     does not swallow it."""
-
-
-def error_text(name: Any, detail: Any = "") -> str:
-    """"ValueError: quebrou", or just "TimeoutError" when the exception carries no message."""
-    detail = str(detail if detail is not None else "").strip()
-    if detail.endswith(".") and not detail.endswith(".."):
-        detail = detail[:-1]  # callers end the sentence themselves
-    return f"{name}: {detail}" if detail else str(name)
-
-
-def describe_error(error: BaseException) -> str:
-    """An exception as "Type: message", without a dangling colon when it has no message."""
-    return error_text(type(error).__name__, error)
 
 
 def show(value: Any, limit: int = 600) -> str:
