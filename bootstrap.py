@@ -94,6 +94,8 @@ def lab_command(
         f"--LabApp.app_settings_dir={LAB_FILES / 'settings'}",
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        # a lição que ninguém editou continua igual no git: salvar não troca os metadados do kernel
+        "--ContentsManager.pre_save_hook=authoring.lab_save_hook.keep_kernel_metadata",
     ]
     shell = terminal_command(Path(python).parent)
     if shell is not None:

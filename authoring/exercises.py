@@ -32,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 
+from authoring.notebook_metadata import with_course_kernel
+
 from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 
@@ -266,6 +268,7 @@ def build_exercise_notebook(solution: nbformat.NotebookNode, name: str) -> tuple
     exercise.nbformat_minor = max(int(exercise.get("nbformat_minor", 0)), 5)
     for key in _SESSION_NOTEBOOK_METADATA:
         exercise.metadata.pop(key, None)
+    exercise.metadata = nbformat.from_dict(with_course_kernel(exercise.metadata))
     total = 0
     for index, cell in enumerate(exercise.cells):
         where = f"{SOLUTIONS_DIR}/{name}: célula {index + 1}"

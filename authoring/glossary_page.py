@@ -15,10 +15,10 @@ import nbformat
 
 from authoring.glossary_marker import is_code_name
 from authoring.glossary_schema import Term
+from authoring.notebook_metadata import course_kernel_metadata
 
 PAGE_NAME = "glossario.ipynb"
 COURSE_TITLE = "Gerenciamento e persistência de estado: fazendo tarefas longas sobreviverem à interrupção"
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*$<>|\[\]])")
 
 
@@ -93,5 +93,5 @@ def build_page(terms: Sequence[Term], usage: dict[str, list[int]], lessons: dict
                 blocks.append(_term_block(term, usage.get(term.term, []), lessons))
         cells.append(nbformat.v4.new_markdown_cell("\n\n".join(blocks), id=f"glossario-licao-{number}"))
     notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    notebook.metadata = course_kernel_metadata()
     return notebook

@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from authoring.notebook_metadata import course_kernel_metadata
 from authoring import exercises
 from authoring.exercises import (
     SolutionMarkerError,
@@ -212,7 +213,7 @@ def test_build_clears_outputs_and_keeps_ids_tags_and_kernelspec():
     assert "execution" not in code_cell.metadata
     assert code_cell.metadata["tags"] == ["raises-exception"]
     assert [cell.id for cell in exercise.cells] == [cell.id for cell in solution.cells]
-    assert exercise.metadata["kernelspec"] == KERNELSPEC
+    assert exercise.metadata["kernelspec"] == course_kernel_metadata()["kernelspec"]  # what Lab writes
     # The solution object itself is left untouched.
     assert solution.cells[1].outputs and "READ_ONLY_TOOLS else" in solution.cells[1].source
 

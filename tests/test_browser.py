@@ -480,3 +480,26 @@ def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, pa
     alignments = table.locator("td, th").evaluate_all("cells => cells.map(c => getComputedStyle(c).textAlign)")
     assert alignments and set(alignments) <= {"left", "start"}
     assert (root / ".grade-state.json").exists()  # the terminal's grade of the student's own file counted
+
+
+def test_an_untouched_lesson_saved_by_lab_stays_byte_for_byte_as_shipped(student_lab, page):
+    """Lab fills the kernel's metadata in (its Python patch version too) and autosaves; the save
+    hook of `bootstrap.py lab` keeps the file's own, so git sees no change."""
+    server, root = student_lab
+    lesson = "lessons/04-efeitos-colaterais-e-idempotencia.ipynb"
+    shipped = (REPO / lesson).read_bytes()
+    assert (root / lesson).read_bytes() == shipped
+    page.goto(server.lab_url(lesson))
+    page.locator(".jp-NotebookPanel:visible .jp-RenderedMarkdown").first.wait_for()
+    page.wait_for_selector(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           timeout=240_000)
+    before = (root / lesson).stat().st_mtime_ns
+    page.locator(".jp-NotebookPanel:visible .jp-RenderedMarkdown").first.click()
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.lm-mod-current.jp-mod-dirty')")
+    for _ in range(100):  # the request reaches the server a moment after the tab turns clean
+        if (root / lesson).stat().st_mtime_ns != before:
+            break
+        page.wait_for_timeout(100)
+    assert (root / lesson).stat().st_mtime_ns != before, "Lab never saved the lesson"
+    assert (root / lesson).read_bytes() == shipped
