@@ -16,7 +16,7 @@ import html
 import re
 
 _MARK = re.compile(r"<abbr\b([^>]*)>(.*?)</abbr>", re.DOTALL)
-_ATTRIBUTE = re.compile(r'([a-zA-Z-]+)="([^"]*)"')
+_ATTRIBUTE = re.compile(r"""([a-zA-Z-]+)=(?:"([^"]*)"|'([^']*)')""")  # html5lib quotes with ' a value holding "
 GLOSSARY_CLASS = "glossario"
 
 STYLE = """<style id="termos-do-glossario">
@@ -64,7 +64,7 @@ document.addEventListener("keydown", function (event) {
 
 
 def _attributes(text: str) -> dict[str, str]:
-    return {name: html.unescape(value) for name, value in _ATTRIBUTE.findall(text)}
+    return {name: html.unescape(double or single) for name, double, single in _ATTRIBUTE.findall(text)}
 
 
 def accessible_terms(page: str) -> tuple[str, int]:

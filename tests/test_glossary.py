@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from authoring.notebook_metadata import course_kernel_metadata
 from authoring import cli
 from authoring.glossary import (
     GLOSSARY_LINK,
@@ -491,7 +492,7 @@ def test_glossary_page_lists_every_term_with_definition_source_and_lessons(tmp_p
     root = project(tmp_path, SMALL, lessons)
     apply_glossary(root)
     page = read_notebook(root / "lessons" / "glossario.ipynb")
-    assert page.metadata["kernelspec"] == {"name": "python3", "display_name": "Python 3", "language": "python"}
+    assert page.metadata == course_kernel_metadata()  # what JupyterLab writes: opening it changes nothing
     text = "\n".join(cell.source for cell in page.cells)
     for e in SMALL:
         assert e["definition"] in text
@@ -613,6 +614,15 @@ def test_check_reports_an_unreadable_lesson(tmp_path):
 
 # --------------------------------------------------------------------- course site
 
+def site_definition(page: str, inner: str) -> str | None:
+    """The definition a site term shows: the tooltip its button is described by (site_terms)."""
+    button = re.search(r'<button type="button" class="termo-botao" aria-describedby="([^"]+)">' + inner + "</button>", page)
+    if not button:
+        return None
+    tooltip = re.search(r'<span class="termo-def" role="tooltip" id="' + button.group(1) + r'">(.*?)</span>', page)
+    return html.unescape(tooltip.group(1)) if tooltip else None
+
+
 def test_site_exports_lessons_with_hover_definitions_and_an_index(tmp_path):
     lesson = lesson_three_notebook()
     lesson.cells.append(nbformat.v4.new_markdown_cell("Perigo: <script>alert('x')</script> fim.", id="md-9"))
@@ -623,9 +633,9 @@ def test_site_exports_lessons_with_hover_definitions_and_an_index(tmp_path):
     written = build_site(root, out)
     assert [p.name for p in written] == ["03-retomando.html", "glossario.html", "index.html"]
     page = (out / "03-retomando.html").read_text(encoding="utf-8")
-    assert '<abbr class="glossario" title="Um tool_use sem tool_result.">chamada órfã</abbr>' in page
-    wrapped = re.search(r'<abbr class="glossario" title=([\'"])(.*?)\1>\s*<code>reconcile</code>\s*</abbr>', page)
-    assert wrapped and html.unescape(wrapped.group(2)) == 'Fecha as "órfãs".'
+    assert site_definition(page, "chamada órfã") == "Um tool_use sem tool_result."
+    assert site_definition(page, r"\s*<code>reconcile</code>\s*") == 'Fecha as "órfãs".'
+
     assert 'href="glossario.html"' in page and 'glossario.ipynb"' not in page
     assert '<html lang="pt">' in page
     # Sanitized, yet paragraphs and headings are real tags, not escaped text.
@@ -652,7 +662,7 @@ def test_executed_site_carries_the_lessons_outputs(tmp_path):
     page = (tmp_path / "site" / "03-retomando.html").read_text(encoding="utf-8")
     assert '<table class="saida"><tr><td>1 e-mail</td></tr></table>' in page  # the output, not escaped text
     assert "RuntimeError" in page and "de propósito" in page  # a tagged error stays as the cell's output
-    assert '<abbr class="glossario" title="Um tool_use sem tool_result.">chamada órfã</abbr>' in page
+    assert site_definition(page, "chamada órfã") == "Um tool_use sem tool_result."
     assert not (root / "lessons" / ".ipynb_checkpoints").exists()
 
 

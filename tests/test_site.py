@@ -103,6 +103,11 @@ def test_a_term_on_the_site_is_a_described_button_and_its_definition_cannot_inje
     assert "title=" not in turned.replace('<abbr title="outra coisa">', "")  # no native tooltip besides
 
 
+def test_a_definition_quoted_with_single_quotes_is_turned_too():
+    turned, count = accessible_terms('<head></head><p><abbr class="glossario" title=\'Fecha as "órfãs".\'>x</abbr></p>')
+    assert count == 1 and 'id="termo-def-1">Fecha as "órfãs".</span>' in turned
+
+
 def test_a_page_without_marks_gets_no_style_or_script():
     page = "<html><head></head><body><p>nada</p></body></html>"
     assert accessible_terms(page) == (page, 0)
