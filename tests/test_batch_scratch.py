@@ -104,7 +104,9 @@ def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_pa
 
 def test_a_grading_closed_with_its_terminal_leaves_one_folder_the_next_grading_removes(tmp_path):
     notebook = tmp_path / "exercise-3.ipynb"
-    shutil.copyfile(SOLUTION, notebook)
+    slow = nbformat.read(SOLUTION, as_version=4)  # still grading when the terminal closes, however fast the machine
+    slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(30)"))
+    nbformat.write(slow, notebook)
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT), "GRADE_STATE_FILE": str(tmp_path / "s.json")}
@@ -120,6 +122,7 @@ def test_a_grading_closed_with_its_terminal_leaves_one_folder_the_next_grading_r
     left = leftovers(temp)
     assert len(left) == 1 and left[0].startswith(f"grade-{process.pid}-"), left
 
+    shutil.copyfile(SOLUTION, notebook)
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert leftovers(temp) == []
