@@ -50,7 +50,7 @@ def title_attribute(definition: str) -> str:
 
 
 def mark_for(term: Term, text: str) -> str:
-    return f'<abbr class="{MARK_CLASS}" title="{title_attribute(term.definition)}">{text}</abbr>'
+    return f'<abbr class="{MARK_CLASS}" title="{title_attribute(term.hover_text)}">{text}</abbr>'
 
 
 def is_code_name(form: str) -> bool:

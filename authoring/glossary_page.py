@@ -61,6 +61,8 @@ def _term_block(term: Term, used_in: Sequence[int], lessons: dict[int, LessonInf
         lines += ["Também: " + ", ".join(f"*{escape_markdown(alias)}*" for alias in term.aliases), ""]
     lines += [escape_markdown(term.definition), ""]
     source = f"Fonte: [{escape_markdown(term.source_title)}]({term.source_url})"
+    if term.coined:
+        source += " (o nome é deste curso; a fonte trata da ideia)"
     if used_in:
         links = ", ".join(f"[{short_label(n, lessons)}]({lessons[n].file_name})" for n in used_in if n in lessons)
         usage = f"Usado em: {links}"

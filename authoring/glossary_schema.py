@@ -19,7 +19,7 @@ from grader.core.schema_errors import MISSING, TEXT, all_failures, describe, fie
 from grader.core.yaml_reading import StrictSafeLoader
 
 LESSON_NUMBERS = range(1, 8)  # 1 a 6: as lições; 7: o apêndice
-ENTRY_KEYS = ("term", "aliases", "definition", "source", "lesson", "reference_term")
+ENTRY_KEYS = ("term", "aliases", "definition", "source", "lesson", "reference_term", "coined")
 REQUIRED_KEYS = ("term", "definition", "source", "lesson")
 SOURCE_KEYS = ("title", "url")
 
@@ -32,6 +32,9 @@ class GlossaryError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+COINED_NOTE = "(Nome dado por este curso; a fonte citada trata da ideia, não do nome.)"
+
+
 @dataclass(frozen=True)
 class Term:
     term: str
@@ -41,6 +44,12 @@ class Term:
     lesson: int
     aliases: tuple[str, ...] = ()
     reference_term: str | None = None
+    coined: bool = False  # a name this course gave: the source explains the idea, not the name
+
+    @property
+    def hover_text(self) -> str:
+        """The definition as the hover shows it: a coined name says so, since its source does not use it."""
+        return f"{self.definition} {COINED_NOTE}" if self.coined else self.definition
 
     @property
     def forms(self) -> tuple[str, ...]:
@@ -144,10 +153,12 @@ ENTRY_SCHEMA = {
         "lesson": {"type": "integer", "minimum": min(LESSON_NUMBERS), "maximum": max(LESSON_NUMBERS),
                    "x-mensagens": {"*": "deve ser um número de 1 a 7 (7 é o apêndice), não {value!r}."}},
         "reference_term": {**TEXT, "x-mensagens": {"*": "deve ser um texto não vazio."}},
+        "coined": {"type": "boolean", "x-mensagens": {"*": "deve ser true ou false, não {value!r}."}},
     },
 }
 # The order an author reads the problems of one entry in.
-_FIELD_ORDER = {key: rank for rank, key in enumerate(("term", "definition", "aliases", "source", "lesson", "reference_term"))}
+_FIELD_ORDER = {key: rank for rank, key in enumerate(("term", "definition", "aliases", "source", "lesson", "reference_term",
+                                                    "coined"))}
 
 
 def _field_name(path: tuple) -> str:
@@ -192,6 +203,7 @@ def _parse_entry(entry: object, position: int, name: str) -> tuple[Term | None, 
         lesson=entry["lesson"],
         aliases=tuple(alias.strip() for alias in entry.get("aliases", [])),
         reference_term=_text(entry.get("reference_term")),
+        coined=entry.get("coined", False),
     ), []
 
 

@@ -63,7 +63,7 @@ def require_chromium() -> None:
 
 
 def definition_of(term: str) -> str:
-    return next(t.definition for t in load_glossary(REPO / "glossary.yaml") if t.term == term)
+    return next(t.hover_text for t in load_glossary(REPO / "glossary.yaml") if t.term == term)
 
 
 @dataclass
@@ -320,7 +320,8 @@ def test_exported_glossary_page_lists_the_definition(site, page):
     offline(page)
     page.goto((site / "glossario.html").as_uri())
     body = page.locator("main").inner_text()
-    assert definition_of("chamada órfã") in " ".join(body.split())
+    entry = next(t for t in load_glossary(REPO / "glossary.yaml") if t.term == "chamada órfã")
+    assert entry.definition in " ".join(body.split())
 
 
 def test_missing_chromium_skips_outside_ci_and_fails_in_ci(monkeypatch, tmp_path):

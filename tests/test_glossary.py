@@ -218,7 +218,7 @@ def test_the_entry_schema_is_json_schema_and_names_every_field_in_portuguese():
     # Every field wrong at once: one message each, in the order an author reads them.
     assert schema_messages({"term": 1, "definition": " ", "aliases": ["a", ""], "source": {"url": "x", "autor": 1},
                             "lesson": 9, "reference_term": "", "extra": 1}) == [
-        'campo desconhecido "extra" (aceitos: term, aliases, definition, source, lesson, reference_term).',
+        'campo desconhecido "extra" (aceitos: term, aliases, definition, source, lesson, reference_term, coined).',
         'campo "term" deve ser um texto não vazio (números vão entre aspas, ex.: "137").',
         'campo "definition" está vazio.',
         'campo "aliases", item 2, deve ser um texto não vazio.',
@@ -623,6 +623,26 @@ def site_definition(page: str, inner: str) -> str | None:
     return html.unescape(tooltip.group(1)) if tooltip else None
 
 
+def test_a_coined_name_says_so_on_hover_and_on_the_glossary_page(tmp_path):
+    coined = {**entry("ponto de gravação B", 3, "O checkpoint gravado depois dos resultados."), "coined": True}
+    root = project(tmp_path, SMALL + [coined], {"03-retomando.ipynb": notebook([
+        ("md", "# Lição 3: Retomando\n\nO ponto de gravação B e a chamada órfã.")])})
+    apply_glossary(root)
+    text = read_notebook(root / "lessons" / "03-retomando.ipynb").cells[0].source
+    assert 'title="O checkpoint gravado depois dos resultados. (Nome dado por este curso; a fonte citada trata ' \
+           'da ideia, não do nome.)">ponto de gravação B</abbr>' in text
+    assert 'title="Um tool_use sem tool_result.">chamada órfã</abbr>' in text  # not coined: no note
+    page = "\n".join(cell.source for cell in read_notebook(root / "lessons" / "glossario.ipynb").cells)
+    assert page.count("(o nome é deste curso; a fonte trata da ideia)") == 1
+
+
+def test_coined_must_be_true_or_false(tmp_path):
+    path = write_glossary(tmp_path, [{**entry("recibo", 4, "O registro."), "coined": "sim"}])
+    with pytest.raises(GlossaryError) as raised:
+        load_glossary(path)
+    assert any('"coined"' in problem and "deve ser true ou false" in problem for problem in raised.value.problems)
+
+
 def test_site_exports_lessons_with_hover_definitions_and_an_index(tmp_path):
     lesson = lesson_three_notebook()
     lesson.cells.append(nbformat.v4.new_markdown_cell("Perigo: <script>alert('x')</script> fim.", id="md-9"))
@@ -703,7 +723,7 @@ def test_every_term_is_marked_in_the_real_lessons():
     plan = build_plan(REPO)
     stale = [lesson.path.name for lesson in plan.lessons if lesson.changed]
     assert not stale, f"lessons out of sync with glossary.yaml (run `course glossary`): {stale}"
-    definitions = {t.definition: t for t in plan.terms}
+    definitions = {t.hover_text: t for t in plan.terms}
     marked_in: dict[str, set[int]] = {t.term: set() for t in plan.terms}
     for lesson in plan.lessons:
         for cell in lesson.original.cells:
