@@ -40,6 +40,11 @@ def diagnosis_names_each_way(ctx: Context, fixture: Fixture) -> None:
     if not isinstance(observed, dict):
         raise CheckFailed("repair_run deveria devolver o diagnóstico, um dict {tool_use_id: via}.",
                           expected=expected, observed=show(observed, 120))
+    if expected and not observed:
+        raise CheckFailed(
+            "O diagnóstico está vazio, mas a queda deixou chamadas pendentes. Depois do reparo, pending_tool_use "
+            "já é None e todo efeito tem recibo: diagnostique a pasta como a queda a deixou, antes de reconciliar.",
+            expected=expected, observed=observed)
     if sorted(observed) != sorted(expected):
         raise CheckFailed("O diagnóstico deveria ter uma entrada por chamada pendente do checkpoint, e só elas.",
                           expected=sorted(expected), observed=sorted(observed))
