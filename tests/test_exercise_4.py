@@ -55,7 +55,7 @@ def test_solution_scores_100_percent():
     assert report.notebook_error is None
     failed = {c.id: c.message for c in report.checks if c.status != "pass"}
     assert failed == {}
-    assert {c.level for c in report.checks} == {1, 2, 3, 4}
+    assert {c.level for c in report.checks} == {1, 2, 3, 4, 5}
     assert len(report.checks) >= 30
 
 
@@ -545,3 +545,54 @@ def test_level_2_a_save_that_writes_nothing_is_nothing_observed(tmp_path, monkey
     failed = failures(run_level(ledger_cell(save="    pass"), 2, tmp_path, monkeypatch))
     assert failed["n2.save_effect_is_atomic"].startswith("Nada observado: save_effect não gravou nada")
     assert failed["n2.save_effect_survives_a_torn_write"].startswith("Nada observado")
+
+
+# ------------------------------------------------------------------ the hints ladder
+
+
+def _hints(level: int) -> tuple[str, ...]:
+    from grader.core.manifest import load_manifest
+
+    return load_manifest().exercise("exercise-4").level(level).hints
+
+
+def _required_terms() -> dict[int, set[str]]:
+    """The concrete values the checks require, level by level, read from where the checks read them
+    (the fixtures' ways, the ledger's statuses, the SMS provider's API), so following the hints'
+    last rung literally cannot fail a check."""
+    from harness.effects import RECEIPT_STATUSES, SETTLED_STATUSES
+
+    exercise = load_exercise("exercise-4")
+    ways = {way for fixture in load_fixtures("exercise-4", (), exercise.validate_fixture)
+            for way in fixture.expect.get("ways", {}).values()}
+    assert ways == {"reuse", "rerun", "confirm", "run"}  # every way a fixture tests
+    return {
+        2: {"EffectsLedgerError", "write_json_atomic", "load_effects", "json.loads(texto) or {}"},
+        3: {f'"{way}"' for way in ways} | {"find_effect", "load_checkpoint", "save_checkpoint", "reconcile",
+                                            *SETTLED_STATUSES, "READ_ONLY_TOOLS"},
+        5: {"client_ref", "find_by_client_ref", "SmsApiError", "load_effects", "EffectsLedgerError",
+            *(status for status in RECEIPT_STATUSES if status != "rejected"), "rejected", "is_error True"},
+    }
+
+
+def test_every_level_has_a_ladder_of_three_or_more_rungs():
+    for level in range(1, 6):
+        hints = _hints(level)
+        assert len(hints) >= 3, level
+        assert len(set(hints)) == len(hints), level
+
+
+def test_the_hints_name_every_value_the_checks_require():
+    for level, terms in _required_terms().items():
+        text = " ".join(_hints(level))
+        missing = sorted(term for term in terms if term not in text)
+        assert not missing, f"exercise-4 level {level}: the hints never name {missing}"
+
+
+def test_the_ladder_goes_from_general_to_specific():
+    """The first rung gives the idea, not the answer (it names at most a third of the required
+    values), and a later rung names more of them."""
+    for level, terms in _required_terms().items():
+        named = [sum(term in hint for term in terms) for hint in _hints(level)]
+        assert named[0] <= len(terms) / 3, (level, named)
+        assert max(named[1:]) > named[0], (level, named)

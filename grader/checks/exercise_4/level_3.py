@@ -1,4 +1,5 @@
-"""Level 3: ``reconcile`` closes every pending call the way its ledger record says."""
+"""Level 3: ``repair_run`` diagnoses a crashed run folder and repairs it; its ``reconcile`` closes every
+pending call the way its ledger record says."""
 from __future__ import annotations
 
 from grader.checks.exercise_4.fixtures import EXERCISE
@@ -9,8 +10,62 @@ from grader.checks.exercise_4.reconcile_probe import (
     reconciled,
     ways,
 )
-from grader.checks.framework import CheckFailed, Context, Fixture, block_text, content_blocks
+from grader.checks.framework import CheckFailed, Context, Fixture, block_text, content_blocks, show
 from grader.core.plural import quantity
+
+
+WAY_MEANING = {
+    "reuse": "há recibo committed ou rejected no livro-razão: o desfecho é conhecido",
+    "rerun": "é somente leitura e não tem recibo: ler de novo não muda o mundo",
+    "confirm": "há intenção (ou unknown) sem recibo e o sistema externo já tem o efeito com a chave",
+    "run": "nunca começou (nenhum registro), ou começou e o sistema externo não tem o efeito com a chave",
+}
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    title="O diagnóstico diz a via de cada chamada pendente, como a pasta estava na queda",
+    criterion=(
+        "repair_run devolve {tool_use_id: via} com uma entrada por chamada pendente: \"reuse\" (recibo "
+        "committed ou rejected), \"rerun\" (somente leitura sem recibo), \"confirm\" (intenção ou unknown "
+        "e o efeito já no sistema externo pela chave) ou \"run\" (nunca começou, ou o sistema externo não "
+        "tem o efeito). O diagnóstico é da pasta como a queda a deixou, antes de reparar."
+    ),
+)
+def diagnosis_names_each_way(ctx: Context, fixture: Fixture) -> None:
+    run = reconciled(ctx, fixture)
+    expected = ways(fixture)
+    observed = run.diagnosis
+    if not isinstance(observed, dict):
+        raise CheckFailed("repair_run deveria devolver o diagnóstico, um dict {tool_use_id: via}.",
+                          expected=expected, observed=show(observed, 120))
+    if expected and not observed:
+        raise CheckFailed(
+            "O diagnóstico está vazio, mas a queda deixou chamadas pendentes. Depois do reparo, pending_tool_use "
+            "já é None e todo efeito tem recibo: diagnostique a pasta como a queda a deixou, antes de reconciliar.",
+            expected=expected, observed=observed)
+    if sorted(observed) != sorted(expected):
+        raise CheckFailed("O diagnóstico deveria ter uma entrada por chamada pendente do checkpoint, e só elas.",
+                          expected=sorted(expected), observed=sorted(observed))
+    wrong = {key: observed[key] for key in expected if observed[key] != expected[key]}
+    if not wrong:
+        return
+    if len(expected) > 1 and all(way == "reuse" for way in observed.values()) \
+            and any(way != "reuse" for way in expected.values()):
+        raise CheckFailed(
+            "Toda chamada saiu como \"reuse\": o diagnóstico parece ter lido o livro-razão depois do reparo, "
+            "quando o reconcile já tinha gravado os recibos. Diagnostique a pasta como a queda a deixou, "
+            "antes de reconciliar.", expected=expected, observed=observed)
+    key = next(iter(wrong))
+    record = (run.ledger_before.get(key) or {}).get("status", "nenhum registro")
+    call = next(c for c in pending_calls(fixture) if c["id"] == key)
+    late = (" Na queda não havia recibo dela: o diagnóstico leu o livro-razão depois do reparo? Diagnostique "
+            "antes de reconciliar.") if observed[key] == "reuse" and record not in ("committed", "rejected") else ""
+    raise CheckFailed(
+        f"{key} ({call['name']}, no livro-razão: {record}) é \"{expected[key]}\": {WAY_MEANING[expected[key]]}. "
+        f"O diagnóstico disse \"{observed[key]}\".{late}",
+        expected=expected, observed=observed)
 
 
 @EXERCISE.check(
@@ -174,7 +229,7 @@ def ledger_holds_receipts(ctx: Context, fixture: Fixture) -> None:
         if status != "committed":
             detail = "nenhum registro" if record is None else f"status {status!r}"
             raise CheckFailed(
-                f"Depois de reconcile, {call['id']} ({call['name']}) ficou com {detail} no livro-razão: grave o "
+                f"Depois de repair_run, {call['id']} ({call['name']}) ficou com {detail} no livro-razão: grave o "
                 "recibo committed (execute_and_record e confirmed_effect já fazem isso). Sem ele, a próxima "
                 "retomada não sabe que o efeito aconteceu.",
                 expected="committed", observed=status,

@@ -1,13 +1,15 @@
-"""Level 3's probe: the student's ``reconcile`` run once per crash scene on instrumented tools."""
+"""Level 3's probe: the student's ``repair_run`` run once per crashed run folder on instrumented tools.
+
+The folder holds the scene's ``checkpoint.json`` and ``effects.json``; the repaired checkpoint is
+read back from disk, so every check judges what a new process would find there."""
 from __future__ import annotations
 
 import copy
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from grader.checks.exercise_4.probes import read_ledger
-from grader.checks.framework import Context, Fixture, StudentProblem, content_blocks, show
+from grader.checks.framework import Context, Fixture, StudentProblem, content_blocks
 
 
 def pending_calls(fixture: Fixture) -> list[dict]:
@@ -28,31 +30,43 @@ class ReconcileRun:
     emails_before: int
     emails_after: int
     tickets_after: int
+    diagnosis: object = None
 
 
 def reconciled(ctx: Context, fixture: Fixture) -> ReconcileRun:
-    """The student's reconcile, run once per fixture on instrumented tools (memoized)."""
+    """The student's repair_run, run once per fixture on instrumented tools (memoized)."""
+    from harness.checkpoint import CheckpointError, load_checkpoint
 
     def run() -> ReconcileRun:
-        reconcile = ctx.student_function("reconcile")
-        checkpoint = fixture.checkpoint()
+        repair_run = ctx.student_function("repair_run")
         ledger_before = copy.deepcopy(fixture.data.get("effects") or {})
         with ctx.tools(fixture, "reconcile") as spy:
-            path = Path(spy.workspace.root) / "effects.json"
+            run_dir = ctx.fresh_dir(f"execucao-{fixture.name}")
+            checkpoint_path, path = run_dir / "checkpoint.json", run_dir / "effects.json"
+            checkpoint_path.write_text(json.dumps(fixture.checkpoint(), ensure_ascii=False, indent=1), encoding="utf-8")
             if "effects" in fixture.data:
                 path.write_text(json.dumps(ledger_before, ensure_ascii=False, indent=1), encoding="utf-8")
             emails_before = len(spy.emails())
-            returned = ctx.call(reconcile, checkpoint, path)
+            returned = ctx.call(repair_run, run_dir)
             emails_after, tickets_after = len(spy.emails()), len(spy.tickets())
             ledger_after = read_ledger(path) if path.exists() else {}
-        if returned is None:
-            raise StudentProblem("reconcile devolveu None: devolva o checkpoint reconciliado (return cp).")
-        if not isinstance(returned, dict) or not isinstance(returned.get("messages"), list):
-            raise StudentProblem(f"reconcile deveria devolver o checkpoint, mas devolveu {show(returned, 120)}.")
-        return ReconcileRun(copy.deepcopy(fixture.data["checkpoint"]), copy.deepcopy(returned), list(spy.calls),
-                            ledger_before, ledger_after, emails_before, emails_after, tickets_after)
+            try:
+                repaired = load_checkpoint(checkpoint_path)
+            except (CheckpointError, OSError, ValueError) as error:
+                raise StudentProblem(f"Depois de repair_run, checkpoint.json não se deixa ler ({error}): grave o "
+                                     "checkpoint reparado com save_checkpoint.") from None
+        before = copy.deepcopy(fixture.data["checkpoint"])
+        if repaired is None:
+            raise StudentProblem("Depois de repair_run, a pasta não tem mais checkpoint.json: grave o checkpoint "
+                                 "reparado no mesmo lugar, com save_checkpoint.")
+        if before.get("pending_tool_use") and repaired == before:
+            raise StudentProblem(
+                "checkpoint.json continua igual ao da queda, com as chamadas pendentes: repair_run precisa gravar "
+                "o checkpoint reparado (save_checkpoint) para que a retomada o encontre.")
+        return ReconcileRun(before, copy.deepcopy(repaired), list(spy.calls), ledger_before, ledger_after,
+                            emails_before, emails_after, tickets_after, copy.deepcopy(returned))
 
-    return ctx.memo(f"reconcile:{fixture.name}", run)
+    return ctx.memo(f"repair_run:{fixture.name}", run)
 
 
 def answer_block(run: ReconcileRun, tool_use_id: str) -> dict | None:
