@@ -303,7 +303,7 @@ def grep(pattern: str, path: str = ".") -> str:
     try:
         compiled = regex.compile(pattern)
     except (regex.error, TypeError, ValueError, OverflowError, RecursionError) as error:
-        raise ToolError(f"expressão regular inválida: {error}")
+        raise ToolError(f"expressão regular inválida: {error}") from None  # the model reads one line
     parts = _inside_sandbox(path)
     files, links = _files_under(parts, path)
     deadline = time.monotonic() + GREP_SECONDS

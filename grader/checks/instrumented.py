@@ -87,7 +87,7 @@ def instrumented_tools(root: Path, spec: dict, namespace: dict) -> Iterator[Tool
     for module_name, module in list(sys.modules.items()):
         if module_name.split(".")[0] == "harness" and getattr(module, "execute_tool", None) is real:
             restore.append((module, "execute_tool", real))
-            setattr(module, "execute_tool", execute_tool)
+            module.execute_tool = execute_tool
     try:
         with tools.workspace_in_use(workspace):
             yield spy

@@ -174,7 +174,7 @@ class RunStore(abc.ABC):
         """Onde a execução mora, para mensagens ("arquivos em runs/x", "sqlite em ...")."""
         return self.kind
 
-    def close(self):
+    def close(self):  # noqa: B027 - optional: a store without connections has nothing to close
         """Fecha conexões; o armazenamento não é mais usado depois disto."""
 
     def __enter__(self):

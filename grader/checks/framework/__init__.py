@@ -31,12 +31,15 @@ from grader.checks.framework.outcomes import (
 from grader.checks.framework.student_code import CellProblemInfo, stub_text
 
 __all__ = [
+    "NOT_IMPLEMENTED_PREFIX",
+    "CellProblemInfo",
     "CheckFailed",
     "CheckTimeout",
     "Context",
     "Exercise",
     "Fixture",
     "PlannedCheck",
+    "Session",
     "StudentProblem",
     "block_text",
     "content_blocks",
@@ -44,5 +47,8 @@ __all__ = [
     "error_text",
     "is_kind",
     "nothing_observed",
+    "plain_text",
+    "response_tokens",
     "show",
+    "stub_text",
 ]
