@@ -82,3 +82,11 @@ def call_with_retries(state, call, sleep=time.sleep, max_attempts=MAX_MODEL_ATTE
                     f"o modelo não respondeu depois de {max_attempts} tentativas "
                     f"(a última: {retries[-1]['status']})") from error
             sleep(waited)
+
+
+def api_message(error):
+    """O texto que a API mandou no corpo do erro (o ``message`` do JSON), sem o prefixo do SDK."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("message") or str(error)
+    return str(error)

@@ -15,7 +15,7 @@ import anthropic
 from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.loop import MAX_TURNS, answer_tool_uses, has_ended, new_run_state, take_response
 from harness.model import MAX_TOKENS
-from harness.model_errors import ModelUnavailable, call_with_retries
+from harness.model_errors import ModelUnavailable, api_message, call_with_retries
 from harness.model_stream import stream_model
 from harness.resume import reconcile
 from harness.token_budget import count_cached_tokens, over_budget, stop_for_budget
@@ -48,7 +48,7 @@ def run_agent(client, state, checkpoint_path, max_turns=MAX_TURNS, sleep=time.sl
             save_checkpoint(state, checkpoint_path)
             break
         except anthropic.BadRequestError as error:  # repetir não resolve: o pedido está errado
-            state["status"], state["status_reason"] = "failed", f"HTTP 400 da API: {error.message}"
+            state["status"], state["status_reason"] = "failed", f"HTTP 400 da API: {api_message(error)}"
             save_checkpoint(state, checkpoint_path)
             break
         state["turns"] += 1
