@@ -28,7 +28,7 @@ from harness.tools import TOOL_SCHEMAS, execute_tool, use_workspace
 TASK = "Quais anotações existem na pasta notes?"
 LIST = {"type": "tool_use", "id": "toolu_01LS1", "name": "list_dir", "input": {"path": "notes"}}
 THOUGHT = {"type": "thinking", "thinking": "Preciso ver a pasta antes de responder."}
-DONE = {"content": [{"type": "text", "text": "Há três anotações."}], "stop_reason": "end_turn",
+DONE = {"content": [{"type": "text", "text": "Há duas anotações."}], "stop_reason": "end_turn",
         "usage": {"input_tokens": 30, "output_tokens": 12}}
 
 
@@ -281,3 +281,21 @@ def test_model_unavailable_names_the_last_status():
         client = endpoint.client()
         call_with_retries({"turns": 0}, lambda: stream_model(client, [{"role": "user", "content": TASK}]),
                           sleep=lambda s: None)
+
+
+def test_the_durable_runner_keeps_thinking_blocks_across_a_crash_too(tmp_path, monkeypatch):
+    # Lesson 6's loop stores each block with model_dump as well: a resume in a new process sends it back.
+    from harness.crash import reset_crash_counts
+    from harness.runner import run_durable
+    from harness.scenarios import Scenario
+    scenario = Scenario("pensando", TASK, [tool_turn(), DONE], {"notes/a.md": "uma nota"})
+    monkeypatch.setenv("CRASH_AFTER", "after-save-A:1")
+    reset_crash_counts()
+    with pytest.raises(SimulatedCrash):
+        run_durable(ScriptedEndpoint(scenario.responses).client(), tmp_path / "run", scenario)
+    monkeypatch.delenv("CRASH_AFTER")
+    reset_crash_counts()
+    fresh = ScriptedEndpoint(scenario.responses)
+    state = run_durable(fresh.client(), tmp_path / "run", scenario, resume=True)
+    assert state["status"] == "completed"
+    assert fresh.requests[-1]["messages"][1]["content"][0] == {**THOUGHT, "signature": sign(THOUGHT["thinking"])}
