@@ -299,3 +299,40 @@ def test_the_durable_runner_keeps_thinking_blocks_across_a_crash_too(tmp_path, m
     state = run_durable(fresh.client(), tmp_path / "run", scenario, resume=True)
     assert state["status"] == "completed"
     assert fresh.requests[-1]["messages"][1]["content"][0] == {**THOUGHT, "signature": sign(THOUGHT["thinking"])}
+
+
+def test_the_durable_runner_stops_at_the_budget_in_its_scene_and_a_resume_keeps_it(tmp_path):
+    from harness.runner import run_durable
+    from harness.scenarios import Scenario
+    scenario = Scenario("orcamento", TASK, [tool_turn(), tool_turn(), DONE], {"notes/a.md": "uma nota"})
+    scenario.responses[1] = {**scenario.responses[1], "content": [THOUGHT, {**LIST, "id": "toolu_01LS2"}]}
+    run_dir = tmp_path / "run"
+    state = run_durable(ScriptedEndpoint(scenario.responses).client(), run_dir, scenario, token_budget=60)
+    assert state["status"] == "paused" and "orçamento de tokens esgotado: 60 usados de 60" in state["status_reason"]
+    assert state["turns"] == 1  # 20 + 40 tokens: the second turn was never asked for
+    # A resume that says nothing about the budget finds it in the scene and stops before any request.
+    again = ScriptedEndpoint(scenario.responses)
+    state = run_durable(again.client(), run_dir, scenario, resume=True)
+    assert state["status"] == "paused" and len(again.requests) == 0 and state["recovery_attempts"] == 0
+    # A larger budget, given on purpose, lets it go on to the end.
+    done = run_durable(ScriptedEndpoint(scenario.responses).client(), run_dir, scenario, resume=True,
+                       token_budget=10_000)
+    assert done["status"] == "completed" and done["token_budget"] == 10_000 and done["turns"] == 3
+
+
+def test_a_run_without_a_budget_is_never_stopped_by_one(tmp_path):
+    from harness.runner import run_durable
+    from harness.scenarios import Scenario
+    scenario = Scenario("sem-orcamento", TASK, [tool_turn(), DONE], {"notes/a.md": "uma nota"})
+    state = run_durable(ScriptedEndpoint(scenario.responses).client(), tmp_path / "run", scenario)
+    assert state["status"] == "completed" and "token_budget" not in state
+
+
+def test_the_command_line_takes_a_token_budget_and_exits_paused(tmp_path, capsys):
+    from harness import cli
+    from harness.runner import EXIT_CODES
+    run_dir = str(tmp_path / "notas")
+    code = cli.main(["run", "--scenario", "meeting-notes", "--workdir", run_dir, "--token-budget", "100"])
+    out = capsys.readouterr().out
+    assert code == EXIT_CODES["paused"] and "orçamento de tokens esgotado" in out, out
+    assert cli.main(["run", "--workdir", run_dir, "--resume", "--token-budget", "100000"]) == EXIT_CODES["completed"]
