@@ -51,8 +51,12 @@ def lesson_label(number: int, lessons: dict[int, LessonInfo]) -> str:
 
 
 def short_label(number: int, lessons: dict[int, LessonInfo]) -> str:
-    """How a link to a lesson reads: "Lição 3", or "Apêndice" for the appendix after the six lessons."""
-    return "Apêndice" if is_appendix_title(lessons[number].title) else f"Lição {number}"
+    """How a link to a lesson reads: "Lição 3"; "Apêndice" for the one appendix after the lessons, or
+    "Apêndice 1", "Apêndice 2"... in their order when there are more, so two links never read the same."""
+    if not is_appendix_title(lessons[number].title):
+        return f"Lição {number}"
+    appendices = sorted(n for n, info in lessons.items() if is_appendix_title(info.title))
+    return "Apêndice" if len(appendices) == 1 else f"Apêndice {appendices.index(number) + 1}"
 
 
 def _term_block(term: Term, used_in: Sequence[int], lessons: dict[int, LessonInfo]) -> str:

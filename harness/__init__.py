@@ -12,7 +12,9 @@ Três camadas, e as setas só descem (``docs/arquitetura.md``):
 Cada módulo do núcleo guarda uma ideia, na ordem em que as lições a ensinam:
 
 - ``fake_endpoint`` e ``model``: o modelo offline (o cliente real do SDK sobre uma
-  fila de respostas) e o modo ao vivo;
+  fila de respostas) e o modo ao vivo; ``endpoint_sse``, ``endpoint_thinking`` e
+  ``endpoint_cache``: o streaming, a assinatura dos blocos de raciocínio e o cache de
+  prompt desse endpoint;
 - ``tools``: as ferramentas e o "mundo externo" que elas alteram;
 - ``loop`` (lição 1): o loop do agente em memória;
 - ``checkpoint`` e ``checkpointed_loop`` (lição 2): gravar a cena de execução; e
@@ -25,7 +27,10 @@ Cada módulo do núcleo guarda uma ideia, na ordem em que as lições a ensinam:
   ``timeline_commands``: os mesmos passos pela linha de comando, com posse e mundo);
 - ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
   execução, lease com fencing token, migração v1 -> v2 e o loop durável completo;
-- ``worker`` (apêndice): vários workers dividindo execuções num PostgreSQL;
+- ``worker`` (apêndice 1): vários workers dividindo execuções num PostgreSQL;
+- ``model_errors``, ``model_stream``, ``token_budget`` e ``resilient_loop`` (apêndice 2):
+  tentar de novo o que vale repetir, nunca usar um stream cortado, o orçamento de tokens
+  na cena e o loop com checkpoint que junta os três;
 - ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;
 - ``cli``: ``python -m harness``, que junta tudo isso na linha de comando.
 """

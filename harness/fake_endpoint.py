@@ -17,6 +17,9 @@ import anthropic
 import httpx2
 from anthropic.types import Message
 
+from harness.endpoint_cache import PromptCache
+from harness.endpoint_sse import streamed_response
+from harness.endpoint_thinking import signed, thinking_problem
 from harness.tools import EMPTY_FOLDER, NO_MATCHES
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -32,6 +35,12 @@ OUTCOME_KEYS = {"refused": ON_TOOL_REFUSED, "unknown": ON_TOOL_UNKNOWN, "error":
                 "dry_run": ON_TOOL_DRY_RUN, "empty": ON_TOOL_EMPTY}  # na ordem: o primeiro achado vale
 FAILED_OUTCOMES = ("refused", "unknown", "error")
 DRY_RUN_MARK = "[dry-run]"
+# Falhas do lado do modelo, também por resposta roteirizada (veja ``scripted_failures``):
+FAIL_FIRST = "fail_first"   # [{"status": 529, "retry_after": 2, "times": 3}, ...]: servidas antes da resposta
+CUT_STREAM = "cut_stream"   # true: o primeiro pedido em streaming desta resposta perde a conexão no meio
+FAILURE_KINDS = {429: ("rate_limit_error", "limite de pedidos atingido (roteiro do endpoint offline)"),
+                 500: ("api_error", "Internal server error"),
+                 529: ("overloaded_error", "Overloaded")}
 
 
 # --- Validação da conversa, com os textos de erro da própria API -------------------
@@ -126,6 +135,10 @@ def expand_response(compact: dict, index: int, model: str = DEFAULT_MODEL) -> di
     fazem parte da resposta.
     """
     compact = dict(compact)
+    compact.pop(FAIL_FIRST, None)
+    compact.pop(CUT_STREAM, None)
+    if isinstance(compact.get("content"), list):
+        compact["content"] = signed(compact["content"])
     for key in OUTCOME_KEYS.values():
         alternative = compact.pop(key, None)
         if alternative is not None:
@@ -286,6 +299,11 @@ class ScriptedEndpoint:
             for i, r in enumerate(script)
         ]
         self.requests = RequestHistory()  # memória constante por pedido, qualquer que seja a conversa
+        self.failures = [scripted_failures(r, i) for i, r in enumerate(script)]
+        self.cuts = [bool(r.get(CUT_STREAM)) for r in script]
+        self.failures_served: dict[int, int] = {}   # resposta -> quantas falhas dela já saíram
+        self.cuts_served: set[int] = set()          # respostas cujo stream já foi cortado uma vez
+        self.cache = PromptCache()                  # os prefixos gravados, enquanto o endpoint vive
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST" or not request.url.path.endswith("/v1/messages"):
@@ -295,7 +313,8 @@ class ScriptedEndpoint:
         limit = body.get("max_tokens")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             return _error(400, "invalid_request_error", "max_tokens: Input should be a valid integer greater than or equal to 1")
-        problem = validate_messages(body.get("messages", []))
+        problem = validate_messages(body.get("messages", [])) or thinking_problem(
+            body["messages"], self.thinking_served(body["messages"]))
         if problem:
             return _error(400, "invalid_request_error", problem)
         index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
@@ -306,8 +325,35 @@ class ScriptedEndpoint:
                 f"fila de respostas esgotada: o roteiro tem {len(self.responses)} resposta(s) e a "
                 f"conversa pediu a de número {index + 1}",
             )
-        response = self.reply_for(index, tool_outcome(body["messages"]))
-        return httpx2.Response(200, json=cut_at_limit(response, limit))
+        served = self.failures_served.get(index, 0)
+        if served < len(self.failures[index]):
+            self.failures_served[index] = served + 1
+            return failure_response(self.failures[index][served])
+        response = cut_at_limit(self.reply_for(index, tool_outcome(body["messages"])), limit)
+        usage = self.cache.usage_for(body)
+        if usage is not None:
+            response = {**response, "usage": {**response["usage"], **usage}}
+        if body.get("stream"):
+            cut = self.cuts[index] and index not in self.cuts_served
+            if cut:
+                self.cuts_served.add(index)
+            return streamed_response(response, cut)
+        return httpx2.Response(200, json=response)
+
+    def thinking_served(self, messages: list[dict]) -> list[list[dict]]:
+        """Os blocos de raciocínio de cada resposta que a conversa traz, pela posição dela.
+
+        Um endpoint novo (a retomada em outro processo) sabe o que mandou pelo roteiro: a
+        resposta i, ou a alternativa dela cujos tool_use têm os mesmos ids da mensagem.
+        """
+        found = []
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        for index, message in enumerate(assistant[:len(self.responses)]):
+            ids = _tool_use_ids(message)
+            candidates = [self.responses[index], *self.alternatives[index].values()]
+            chosen = next((c for c in candidates if _tool_use_ids(c) == ids), candidates[0])
+            found.append([b for b in chosen["content"] if b["type"] == "thinking"])
+        return found
 
     def reply_for(self, index: int, outcome: str | None) -> dict:
         """A resposta ``index`` do roteiro, ou a alternativa dela para o que as ferramentas contaram.
@@ -356,6 +402,29 @@ def _result_outcome(block: dict) -> str | None:
     if text.startswith(DRY_RUN_MARK):
         return "dry_run"
     return "empty" if text in ("", NO_MATCHES, EMPTY_FOLDER) else None
+
+
+def scripted_failures(compact: dict, index: int) -> list[dict]:
+    """As falhas que a resposta ``index`` serve antes dela, uma por pedido, em ordem.
+
+    Cada item é ``{"status": 429 | 500 | 529, "retry_after": segundos (opcional), "times": N}``.
+    """
+    failures = []
+    for item in compact.get(FAIL_FIRST) or []:
+        if item.get("status") not in FAILURE_KINDS:
+            raise ValueError(f"resposta roteirizada nº {index}: fail_first só conhece os status "
+                             f"{sorted(FAILURE_KINDS)}, não {item.get('status')!r}")
+        failures += [{key: item[key] for key in ("status", "retry_after") if key in item}] * item.get("times", 1)
+    return failures
+
+
+def failure_response(failure: dict) -> httpx2.Response:
+    """A resposta de erro de uma falha roteirizada, com o retry-after quando o roteiro dá um."""
+    kind, message = FAILURE_KINDS[failure["status"]]
+    response = _error(failure["status"], kind, message)
+    if "retry_after" in failure:
+        response.headers["retry-after"] = str(failure["retry_after"])
+    return response
 
 
 def _error(status: int, kind: str, message: str) -> httpx2.Response:

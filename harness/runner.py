@@ -70,6 +70,7 @@ from harness.scenarios import ScenarioError, is_scenario_name, list_scenarios, l
 from harness.state_json import StateFileError
 from harness.stores import STORE_KINDS, StoreError, open_store
 from harness.stores.files import FileStore
+from harness.token_budget import over_budget, stop_for_budget
 from harness.tool_runner import run_tool_uses
 from harness.tools import workspace_in_use
 
@@ -203,12 +204,15 @@ def answer_pending(store, state, lease, approver, dry_run):
 
 
 def stop_requested(store, state, lease, max_turns):
-    """Na fronteira do turno: um pedido de pausa/cancelamento, ou o teto de turnos, param aqui."""
+    """Na fronteira do turno: um pedido de pausa/cancelamento, o teto de turnos ou o orçamento de
+    tokens da cena (apêndice 2) param aqui."""
     request = store.pending_control()
     if request is not None:
         apply_control(state, request)
     elif state["turns"] >= max_turns:
         set_status(state, "paused", f"teto de {max_turns} turnos atingido; retome com um teto maior")
+    elif over_budget(state):
+        stop_for_budget(state)
     else:
         return False
     save_progress(store, state, lease)
@@ -249,14 +253,15 @@ def drive(client, store, state, lease, approver, dry_run, max_turns, lease_secon
 
 def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_TURNS, approver=None,
                 lease_seconds=LEASE_SECONDS, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS, owner=None,
-                max_tokens=MAX_TOKENS, store=None, lease=None):
+                max_tokens=MAX_TOKENS, store=None, lease=None, token_budget=None):
     """Roda (ou retoma, com ``resume=True``) a execução de ``run_dir`` e devolve a cena final.
 
     Sem ``resume``, é um começo limpo do ``scenario``. ``store`` diz onde a execução mora
     (padrão: os arquivos de ``run_dir``); um worker que já tomou a posse passa o ``lease``.
     Só um worker por vez passa daqui (LeaseHeld para o segundo); um worker que perde a
     posse no meio para com LeaseLost sem gravar nada. O status da cena devolvida diz como
-    a execução parou.
+    a execução parou. ``token_budget`` grava um orçamento de tokens na cena (ou troca o que
+    ela tem): como mora na cena, ele vale para as retomadas que não disserem outro.
     """
     store = store or FileStore(run_dir)
     if not resume and scenario is None:
@@ -275,6 +280,8 @@ def run_durable(client, run_dir, scenario=None, *, resume=False, max_turns=MAX_T
                 return state
         else:
             state = start_clean(store, scenario, lease, requires_approval=approver is not None)
+        if token_budget is not None:
+            state["token_budget"] = token_budget
         if approver is None and state.get("requires_approval"):
             approver = ask_a_person  # a válvula vem com a execução, não com quem a retoma
         with workspace_in_use(store.world(scenario)):
@@ -408,6 +415,9 @@ def add_run_arguments(parser):
                         help="teto de turnos da execução")
     parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS, metavar="N",
                         help="limite de tokens de saída por resposta do modelo (max_tokens)")
+    parser.add_argument("--token-budget", type=int, default=None, metavar="N",
+                        help="orçamento de tokens da execução inteira, gravado na cena: a execução para em "
+                             "paused quando tokens_used chega nele (numa retomada, troca o orçamento gravado)")
     parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
     parser.add_argument("--approval", action="store_true",
                         help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
@@ -471,6 +481,7 @@ def execute_run(args):
             client, workdir, scenario, resume=args.resume, max_turns=args.max_turns,
             approver=ask_a_person if args.approval else None, lease_seconds=args.lease_seconds,
             max_recovery_attempts=args.max_recovery_attempts, max_tokens=args.max_tokens, store=store,
+            token_budget=args.token_budget,
         )
     except SimulatedCrash as crash:
         print(f"processo derrubado: {crash}", file=sys.stderr)

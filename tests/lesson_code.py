@@ -15,16 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 LESSONS_DIR = ROOT / "lessons"
 
 
-APPENDIX_NUMBER = 7  # lessons/07-apendice-...: after the six lessons, no exercise of its own
+APPENDIX_NUMBERS = (7, 8)  # lessons/07-apendice-..., 08-apendice-...: after the six lessons, no exercise of their own
 
 
 def lesson_paths() -> list[Path]:
-    """The six lessons and the appendix, in order."""
+    """The six lessons and the appendices, in order."""
     return sorted(LESSONS_DIR.glob("[0-9][0-9]-*.ipynb"))
 
 
 def is_appendix(path: Path) -> bool:
-    return int(path.name[:2]) == APPENDIX_NUMBER
+    return int(path.name[:2]) in APPENDIX_NUMBERS
 
 
 def lesson_path(number: int) -> Path | None:

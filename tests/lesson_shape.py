@@ -20,7 +20,7 @@ from authoring.glossary_page import COURSE_TITLE
 from authoring.markdown_regions import FENCE, HEADING_TEXT
 
 LESSON_COUNT = 6
-APPENDIX_NUMBER = 7  # after the six lessons: the same shape, without exercises (it has no grader)
+APPENDIX_NUMBERS = (7, 8)  # after the six lessons: the same shape, without exercises (no grader)
 OPENING = ["Objetivos", "Pré-requisitos"]
 CLOSING = ["Recapitulação", "Exercícios", "Fontes"]
 APPENDIX_CLOSING = ["Recapitulação", "Fontes"]
@@ -115,7 +115,7 @@ def shape_problems(notebook: nbformat.NotebookNode, number: int) -> list[str]:
     h2 = [section.title for section in lesson.sections if section.level == 2]
     if h2[:2] != OPENING:
         problems.append(f"as primeiras seções ## devem ser {OPENING}, são {h2[:2]}")
-    closing = APPENDIX_CLOSING if number == APPENDIX_NUMBER else CLOSING
+    closing = APPENDIX_CLOSING if number in APPENDIX_NUMBERS else CLOSING
     if h2[-len(closing):] != closing:
         problems.append(f"as últimas seções ## devem ser {closing}, são {h2[-len(closing):]}")
     if len(h2) < len(OPENING) + len(closing) + 1:
@@ -135,8 +135,8 @@ def _title_problems(lesson: Lesson) -> list[str]:
         return ["a primeira célula deve ser a célula de título, em markdown"]
     source = lesson.cells[0][1]
     first = next((line for line in source.splitlines() if line.strip()), "")
-    if n == APPENDIX_NUMBER:
-        return _appendix_title_problems(source, first)
+    if n in APPENDIX_NUMBERS:
+        return _appendix_title_problems(source, first, n)
     problems = []
     if not re.fullmatch(rf"# Lição {n} — \S.*", first.strip()):
         problems.append(f"a célula de título deve começar com '# Lição {n} — ...', começa com {first!r}")
@@ -153,14 +153,15 @@ def _title_problems(lesson: Lesson) -> list[str]:
     return problems
 
 
-def _appendix_title_problems(source: str, first: str) -> list[str]:
+def _appendix_title_problems(source: str, first: str, n: int) -> list[str]:
     problems = []
     if not re.fullmatch(r"# Apêndice — \S.*", first.strip()):
         problems.append(f"a célula de título do apêndice deve começar com '# Apêndice — ...', começa com {first!r}")
     if f"*{COURSE_TITLE}* · Apêndice" not in source:
         problems.append("a célula de título não tem a linha do curso (título em itálico · Apêndice)")
-    if f"]({LESSON_COUNT:02d}-" not in source:
-        problems.append("a célula de título do apêndice não tem o link para a última lição")
+    if f"]({n - 1:02d}-" not in source:  # the first appendix follows the last lesson, the next one an appendix
+        before = "a última lição" if n - 1 == LESSON_COUNT else "o apêndice anterior"
+        problems.append(f"a célula de título do apêndice não tem o link para {before}")
     if any(HEADING_TEXT.match(line) and not line.startswith("# ") for line in source.splitlines()):
         problems.append("a célula de título só tem o título '#': objetivos e pré-requisitos são seções próprias")
     return problems
@@ -271,7 +272,7 @@ def _is_furniture(line: str) -> bool:
 def _closing_problems(lesson: Lesson) -> list[str]:
     n = lesson.number
     problems = []
-    for title in (APPENDIX_CLOSING if n == APPENDIX_NUMBER else CLOSING):
+    for title in (APPENDIX_CLOSING if n in APPENDIX_NUMBERS else CLOSING):
         section = _h2(lesson, title)
         if section is not None and not section.first_in_cell:
             problems.append(f"'{title}' deve começar a sua própria célula")

@@ -736,3 +736,11 @@ def test_every_term_is_marked_in_the_real_lessons():
     assert not not_introduced, f"terms not marked in the lesson that introduces them: {not_introduced}"
     page = (REPO / "lessons" / "glossario.ipynb").read_text(encoding="utf-8")
     assert page == plan.page_text, "lessons/glossario.ipynb is stale (run `course glossary`)"
+
+
+def test_two_appendices_get_links_that_read_differently():
+    from authoring.glossary_page import LessonInfo, short_label
+    one = {6: LessonInfo(6, "06-a.ipynb", "Lição 6 — A última"), 7: LessonInfo(7, "07-b.ipynb", "Apêndice — Bancos")}
+    assert [short_label(n, one) for n in one] == ["Lição 6", "Apêndice"]
+    two = {**one, 8: LessonInfo(8, "08-c.ipynb", "Apêndice — O lado do modelo")}
+    assert [short_label(n, two) for n in two] == ["Lição 6", "Apêndice 1", "Apêndice 2"]

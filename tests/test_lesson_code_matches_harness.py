@@ -56,6 +56,12 @@ LESSON_MODULES = {
     # The appendix shows the stores (by inspect.getsource); any function it writes must match them.
     7: (["harness.stores.base", "harness.stores.sql", "harness.stores.sqlite", "harness.stores.postgres"], set(),
         {"crash_after_the_send", "folder_bytes", "launch_worker", "long_run", "start_command", "NOTES"}),
+    # The second appendix builds the model's side: retries, the streamed call, the budget, the loop with them.
+    8: (["harness.model_errors", "harness.model_stream", "harness.token_budget", "harness.resilient_loop"],
+        {"is_retryable", "retry_wait", "call_with_retries", "with_cache_breakpoint", "stream_model", "over_budget",
+         "stop_for_budget", "count_cached_tokens", "new_budgeted_state", "ask_model", "run_agent", "resume_run"},
+        {"crash_before_tools", "spy_tool", "usage_of", "DONE", "LIST", "SECOND_TURN", "TASK", "THOUGHT",
+         "TOOL_TURN"}),
 }
 
 

@@ -227,3 +227,16 @@ def test_lesson_follows_the_shared_shape(path):
     number = int(path.name[:2])
     problems = shape_problems(nbformat.read(path, as_version=4), number)
     assert not problems, f"{path.name}:\n  - " + "\n  - ".join(problems)
+
+
+def test_the_second_appendix_links_back_to_the_first():
+    second = APPENDIX_TITLE.replace("Apêndice, depois da lição 6", "Apêndice, depois do apêndice de armazenamentos")
+    linked = second.replace("[← Anterior: Lição 6 — A última](06-ultima.ipynb)",
+                            "[← Anterior: Apêndice — Armazenamentos](07-apendice-armazenamentos.ipynb)")
+    good = [linked, OPENING_CELL, BODY, RECAP, SOURCES]
+    assert shape_problems(lesson(*good), 8) == []
+    # Linked only to the last lesson, it skips the appendix the reader comes from.
+    found = shape_problems(lesson(second, OPENING_CELL, BODY, RECAP, SOURCES), 8)
+    assert any("o link para o apêndice anterior" in p for p in found), found
+    # An appendix needs no exercises, and gets no grader section.
+    assert any("Recapitulação', 'Fontes'" in p for p in shape_problems(lesson(*good[:3], SOURCES), 8))

@@ -171,7 +171,7 @@ def test_cli_refuses_missing_files_and_bad_lengths(tmp_path, capsys):
 def test_the_course_lessons_are_read_and_a_copied_paragraph_is_found(tmp_path):
     """Run on the repository's own lessons: a paragraph of lesson 2 used as a reference is found there."""
     lessons = lesson_paths()
-    assert len(lessons) == 7  # the six lessons and the appendix
+    assert len(lessons) == 8  # the six lessons and the two appendices
     lesson_two = next(path for path in lessons if path.name.startswith("02-"))
     paragraph = next(block for block in notebook_prose(read_notebook(lesson_two)).blocks if len(block) > 30)
     reference = write_reference(tmp_path, " ".join(paragraph))
