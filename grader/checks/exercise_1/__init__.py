@@ -28,7 +28,7 @@ and a refused or cut answer neither runs nor enters the conversation.
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_1 import level_1, level_2  # noqa: F401
+from grader.checks.exercise_1 import level_1, level_2, level_3  # noqa: F401
 from grader.checks.exercise_1.fixtures import EXERCISE, validate_fixture
 
 __all__ = ["EXERCISE", "validate_fixture"]
