@@ -113,8 +113,8 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
                     expected="a conversa sem a resposta cortada ou recusada", observed=f"termina em {', '.join(ids)}",
                 )
             raise CheckFailed(
-                "A conversa devolvida termina com um tool_use sem resposta: quando o teto chega, o turno "
-                "em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
+                "A conversa devolvida termina com um tool_use sem resposta: quando um teto chega (max_turns ou "
+                "o orçamento de tokens), o turno em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
                 expected=f"tool_result para {', '.join(ids)}", observed="a conversa acaba no tool_use",
             )
         answered = tool_result_ids(messages[index + 1])
@@ -221,6 +221,12 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
         )
     assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
     expected = expected_run(fixture.data)
+    if len(assistant) == expected.entered - 1 and len(run.requests) == expected.calls and "token_budget" in fixture.data:
+        raise CheckFailed(
+            "A última resposta ficou fora da conversa: a que passou do orçamento já foi paga, e é tratada como "
+            "qualquer outra (entra em messages, seus tool_use recebem tool_result, e um end_turn encerra a tarefa). "
+            "O orçamento só impede a próxima chamada: confira-o no começo da volta, junto com max_turns.",
+            expected=expected.entered, observed=len(assistant))
     if len(assistant) != expected.entered:
         raise CheckFailed(assistant_count_problem(run, expected, len(assistant)),
                           expected=expected.entered, observed=len(assistant))

@@ -74,9 +74,10 @@ def offers_the_agents_tools(ctx: Context, fixture: Fixture) -> None:
 )
 def follows_the_stop_rule(ctx: Context, fixture: Fixture) -> None:
     run = tools_run(ctx, fixture)
-    state = require_tools_state(run)
     expected = expected_run(fixture.data)
     made = len(run.requests)
+    if made <= expected.calls:  # a loop that went on past the end fails here, even if it then raised
+        state = require_tools_state(run)
     if made != expected.calls:
         last = fixture.data["responses"][min(made, expected.calls) - 1] if made else None
         if made > expected.calls:
@@ -109,8 +110,7 @@ def follows_the_stop_rule(ctx: Context, fixture: Fixture) -> None:
     ),
 )
 def runs_each_requested_tool(ctx: Context, fixture: Fixture) -> None:
-    run = tools_run(ctx, fixture)
-    require_tools_state(run)
+    run = tools_run(ctx, fixture)  # judged by the calls made, even when the loop then raised
     if run.course_calls:
         call = run.course_calls[0]
         raise CheckFailed(
@@ -120,6 +120,7 @@ def runs_each_requested_tool(ctx: Context, fixture: Fixture) -> None:
     wanted = [(block["name"], block["input"]) for block in requested_calls(fixture.data)
               if block["name"] in fixture.data["tools"]]
     if run.calls == wanted:
+        require_tools_state(run)
         return
     cut = [(block["name"], block["input"]) for response in fixture.data["responses"] if kept_out(response)
            for block in response["content"] if block.get("type") == "tool_use"]
