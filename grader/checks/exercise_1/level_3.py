@@ -11,9 +11,32 @@ from grader.core.plural import quantity
 FUNCTION = "run_agent_with_tools"
 
 
-def require_tools_state(run: ToolsRun) -> dict:
+def escaped_tool_error(run: ToolsRun, fixture: Fixture) -> CheckFailed | None:
+    """The loop died of an exception one of the agent's tools raised (or of a KeyError for a tool
+    it does not have): named as such, not as a bare traceback."""
+    said = run.problem.message if run.problem is not None else ""
+    for block in requested_calls(fixture.data):
+        answer = tool_answer(fixture.data, block["name"], block["input"])
+        if answer is None and block["name"] not in fixture.data["tools"] and "KeyError" in said \
+                and block["name"] in said:
+            return CheckFailed(
+                f"O modelo pediu {block['name']}, que este agente não tem, e tools[{block['name']!r}] levantou KeyError, "
+                "que derrubou o laço. Confira se o nome está em tools antes de chamar; se não estiver, responda com "
+                "is_error: True e um texto que diga que essa ferramenta não existe aqui.",
+                expected="um tool_result com is_error", observed=said)
+        if answer is not None and "raises" in answer and answer["raises"] in said:
+            return CheckFailed(
+                f"{block['name']} levantou ValueError({answer['raises']!r}) e a exceção escapou de {FUNCTION}, "
+                "derrubando a execução inteira. A falha de uma ferramenta é um resultado como outro: capture-a "
+                "(um try/except em volta de cada chamada) e devolva-a ao modelo com is_error: True.",
+                expected="um tool_result com is_error", observed=said)
+    return None
+
+
+def require_tools_state(run: ToolsRun, fixture: Fixture | None = None) -> dict:
     if run.problem is not None:
-        raise run.problem
+        escaped = escaped_tool_error(run, fixture) if fixture is not None and not run.problem.unwritten else None
+        raise escaped or run.problem
     if not isinstance(run.state, dict) or not isinstance(run.state.get("messages"), list):
         raise CheckFailed(
             f"{FUNCTION} deveria devolver o estado de execução (um dict com a lista messages), mas devolveu "
@@ -42,7 +65,7 @@ def offers_the_agents_tools(ctx: Context, fixture: Fixture) -> None:
 
     run = tools_run(ctx, fixture)
     if not run.requests:
-        require_tools_state(run)
+        require_tools_state(run, fixture)
         raise nothing_observed(f"{FUNCTION} não chamou o modelo nenhuma vez", expected="uma chamada ao modelo por turno")
     wanted = sorted(schema["name"] for schema in run.schemas)
     course = sorted(tool["name"] for tool in TOOL_SCHEMAS)
@@ -77,7 +100,7 @@ def follows_the_stop_rule(ctx: Context, fixture: Fixture) -> None:
     expected = expected_run(fixture.data)
     made = len(run.requests)
     if made <= expected.calls:  # a loop that went on past the end fails here, even if it then raised
-        state = require_tools_state(run)
+        state = require_tools_state(run, fixture)
     if made != expected.calls:
         last = fixture.data["responses"][min(made, expected.calls) - 1] if made else None
         if made > expected.calls:
@@ -120,7 +143,7 @@ def runs_each_requested_tool(ctx: Context, fixture: Fixture) -> None:
     wanted = [(block["name"], block["input"]) for block in requested_calls(fixture.data)
               if block["name"] in fixture.data["tools"]]
     if run.calls == wanted:
-        require_tools_state(run)
+        require_tools_state(run, fixture)
         return
     cut = [(block["name"], block["input"]) for response in fixture.data["responses"] if kept_out(response)
            for block in response["content"] if block.get("type") == "tool_use"]
@@ -160,7 +183,7 @@ def answers_every_tool_use(ctx: Context, fixture: Fixture) -> None:
     from grader.checks.reference import validate_messages
 
     run = tools_run(ctx, fixture)
-    state = require_tools_state(run)
+    state = require_tools_state(run, fixture)
     for number, body in enumerate(run.requests, start=1):
         refusal = validate_messages(body.get("messages", []))
         if refusal:
