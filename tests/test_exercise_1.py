@@ -3,6 +3,9 @@ implemented, and plausible wrong answers fail the check that names their mistake
 (while the same check ids pass on the solution)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
@@ -20,12 +23,17 @@ from tests.exercise_support import (
 )
 
 EXERCISE = "exercise-1"
-RUN_FIXTURES = ["context-window-full", "cut-tool-use", "never-stops", "pause-turn", "refusal", "several-tools-per-turn", "single-tool",
+RUN_FIXTURES = ["budget-crossed-by-the-last-answer", "budget-exact", "budget-reached", "context-window-full", "cut-tool-use",
+                "never-stops", "pause-turn", "refusal", "several-tools-per-turn", "single-tool",
                 "stop-sequence", "tool-error"]  # each asks for tools
 ANSWER_AT_ONCE = "answer-at-once"  # the first turn ends: the tool checks do not apply to it
 KEPT_OUT_FIXTURES = ["context-window-full", "cut-tool-use", "refusal"]  # the only ones the "kept out" check runs on
-# Per fixture asking for tools: when it stops, tool_use answered, tool outputs, the state, the status.
-CHECK_COUNT = 2 + 5 * len(RUN_FIXTURES) + 3 + len(KEPT_OUT_FIXTURES)  # answer-at-once: stops, state, status
+SHOP_FIXTURES = ["shop-cut-reserve", "shop-never-stops", "shop-parallel", "shop-pause-then-stop-sequence", "shop-refusal",
+                 "shop-tool-raises", "shop-unknown-tool"]
+# Per fixture asking for tools: when it stops, tool_use answered, tool outputs, the state, the status, the budget.
+LEVEL_2_COUNT = 6 * len(RUN_FIXTURES) + 4 + len(KEPT_OUT_FIXTURES)  # answer-at-once: stops, state, status, budget
+LEVEL_3_COUNT = 4 * len(SHOP_FIXTURES)  # tools offered, stop rule, tools run, tool_use answered
+CHECK_COUNT = 2 + LEVEL_2_COUNT + LEVEL_3_COUNT
 CLASSIFY = "n1.classification_matches[memory-vs-run-state]"
 COMPLETE = "n1.every_item_classified[memory-vs-run-state]"
 
@@ -109,7 +117,7 @@ def test_labels_without_accents_or_capitals_are_accepted(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ level 2
 
-RUN_AGENT = "def run_agent(client, task, max_turns=MAX_TURNS):"
+RUN_AGENT = "def run_agent(client, task, max_turns=MAX_TURNS, token_budget=TOKEN_BUDGET):"
 SOLUTION_APPEND = '            state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses_in(content))})\n'
 
 
@@ -142,7 +150,7 @@ def test_answering_only_the_first_tool_use_names_the_missing_id(tmp_path, monkey
 
 
 def test_a_loop_without_the_ceiling_is_caught_by_the_model_that_never_stops(tmp_path, monkeypatch, solution_results):
-    notebook = run_agent_with('while state["turns"] < max_turns:', "while True:")
+    notebook = run_agent_with('state["turns"] < max_turns and ', "")
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     check = "n2.stops_at_the_right_time[never-stops]"
     assert "nunca encerra" in failed[check] and "max_turns=5" in failed[check]
@@ -211,7 +219,8 @@ def test_a_loop_that_never_calls_the_model_fails_the_tool_checks_as_nothing_obse
 
 OLD_RULE = (
     "    state = new_run_state(task)\n"
-    '    while state["turns"] < max_turns:\n'
+    '    state["token_budget"] = token_budget\n'
+    '    while state["turns"] < max_turns and state["tokens_used"] < state["token_budget"]:\n'
     '        state["turns"] += 1\n'
     '        response = call_model(client, state["messages"])\n'
     '        state["tokens_used"] += response.usage.input_tokens + response.usage.output_tokens\n'
@@ -283,8 +292,9 @@ def test_calling_a_run_stopped_by_the_ceiling_completed_fails(tmp_path, monkeypa
                                                      '        state["status"] = "completed"\n'
                                                      "    return state\n")
     failed = failing(level2(notebook, tmp_path, monkeypatch))
-    assert set(failed) == {"n2.status_says_how_it_ended[never-stops]"}
+    assert set(failed) == {f"n2.status_says_how_it_ended[{name}]" for name in ("never-stops", "budget-reached", "budget-exact")}
     assert "teto max_turns" in failed["n2.status_says_how_it_ended[never-stops]"]
+    assert "orçamento" in failed["n2.status_says_how_it_ended[budget-reached]"]
     assert solution_results["n2.status_says_how_it_ended[never-stops]"]["status"] == "pass"
 
 
@@ -319,3 +329,140 @@ def test_a_state_built_by_hand_without_status_is_told_where_status_comes_from(tm
     failed = failing(level2(notebook, tmp_path, monkeypatch))
     assert "não tem \"status\"" in failed["n2.status_says_how_it_ended[single-tool]"]
     assert "new_run_state o cria" in failed["n2.status_says_how_it_ended[single-tool]"]
+
+
+# ------------------------------------------------------------------ level 2: the token budget
+
+def test_the_budget_stops_the_loop_after_answering_the_turn_that_crossed_it(solution_results):
+    """budget-reached: the second turn takes tokens_used past the budget, its two reads are
+    answered, and no third call is made; the run is still running, as with the ceiling."""
+    for check in ("stops_at_the_right_time", "every_tool_use_answered", "status_says_how_it_ended",
+                  "budget_kept_in_the_state"):
+        for name in ("budget-reached", "budget-exact", "budget-crossed-by-the-last-answer"):
+            assert solution_results[f"n2.{check}[{name}]"]["status"] == "pass"
+
+
+def test_calling_again_when_tokens_used_equals_the_budget_fails_only_the_exact_budget(tmp_path, monkeypatch):
+    notebook = run_agent_with('state["tokens_used"] < state["token_budget"]', 'state["tokens_used"] <= state["token_budget"]')
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    assert "alcançá-lo já basta" in failed["n2.stops_at_the_right_time[budget-exact]"]
+    assert "n2.stops_at_the_right_time[budget-reached]" not in failed
+
+
+def test_dropping_the_paid_final_answer_fails_the_budget_crossed_by_it(tmp_path, monkeypatch):
+    notebook = run_agent_with(
+        "        state[\"tokens_used\"] += response.usage.input_tokens + response.usage.output_tokens\n",
+        "        state[\"tokens_used\"] += response.usage.input_tokens + response.usage.output_tokens\n"
+        "        if state[\"tokens_used\"] >= token_budget:\n            break\n")
+    failed = failing(level2(notebook, tmp_path, monkeypatch))
+    assert "já foi paga" in failed["n2.returned_state_is_complete[budget-reached]"]
+    assert "já foi paga" in failed["n2.returned_state_is_complete[budget-crossed-by-the-last-answer]"]
+    assert "'running'" in failed["n2.status_says_how_it_ended[budget-crossed-by-the-last-answer]"]
+
+
+def test_the_pasted_lesson_loop_fails_every_level_2_check(tmp_path, monkeypatch):
+    """The lesson's run_agent, pasted as it is: it has no token_budget, so level 2 gives it nothing."""
+    from tests.paste_from_lessons import pasted_notebook
+
+    notebook, found = pasted_notebook(EXERCISE)
+    assert found == {"run_agent": True, "run_agent_with_tools": False}
+    results = run_checks(EXERCISE, notebook, tmp_path, monkeypatch)
+    assert all(r["status"] != "pass" for check, r in results.items() if not check.startswith("n1."))
+    assert "token_budget" in failing(results)["n2.budget_kept_in_the_state[single-tool]"]
+
+
+# ------------------------------------------------------------------ level 3: another agent's tools
+
+SHOP = "def run_agent_with_tools(client, task, tools, schemas, max_turns=MAX_TURNS):"
+
+
+def shop_with(old, new):
+    return edited(EXERCISE, SHOP, old, new)
+
+
+def level3(notebook, tmp_path, monkeypatch):
+    return results_for(notebook, tmp_path, monkeypatch, level=3)
+
+
+def test_the_lesson_tools_offered_to_the_shop_agent_fail_every_fixture(tmp_path, monkeypatch, solution_results):
+    notebook = shop_with('response = client.messages.create(model=MODEL, max_tokens=MAX_TOKENS, tools=schemas,\n'
+                         '                                          messages=state["messages"])',
+                         'response = call_model(client, state["messages"])')
+    failed = failing(level3(notebook, tmp_path, monkeypatch))
+    for name in SHOP_FIXTURES:
+        assert "call_model manda sempre TOOL_SCHEMAS" in failed[f"n3.offers_the_agents_tools[{name}]"]
+        assert solution_results[f"n3.offers_the_agents_tools[{name}]"]["status"] == "pass"
+
+
+def test_a_tool_that_raises_must_not_cost_the_calls_after_it(tmp_path, monkeypatch, solution_results):
+    notebook = shop_with('result["content"] = str(tools[call["name"]](**call["input"]))',
+                         'result["content"] = str(tools[call["name"]](**call["input"]))\n'
+                         '                    except ValueError:\n                        raise\n'
+                         '                    except ZeroDivisionError:\n                        pass')
+    failed = failing(level3(notebook, tmp_path, monkeypatch))
+    assert "escapou de run_agent_with_tools" in failed["n3.follows_the_stop_rule[shop-tool-raises]"]
+    assert "n3.follows_the_stop_rule[shop-parallel]" not in failed
+    assert solution_results["n3.follows_the_stop_rule[shop-tool-raises]"]["status"] == "pass"
+
+
+def test_the_course_tools_answering_the_shop_calls_are_caught(tmp_path, monkeypatch):
+    notebook = shop_with('            state["messages"].append({"role": "user", "content": results})\n',
+                         '            state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses)})\n')
+    failed = failing(level3(notebook, tmp_path, monkeypatch))
+    assert "execute_tool do curso" in failed["n3.runs_each_requested_tool[shop-parallel]"]
+
+
+def test_running_the_cut_reservation_is_caught(tmp_path, monkeypatch, solution_results):
+    notebook = shop_with("        tool_uses = take_response(state, response)\n",
+                         "        tool_uses = take_response(state, response)\n"
+                         "        if response.stop_reason == \"max_tokens\":\n"
+                         "            tool_uses = tool_uses_in([b.model_dump() for b in response.content])\n")
+    failed = failing(level3(notebook, tmp_path, monkeypatch))
+    assert "resposta cortada ou recusada" in failed["n3.runs_each_requested_tool[shop-cut-reserve]"]
+    assert solution_results["n3.runs_each_requested_tool[shop-cut-reserve]"]["status"] == "pass"
+
+
+def test_no_ceiling_on_the_shop_loop_is_caught_by_the_model_that_never_stops(tmp_path, monkeypatch):
+    notebook = shop_with('while state["turns"] < max_turns:', "while True:")
+    failed = failing(level3(notebook, tmp_path, monkeypatch))
+    assert "max_turns=4" in failed["n3.follows_the_stop_rule[shop-never-stops]"]
+
+
+# ------------------------------------------------------------------ hints: following the last rung cannot fail a check
+
+def level_fixtures(kind):
+    folder = Path(__file__).resolve().parents[1] / "grader" / "fixtures" / EXERCISE
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))
+            if json.loads(path.read_text(encoding="utf-8"))["kind"] == kind]
+
+
+@pytest.mark.parametrize("level, kind", [(2, "run"), (3, "tools_run")])
+def test_the_last_hint_names_every_stop_reason_and_status_the_fixtures_use(level, kind):
+    """Today's defect, kept fixed: a hint named four stop reasons while a fixture used
+    model_context_window_exceeded, so following it literally failed a check."""
+    from grader.core.manifest import load_manifest
+
+    hints = load_manifest().exercise(EXERCISE).levels[level - 1].hints
+    last = hints[-1]
+    fixtures = level_fixtures(kind)
+    reasons = {r["stop_reason"] for f in fixtures for r in f["responses"]}
+    statuses = {f["expect"]["status"] for f in fixtures}
+    assert reasons and statuses
+    for word in sorted(reasons | statuses):
+        assert f'"{word}"' in last, (level, word, last)
+    # each rung says more than the one before it
+    assert [len(h) for h in hints] == sorted(len(h) for h in hints)
+    if level == 2:
+        assert "token_budget" in last and ">=" not in hints[0]
+    if level == 3:
+        assert "is_error" in last and "not in tools" in last and "schemas" in last
+
+
+def test_every_stop_reason_the_api_documents_is_in_some_fixture():
+    """The level-2 and level-3 scripts use each value of the SDK's StopReason."""
+    import typing
+
+    from anthropic.types import StopReason
+
+    used = {r["stop_reason"] for kind in ("run", "tools_run") for f in level_fixtures(kind) for r in f["responses"]}
+    assert set(typing.get_args(StopReason)) <= used

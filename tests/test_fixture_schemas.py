@@ -223,7 +223,7 @@ ITEM = next(iter(CLASSIFICATION["items"]))
 
 
 @pytest.mark.parametrize("path, value, message", [
-    ("kind", "classificacao", 'campo `kind`: deveria ser "classification" ou "run" (é \'classificacao\')'),
+    ("kind", "classificacao", 'campo `kind`: deveria ser "classification" ou "run" ou "tools_run" (é \'classificacao\')'),
     ("kind", DELETED, "campo `kind`: obrigatório"),
     ("items", {}, "campo `items`: obrigatório, deveria mapear item -> {answer, why}"),
     ("items", ["notes_md"], "campo `items`: obrigatório, deveria mapear item -> {answer, why}"),

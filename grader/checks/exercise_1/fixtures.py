@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.checks.fixture_shape import (
-    COUNT, TEXT, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema,
+    COUNT, POSITIVE, TEXT, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema,
     workspace_problems,
 )
 from grader.checks.framework import Exercise, Fixture, plain_text, response_tokens
@@ -43,16 +43,30 @@ def action_of(response: dict) -> str:
     return STOP_REASON_ACTIONS.get(response.get("stop_reason"), "failed")
 
 
+# The token_budget the grader passes to run_agent when a fixture sets none: large enough never to stop a run.
+UNLIMITED_BUDGET = 10**9
+
+
+def budget_of(data: dict) -> int:
+    return data.get("token_budget", UNLIMITED_BUDGET)
+
+
 def expected_run(data: dict) -> ExpectedRun | None:
-    """What a correct loop does on this script: calls, tokens_used, messages, final status."""
+    """What a correct loop does on this script: calls, tokens_used, messages, final status.
+
+    The budget stops the loop like the turn ceiling: before a call, once tokens_used has
+    reached token_budget (the turn that crossed it still gets its tool_results)."""
     responses = data.get("responses")
     if not isinstance(responses, list) or not responses:
         return None
     limit = data.get("max_turns", len(responses))
+    budget = budget_of(data)
     calls = tokens = entered = 0
     messages = 1
     status = "running"
     for response in responses[:limit]:
+        if tokens >= budget:
+            break
         calls += 1
         tokens += response_tokens(response)
         action = action_of(response)
@@ -74,6 +88,14 @@ def kept_out(response: dict) -> bool:
 
 def has_kept_out_answer(fixture: Fixture) -> bool:
     return fixture.data.get("kind") == "run" and any(kept_out(r) for r in fixture.data.get("responses", []))
+
+
+def stopped_by_budget(data: dict) -> bool:
+    """A correct loop stops on this script because tokens_used reached token_budget."""
+    run = expected_run(data)
+    if run is None or "token_budget" not in data or run.status != "running":
+        return False
+    return run.tokens >= data["token_budget"] and run.calls < data.get("max_turns", len(data["responses"]))
 
 
 def block_keys(message: dict) -> list:
@@ -104,13 +126,37 @@ CLASSIFICATION_SCHEMA = closed(["description", "kind", "items"], {
     },
 })
 # Level 2: a scripted run; its expect is what a correct loop does with the script (checked against it).
-RUN_SCHEMA = scripted_run_schema(closed(
+RUN_EXPECT = closed(
     ["model_calls", "tokens_used", "status"],
     {"model_calls": COUNT, "tokens_used": COUNT, "status": {"type": "string"}},
     messages={"type": "deveria ser {model_calls, tokens_used, status}"},
-))
-FIXTURE_SCHEMA = kinds_schema({"classification": CLASSIFICATION_SCHEMA, "run": RUN_SCHEMA})
-FIXTURE_SCHEMAS = (CLASSIFICATION_SCHEMA, RUN_SCHEMA)
+)
+RUN_SCHEMA = scripted_run_schema(RUN_EXPECT)
+RUN_SCHEMA["properties"]["token_budget"] = POSITIVE
+# Level 3: another agent, whose tools are Python functions the grader hands to the loop.
+TOOL_ANSWER_SCHEMA = {
+    "type": "object", "required": ["input"], "additionalProperties": False,
+    "properties": {"input": {"type": "object"}, "returns": TEXT, "raises": TEXT},
+    "oneOf": [{"required": ["returns"]}, {"required": ["raises"]}],
+    "x-mensagens": {"*": "deveria ser {input, returns} ou {input, raises}"},
+}
+TOOL_SCHEMA = closed(["description", "input_schema", "answers"], {
+    "description": TEXT,
+    "input_schema": {"type": "object"},
+    "answers": {"type": "array", "items": TOOL_ANSWER_SCHEMA},
+}, messages={"*": "deveria ser {description, input_schema, answers}"})
+TOOLS_RUN_SCHEMA = closed(["description", "kind", "task", "tools", "responses", "expect"], {
+    "description": TEXT,
+    "kind": {"const": "tools_run"},
+    "task": TEXT,
+    "tools": {"type": "object", "minProperties": 1, "additionalProperties": TOOL_SCHEMA},
+    "responses": {"type": "array", "minItems": 1, "x-mensagens": {"*": "deveria ser uma lista não vazia de respostas"}},
+    "max_turns": POSITIVE,
+    "expect": RUN_EXPECT,
+})
+FIXTURE_SCHEMA = kinds_schema({"classification": CLASSIFICATION_SCHEMA, "run": RUN_SCHEMA,
+                               "tools_run": TOOLS_RUN_SCHEMA})
+FIXTURE_SCHEMAS = (CLASSIFICATION_SCHEMA, RUN_SCHEMA, TOOLS_RUN_SCHEMA)
 
 
 @EXERCISE.fixture_validator
@@ -118,15 +164,42 @@ def validate_fixture(data: dict) -> list[str]:
     """The shape (FIXTURE_SCHEMA), then what a schema cannot say: a run's responses and
     its expect against the script."""
     problems = schema_problems(FIXTURE_SCHEMA, data) + workspace_problems(data)
-    if problems or data["kind"] != "run":
+    if problems or data["kind"] == "classification":
         return problems
-    return response_problems(data["responses"]) or run_expect_problems(data)
+    problems = response_problems(data["responses"]) or run_expect_problems(data)
+    if problems or data["kind"] != "tools_run":
+        return problems
+    return tool_answer_problems(data)
+
+
+def tool_answer(data: dict, name: str, tool_input: dict) -> dict | None:
+    """The scripted outcome of one of a tools_run fixture's tools for this input, or None."""
+    tool = data["tools"].get(name)
+    return next((answer for answer in tool["answers"] if answer["input"] == tool_input), None) if tool else None
+
+
+def requested_calls(data: dict) -> list[dict]:
+    """The tool_use blocks a correct loop answers, in order: those of the answers it takes in
+    (a refused or cut answer runs nothing)."""
+    run = expected_run(data)
+    return [block for response in data["responses"][:run.calls] if not kept_out(response)
+            for block in response["content"] if block.get("type") == "tool_use"]
+
+
+def tool_answer_problems(data: dict) -> list[str]:
+    """Every call a correct loop makes to one of the agent's tools has a scripted outcome."""
+    problems = []
+    for block in requested_calls(data):
+        if block["name"] in data["tools"] and tool_answer(data, block["name"], block["input"]) is None:
+            problems.append(problem("tools", f"{block['name']} não tem resposta para a entrada {block['input']!r} "
+                                             f"(pedida em {block['id']})"))
+    return problems
 
 
 def run_expect_problems(data: dict) -> list[str]:
     problems = []
     run = expected_run(data)
-    if run.status == "running" and run.calls < data.get("max_turns", 10**9):
+    if run.status == "running" and run.calls < data.get("max_turns", 10**9) and run.tokens < budget_of(data):
         problems.append(problem("responses", "o roteiro acaba antes de a execução terminar; acrescente uma resposta final ou defina max_turns"))
     expect = data["expect"]
     if expect.get("model_calls") != run.calls:

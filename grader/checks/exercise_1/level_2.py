@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from grader.checks.exercise_1.fixtures import (
     EXERCISE,
+    budget_of,
+    stopped_by_budget,
     action_of,
     block_keys,
     expected_run,
@@ -25,6 +27,7 @@ from grader.checks.framework import (
     content_blocks,
     is_kind,
     nothing_observed,
+    response_tokens,
     show,
 )
 from grader.core.plural import quantity
@@ -50,8 +53,12 @@ def stops_at_the_right_time(ctx: Context, fixture: Fixture) -> None:
     calls = fixture.expect["model_calls"]
     if len(run.requests) < calls:
         stopped_at = run.served[-1].get("stop_reason") if run.served else None
+        spent = sum(response_tokens(r) for r in run.served)
         why = ("um pause_turn não encerra: o modelo só pausou o turno, e a próxima chamada (com a resposta "
                "pausada de volta na conversa) o continua" if stopped_at == "pause_turn" else
+               f"o orçamento ainda não tinha acabado: tokens_used era {spent}, menos que "
+               f"token_budget={fixture.data['token_budget']}" if "token_budget" in fixture.data
+               and stopped_at in ("tool_use", "pause_turn") and spent < fixture.data["token_budget"] else
                "enquanto a resposta vier com stop_reason \"tool_use\" ou \"pause_turn\", o laço continua")
         raise CheckFailed(
             f"run_agent parou cedo: fez {quantity(len(run.requests), 'chamada', 'chamadas')}, mas a execução só termina na {calls}ª "
@@ -106,8 +113,8 @@ def every_tool_use_answered(ctx: Context, fixture: Fixture) -> None:
                     expected="a conversa sem a resposta cortada ou recusada", observed=f"termina em {', '.join(ids)}",
                 )
             raise CheckFailed(
-                "A conversa devolvida termina com um tool_use sem resposta: quando o teto chega, o turno "
-                "em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
+                "A conversa devolvida termina com um tool_use sem resposta: quando um teto chega (max_turns ou "
+                "o orçamento de tokens), o turno em andamento ainda precisa dos seus tool_result (senão ninguém consegue continuar essa conversa).",
                 expected=f"tool_result para {', '.join(ids)}", observed="a conversa acaba no tool_use",
             )
         answered = tool_result_ids(messages[index + 1])
@@ -214,6 +221,12 @@ def returned_state_is_complete(ctx: Context, fixture: Fixture) -> None:
         )
     assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
     expected = expected_run(fixture.data)
+    if len(assistant) == expected.entered - 1 and len(run.requests) == expected.calls and "token_budget" in fixture.data:
+        raise CheckFailed(
+            "A última resposta ficou fora da conversa: a que passou do orçamento já foi paga, e é tratada como "
+            "qualquer outra (entra em messages, seus tool_use recebem tool_result, e um end_turn encerra a tarefa). "
+            "O orçamento só impede a próxima chamada: confira-o no começo da volta, junto com max_turns.",
+            expected=expected.entered, observed=len(assistant))
     if len(assistant) != expected.entered:
         raise CheckFailed(assistant_count_problem(run, expected, len(assistant)),
                           expected=expected.entered, observed=len(assistant))
@@ -260,9 +273,10 @@ def status_says_how_it_ended(ctx: Context, fixture: Fixture) -> None:
             expected=wanted, observed="<ausente>",
         )
     if state["status"] != wanted:
+        rule = STATUS_RULES["budget"] if stopped_by_budget(fixture.data) else STATUS_RULES[wanted]
         raise CheckFailed(
             f"state[\"status\"] vale {state['status']!r}, mas nesta tarefa deveria ser {wanted!r}: "
-            f"{STATUS_RULES[wanted]}.",
+            f"{rule}.",
             expected=wanted, observed=state["status"],
         )
 
@@ -304,4 +318,33 @@ def kept_out_answer_never_runs(ctx: Context, fixture: Fixture) -> None:
             "assim a conversa continua aceitável pela API e o mesmo pedido pode ser repetido (com um "
             "max_tokens maior, ou com outro modelo).",
             expected="a conversa sem essa resposta", observed="a resposta está em messages",
+        )
+
+
+@EXERCISE.check(
+    level=2,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="O orçamento de tokens mora no estado de execução",
+    criterion=(
+        "O estado devolvido guarda em state[\"token_budget\"] o orçamento recebido, ao lado de tokens_used: "
+        "um processo que continuasse a execução precisaria dos dois para saber quanto ainda pode gastar."
+    ),
+)
+def budget_kept_in_the_state(ctx: Context, fixture: Fixture) -> None:
+    run = agent_run(ctx, fixture)
+    state = require_state(run)
+    budget = budget_of(fixture.data)
+    if "token_budget" not in state:
+        raise CheckFailed(
+            "O estado devolvido não tem \"token_budget\". O orçamento é estado de execução, como turns e "
+            "tokens_used: numa variável local (ou global) ele morre com o processo, e quem continuasse a "
+            "execução a partir do estado não saberia quanto ainda pode gastar. Grave-o no estado logo no começo.",
+            expected={"token_budget": budget}, observed="<ausente>",
+        )
+    if state["token_budget"] != budget:
+        raise CheckFailed(
+            f"state[\"token_budget\"] vale {state['token_budget']!r}, mas run_agent recebeu token_budget={budget}: "
+            "guarde o orçamento desta execução (o argumento), não o padrão TOKEN_BUDGET nem o que sobrou dele.",
+            expected=budget, observed=state["token_budget"],
         )

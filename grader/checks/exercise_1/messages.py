@@ -8,4 +8,6 @@ STATUS_RULES = {
     "failed": "uma resposta cortada (stop_reason \"max_tokens\" ou \"model_context_window_exceeded\") encerra "
               "com status \"failed\"",
     "running": "quando quem para é o teto max_turns, a execução não terminou: o status continua \"running\"",
+    "budget": "quando quem para é o orçamento (tokens_used alcançou token_budget), a execução não terminou: "
+              "o status continua \"running\", como no teto max_turns",
 }

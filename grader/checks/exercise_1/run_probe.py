@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.checks.exercise_1.fixtures import ExpectedRun
-from grader.checks.framework import CheckFailed, Context, Fixture, StudentProblem, is_kind, show
+from grader.checks.exercise_1.fixtures import ExpectedRun, budget_of, tool_answer
+from grader.checks.framework import CheckFailed, Context, Fixture, StudentProblem, is_kind, response_tokens, show
 from grader.core.plural import quantity
 
 
@@ -27,6 +27,7 @@ def agent_run(ctx: Context, fixture: Fixture) -> AgentRun:
         run_agent = ctx.student_function("run_agent")
         client = make_stub_client(fixture.data["responses"])
         options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
+        options["token_budget"] = budget_of(fixture.data)
         with ctx.tools(fixture, "run_agent") as spy:
             state, problem_found = ctx.call_or_problem(run_agent, client, fixture.data["task"], **options)
             calls = list(spy.calls)
@@ -35,6 +36,62 @@ def agent_run(ctx: Context, fixture: Fixture) -> AgentRun:
         return AgentRun(state, requests, calls, problem_found, served)
 
     return ctx.memo(f"run_agent:{fixture.name}", compute)
+
+
+def agent_tools(fixture: Fixture, record: list) -> tuple[dict, list[dict]]:
+    """The level-3 agent's tools as Python functions (each call recorded, its scripted outcome
+    returned or raised) and their schemas, as the exercise hands them to the loop.
+
+    A function accepts its input as keyword arguments or as one dict, the two ways a learner
+    may call it."""
+    tools, schemas = {}, []
+    for name, spec in fixture.data["tools"].items():
+        def tool(*args, _name=name, **kwargs):
+            tool_input = args[0] if len(args) == 1 and not kwargs and isinstance(args[0], dict) else kwargs
+            record.append((_name, dict(tool_input)))
+            answer = tool_answer(fixture.data, _name, dict(tool_input))
+            if answer is None:
+                raise ValueError(f"{_name}: entrada inesperada {tool_input!r}")
+            if "raises" in answer:
+                raise ValueError(answer["raises"])
+            return answer["returns"]
+
+        tool.__name__ = name
+        tools[name] = tool
+        schemas.append({"name": name, "description": spec["description"], "input_schema": spec["input_schema"]})
+    return tools, schemas
+
+
+@dataclass
+class ToolsRun:
+    state: Any
+    requests: list[dict]
+    calls: list[tuple[str, dict]]  # (name, input) of each call to the agent's own tools
+    course_calls: list  # calls that went to the course's execute_tool instead
+    schemas: list[dict]
+    problem: StudentProblem | None = None
+    served: list[dict] = field(default_factory=list)
+
+
+def tools_run(ctx: Context, fixture: Fixture) -> ToolsRun:
+    """The student's run_agent_with_tools on a tools_run fixture, once per grading run."""
+
+    def compute() -> ToolsRun:
+        from grader.checks.reference import make_stub_client
+
+        run = ctx.student_function("run_agent_with_tools")
+        client = make_stub_client(fixture.data["responses"])
+        record: list = []
+        tools, schemas = agent_tools(fixture, record)
+        options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
+        with ctx.tools(fixture, "run_agent_with_tools") as spy:
+            state, problem_found = ctx.call_or_problem(run, client, fixture.data["task"], tools, schemas, **options)
+            course_calls = list(spy.calls)
+        requests = list(client.stub_endpoint.requests)
+        served = fixture.data["responses"][: len(requests)]
+        return ToolsRun(state, requests, record, course_calls, schemas, problem_found, served)
+
+    return ctx.memo(f"run_agent_with_tools:{fixture.name}", compute)
 
 
 def limit_of(fixture: Fixture) -> int | None:
@@ -47,6 +104,14 @@ def ceiling_problem(run: AgentRun, fixture: Fixture) -> CheckFailed | None:
     if len(run.requests) <= calls:
         return None
     limit = limit_of(fixture)
+    if "token_budget" in fixture.data and sum(response_tokens(r) for r in run.served[:calls]) >= fixture.data["token_budget"]:
+        spent = sum(response_tokens(r) for r in run.served[:calls])
+        return CheckFailed(
+            f"Depois de {quantity(calls, 'chamada', 'chamadas')}, tokens_used já era {spent}, e o orçamento é "
+            f"token_budget={fixture.data['token_budget']}: com tokens_used >= token_budget o laço não faz outra "
+            f"chamada (run_agent fez {len(run.requests)}). O orçamento é um teto, como max_turns: alcançá-lo já basta.",
+            expected=f"{calls} chamadas", observed=f"{len(run.requests)} chamadas",
+        )
     if limit is not None and len(run.requests) > limit:
         return CheckFailed(
             f"O modelo deste roteiro nunca encerra, e run_agent fez {len(run.requests)} chamadas com "
