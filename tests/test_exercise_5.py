@@ -1,5 +1,6 @@
-"""Exercise 5 (rewind and fork): the solution scores 100%, the generated exercise fails every
-check as not implemented, and plausible wrong answers fail with a message naming the mistake.
+"""Exercise 5 (rewind and fork, carried to new cases): the solution scores 100%, the generated
+exercise fails every check as not implemented, and plausible wrong answers fail with a message
+naming the mistake (more of them in tests/wrong_answers/exercise-5/).
 
 Two gradings go through a real kernel; the wrong answers run the same checks in-process
 (the notebook's cells executed into a dict), which the engine tests show is equivalent.
@@ -51,9 +52,9 @@ def test_solution_scores_100_percent():
     report = grade("exercise-5", SOLUTION)
     assert report.notebook_error is None
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 76
+    assert len(statuses) == 116
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
-    assert {check.level for check in report.checks} == {1, 2, 3}
+    assert {check.level for check in report.checks} == {1, 2, 3, 4}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
@@ -62,265 +63,138 @@ def test_generated_exercise_fails_every_check_as_not_implemented():
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
-# ----------------------------------------------------------------- level 1
+# ----------------------------------------------------------------- level 1: another agent's names
 
 
-LISTDIR_SORTED = '''import os
+def test_the_lessons_pick_latest_point_finds_nothing_in_the_other_agents_folder(tmp_path, monkeypatch):
+    """The lesson's function under the new name: it looks for turn-NNN-A.json in checkpoints/."""
+    source = ('''def latest_step(run_dir, step=None):
+    points = list_points(run_dir)
+    if step is not None:
+        points = [p for p in points if parse_point_name(p.name)[0] == step]
+    return points[-1] if points else None
+''')
+    results = graded(defined("latest_step", source), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_the_run[equipe-completa]", "Devolveu None", "step-3-pre.json")
+    assert_fails(results, "n1.steps_compare_as_numbers", "Devolveu None")
 
-def pick_latest_point(run_dir, turn=None):
-    folder = Path(run_dir) / "checkpoints"
-    if not folder.is_dir():
+
+def test_alphabetical_phase_order_is_named(tmp_path, monkeypatch):
+    notebook = replaced("latest_step", 'phase_order = {"pre": 0, "post": 1}', 'phase_order = {"pre": 1, "post": 0}')
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_each_step[equipe-completa]", "step-1-pre.json", "\"post\" é gravado depois de \"pre\"")
+
+
+def test_a_folder_named_like_a_step_is_not_a_step(tmp_path, monkeypatch):
+    notebook = replaced("latest_step", "if path.is_file() and match", "if match")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.latest_of_the_run[pasta-com-nome-de-ponto]", "isso é uma pasta")
+
+
+def test_the_step_argument_ignored_is_named(tmp_path, monkeypatch):
+    notebook = replaced("latest_step", "(step is None or int(match.group(1)) == step)", "True")
+    assert_fails(graded(notebook, tmp_path, monkeypatch, 1), "n1.latest_of_each_step[equipe-completa]",
+                 "o argumento step restringe")
+
+
+def test_the_steps_folder_keeps_the_fixtures_points_under_the_other_names(tmp_path):
+    from grader.checks.exercise_5 import fixture_steps_dir
+
+    folder = fixture_steps_dir("ja-rebobinada", tmp_path)
+    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert "steps/step-1-post.json" in names and "steps/rewound-001/step-2-pre.json" in names
+    assert not any(name.startswith("checkpoints/") for name in names)
+    nested = fixture_steps_dir("pasta-com-nome-de-ponto", tmp_path)
+    assert (nested / "steps" / "step-3-pre.json").is_dir()
+
+
+# ----------------------------------------------------------------- level 2: undo a decision
+
+
+def test_the_lessons_rewind_to_the_turn_of_the_decision_keeps_the_decision(tmp_path, monkeypatch):
+    """What a learner who pastes rewind_to and passes it the decision's turn gets."""
+    source = '''def undo_decision(run_dir, tool_name):
+    from harness.timeline import rewind_to
+    for path in list_points(run_dir):
+        if any(call["name"] == tool_name for call in read_point(path)["pending_tool_use"] or []):
+            return rewind_to(run_dir, parse_point_name(path.name)[0])
+    raise TimelineError(tool_name)
+'''
+    results = graded(defined("undo_decision", source), tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.scene_of_the_turn[equipe-completa]", "voltar ao turno da decisão não a desfaz")
+    assert_fails(results, "n2.scene_of_the_turn[envio-nunca-comecou]")
+
+
+def test_a_missing_decision_must_be_a_timeline_error_and_change_nothing(tmp_path, monkeypatch):
+    notebook = replaced("undo_decision", '        raise TimelineError(f"o modelo não pediu {tool_name} na sequência ativa")',
+                        "        return None")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.unknown_decision_is_refused[equipe-completa]", "levante TimelineError")
+
+
+def test_running_the_decision_again_to_undo_it_is_caught(tmp_path, monkeypatch):
+    notebook = replaced("undo_decision", "    set_aside_points_after(run_dir, *parse_point_name(target.name))\n",
+                        "    set_aside_points_after(run_dir, *parse_point_name(target.name))\n"
+                        "    from harness.tools import execute_tool\n"
+                        "    execute_tool(\"send_email\", {\"to\": \"team@example.com\", \"subject\": \"desconsiderem\", \"body\": \".\"})\n")
+    results = graded(notebook, tmp_path, monkeypatch, 2)
+    assert_fails(results, "n2.rewind_runs_nothing[equipe-completa]", "Rebobinar só move estado")
+
+
+# ----------------------------------------------------------------- level 3: fork at the decision
+
+
+def test_forking_from_the_end_of_the_decisions_turn_is_named(tmp_path, monkeypatch):
+    """The lesson's fork_from(run_dir, turn) takes the last point of the turn: B, not the decision."""
+    source = '''def fork_at_decision(run_dir, tool_name, new_run_dir):
+    from harness.timeline import fork_from
+    for path in list_points(run_dir):
+        if any(call["name"] == tool_name for call in read_point(path)["pending_tool_use"] or []):
+            return fork_from(run_dir, parse_point_name(path.name)[0], new_run_dir)
+    raise TimelineError(tool_name)
+'''
+    results = graded(defined("fork_at_decision", source), tmp_path, monkeypatch, 3)
+    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "parent deveria registrar")
+
+
+def test_a_fork_that_writes_nothing_fails_the_untouched_check_as_nothing_observed(tmp_path, monkeypatch):
+    failed = failures(graded(defined("fork_at_decision", "def fork_at_decision(run_dir, tool_name, new_run_dir):\n    return None\n"),
+                             tmp_path, monkeypatch, level=3))
+    assert failed["n3.original_untouched[equipe-completa]"].startswith("Nada observado: fork_at_decision não gravou")
+    assert failed["n3.dry_run_keeps_the_world[equipe-completa]"]
+
+
+# ----------------------------------------------------------------- level 4: finish an interrupted rewind
+
+
+def test_finishing_by_calling_the_lessons_rewind_to_breaks_on_the_half_moved_folder(tmp_path, monkeypatch):
+    """A learner who replays the lesson's rewind_to from the intent: it makes a NEW rewound-NNN
+    folder, so the points end up split between two folders, and the marker is left behind."""
+    source = '''def finish_rewind(run_dir):
+    from harness.timeline import rewind_to
+    marker = Path(run_dir) / "rewind.json"
+    if not marker.exists():
         return None
-    names = sorted(os.listdir(folder))
-    if turn is not None:
-        names = [name for name in names if name.startswith(f"turn-{turn:03d}-")]
-    return folder / names[-1] if names else None
+    plan = json.loads(marker.read_text())
+    turn, point = parse_point_name(plan["to"])
+    return rewind_to(run_dir, turn, point)
 '''
-
-NEWEST_FILE = '''def pick_latest_point(run_dir, turn=None):
-    folder = Path(run_dir) / "checkpoints"
-    if not folder.is_dir():
-        return None
-    candidates = [p for p in folder.iterdir() if parse_point_name(p.name)
-                  and (turn is None or parse_point_name(p.name)[0] == turn)]
-    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
-'''
-
-EVERY_SUBFOLDER = '''def pick_latest_point(run_dir, turn=None):
-    points = [p for p in Path(run_dir).rglob("turn-*.json") if parse_point_name(p.name)
-              and (turn is None or parse_point_name(p.name)[0] == turn)]
-    return max(points, key=lambda p: parse_point_name(p.name)) if points else None
-'''
+    results = graded(defined("finish_rewind", source), tmp_path, monkeypatch, 4)
+    assert_fails(results, "n4.rewind_is_finished[rebobinagem-movendo]", "não está em checkpoints/rewound-001/")
+    assert_fails(results, "n4.rewind_is_finished[rebobinagem-no-fim]", "rewind.json continua na pasta")
 
 
-def test_sorting_the_folder_listing_picks_the_torn_tmp_file(tmp_path, monkeypatch):
-    results = graded(defined("pick_latest_point", LISTDIR_SORTED), tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.latest_of_the_run[queda-gravando-b]", "turn-002-B.json.tmp", "Um .tmp nunca é um ponto")
-    assert_fails(results, "n1.latest_of_each_turn[queda-gravando-b]", ".tmp")
-    assert "n1.latest_of_the_run[equipe-completa]" not in failures(results)
+def test_a_finish_that_does_nothing_is_nothing_observed(tmp_path, monkeypatch):
+    failed = failures(graded(defined("finish_rewind", "def finish_rewind(run_dir):\n    return None\n"),
+                             tmp_path, monkeypatch, level=4))
+    assert failed["n4.rewind_is_finished[rebobinagem-no-comeco]"].startswith("Nada observado")
+    assert "n4.nothing_to_finish[equipe-completa]" not in failed
 
 
-def test_trusting_modification_times_fails_on_a_restored_backup(tmp_path, monkeypatch):
-    results = graded(defined("pick_latest_point", NEWEST_FILE), tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.latest_of_the_run[notas-datas-trocadas]", "data de modificação", "backup")
-    assert set(failures(results)) <= {"n1.latest_of_the_run[notas-datas-trocadas]",
-                                      "n1.latest_of_each_turn[notas-datas-trocadas]",
-                                      # it takes the folder named like a point too (no is_file)
-                                      "n1.latest_of_the_run[pasta-com-nome-de-ponto]",
-                                      "n1.latest_of_each_turn[pasta-com-nome-de-ponto]"}
-
-
-def test_returning_the_path_as_text_keeps_level_1(tmp_path, monkeypatch):
-    # right but different: a str names the point as well as a Path (fork_from, as written, needs a Path)
-    notebook = replaced("pick_latest_point", "    return max(candidates)[1]", "    return str(max(candidates)[1])")
-    assert failures(graded(notebook, tmp_path, monkeypatch, 1)) == {}
-
-
-def test_a_folder_named_like_a_point_is_not_a_point(tmp_path, monkeypatch):
-    notebook = replaced("pick_latest_point", "if path.is_file() and parsed is not None", "if parsed is not None")
-    results = graded(notebook, tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.latest_of_the_run[pasta-com-nome-de-ponto]", "uma pasta, não um arquivo", "is_file")
-    assert set(failures(results)) == {"n1.latest_of_the_run[pasta-com-nome-de-ponto]",
-                                      "n1.latest_of_each_turn[pasta-com-nome-de-ponto]"}
-
-
-def test_searching_subfolders_picks_a_point_set_aside_by_a_rewind(tmp_path, monkeypatch):
-    results = graded(defined("pick_latest_point", EVERY_SUBFOLDER), tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.latest_of_the_run[ja-rebobinada]", "rewound-001", "FORA da sequência ativa")
-    assert_fails(results, "n1.latest_of_each_turn[ja-rebobinada]", "rewound-001")
-
-
-def test_the_first_point_instead_of_the_last_says_b_comes_after_a(tmp_path, monkeypatch):
-    notebook = replaced("pick_latest_point", "return max(candidates)[1]", "return min(candidates)[1]")
-    results = graded(notebook, tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.latest_of_each_turn[equipe-completa]", "o ponto B é gravado depois do A")
-    assert_fails(results, "n1.latest_of_the_run[equipe-completa]", "turn-003-A.json")
-
-
-def test_ignoring_the_turn_argument_is_named(tmp_path, monkeypatch):
-    notebook = replaced("pick_latest_point", "(turn is None or parsed[0] == turn)", "True")
-    results = graded(notebook, tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.latest_of_each_turn[equipe-completa]", "Pedi o turno 1", "argumento turn")
-    assert not any(id_.startswith("n1.latest_of_the_run") for id_ in failures(results))
-
-
-# ----------------------------------------------------------------- level 2
-
-
-NAIVE_REWIND = '''def rewind_to(run_dir, turn):
-    scene = read_point(Path(run_dir) / "checkpoints" / f"turn-{turn:03d}-A.json")
-    save_checkpoint(scene, Path(run_dir) / CHECKPOINT_FILE)
-    return scene
-'''
-
-
-def test_rewinding_to_point_a_loses_what_point_b_had_recorded(tmp_path, monkeypatch):
-    results = graded(defined("rewind_to", NAIVE_REWIND), tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.scene_of_the_turn[equipe-completa]", "Voltou ao ponto A")
-    assert_fails(results, "n2.rewind_runs_nothing[equipe-completa]", "pending_tool_use da cena devolvida")
-
-
-OLD_REWIND = '''from harness.effects import reconcile
-
-def rewind_to(run_dir, turn):
-    run_dir = Path(run_dir)
-    path = pick_latest_point(run_dir, turn)
-    if path is None:
-        raise TimelineError(f"não há ponto gravado para o turno {turn}")
-    scene = read_point(path)
-    if scene["pending_tool_use"]:
-        scene = reconcile(scene, run_dir / EFFECTS_FILE)
-        save_point(run_dir, scene, "B")
-    set_aside_points_after(run_dir, turn)
-    save_checkpoint(scene, run_dir / CHECKPOINT_FILE)
-    return scene
-'''
-
-
-def test_closing_open_calls_through_the_ledger_sends_the_email_that_never_started(tmp_path, monkeypatch):
-    """The rewind this course used to teach: the ledger's reconcile runs a call that never started."""
-    results = graded(defined("rewind_to", OLD_REWIND), tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "executou send_email", "mudou o mundo",
-                 "válvula de aprovação")
-    assert_fails(results, "n2.rewind_runs_nothing[notas-leitura-pendente]", "executou read_file")
-    assert_fails(results, "n2.rewind_runs_nothing[queda-gravando-b]", "foram fechadas na rebobinagem")
-    assert_fails(results, "n2.scene_of_the_turn[queda-gravando-b]", "a mais do que o ponto gravado")
-    assert "n2.rewind_runs_nothing[equipe-completa]" not in failures(results)  # no open call there
-
-
-def test_the_lesson_3_reconcile_in_a_rewind_also_closes_what_is_not_its_to_close(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
-                        "    from harness.resume import reconcile as reconcile_without_ledger\n"
-                        "    scene = reconcile_without_ledger(scene)\n"
-                        "    set_aside_points_after(run_dir, turn)\n")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "foram fechadas na rebobinagem")
-    assert "n2.rewind_runs_nothing[equipe-completa]" not in failures(results)
-
-
-def test_writing_a_point_b_nobody_recorded_is_named(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
-                        '    save_point(run_dir, {**scene, "pending_tool_use": scene["pending_tool_use"]}, "B")\n'
-                        "    set_aside_points_after(run_dir, turn)\n")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "gravou turn-002-B.json")
-
-
-def test_recording_an_intent_during_a_rewind_is_named(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
-                        "    from harness.effects import record_intent\n"
-                        "    for call in scene['pending_tool_use'] or []:\n"
-                        "        record_intent(run_dir / EFFECTS_FILE, call)\n"
-                        "    set_aside_points_after(run_dir, turn)\n")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.rewind_runs_nothing[envio-nunca-comecou]", "alterou effects.json")
-    assert "n2.rewind_runs_nothing[equipe-completa]" not in failures(results)
-
-
-def test_leaving_later_points_in_the_sequence_is_named(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n", "")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.later_points_set_aside[equipe-completa]", "ainda tem turn-002-A.json", "história abandonada")
-
-
-def test_deleting_later_points_loses_history(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    set_aside_points_after(run_dir, turn)\n",
-                        "    for later in list((run_dir / 'checkpoints').glob('turn-*.json')):\n"
-                        "        if parse_point_name(later.name)[0] > turn:\n"
-                        "            later.unlink()\n")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.later_points_set_aside[equipe-completa]", "sumiu", "não apaga a história")
-
-
-def test_forgetting_checkpoint_json_keeps_the_abandoned_story(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    save_checkpoint(scene, run_dir / CHECKPOINT_FILE)\n", "")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.checkpoint_json_is_the_scene[equipe-completa]", "turns=3", "história abandonada")
-
-
-def test_a_missing_turn_must_be_a_timeline_error(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", '    if path is None:\n        raise TimelineError(f"não há ponto gravado para o turno {turn}")\n', "")
-    results = graded(notebook, tmp_path, monkeypatch, 2)
-    assert_fails(results, "n2.unknown_turn_is_refused[equipe-completa]", "levantou TypeError", "TimelineError")
-
-
-# ----------------------------------------------------------------- level 3
-
-
-COPY_THE_FOLDER = '''import shutil
-
-def fork_from(run_dir, turn, new_run_dir):
-    shutil.copytree(run_dir, new_run_dir)
-    scene = read_point(pick_latest_point(new_run_dir, turn))
-    save_checkpoint(scene, Path(new_run_dir) / CHECKPOINT_FILE)
-    return load_timeline(new_run_dir)
-'''
-
-
-def test_copying_the_whole_folder_is_not_a_fork(tmp_path, monkeypatch):
-    results = graded(defined("fork_from", COPY_THE_FOLDER), tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "mesmo timeline_id")
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[equipe-completa]", "sequência inteira")
-    assert_fails(results, "n3.dry_run_keeps_the_world[equipe-completa]", "o mundo mudou", "dry_run true")
-    assert "n3.original_untouched[equipe-completa]" not in failures(results)
-
-
-def test_a_fork_without_dry_run_doubles_the_email(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", '"dry_run": True,', '"dry_run": False,')
-    results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "dry_run deveria ser true")
-    assert_fails(results, "n3.dry_run_keeps_the_world[equipe-completa]", "decidiu mandar um e-mail")
-    assert "n3.original_untouched[equipe-completa]" not in failures(results)
-
-
-def test_writing_the_timeline_into_the_original_folder_is_caught(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", "write_json_atomic(new_run_dir / TIMELINE_FILE, info)",
-                        "write_json_atomic(run_dir / TIMELINE_FILE, info)")
-    results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.original_untouched[equipe-completa]", "a pasta original mudou", "alterou timeline.json")
-    assert_fails(results, "n3.original_untouched[notas-datas-trocadas]", "criou timeline.json")
-    assert_fails(results, "n3.identity_and_parent[equipe-completa]", "não tem timeline.json")
-
-
-def test_copying_the_ledger_is_named(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", "    write_json_atomic(new_run_dir / EFFECTS_FILE, inherited)\n",
-                        "    import shutil\n    if (run_dir / EFFECTS_FILE).exists():\n"
-                        "        shutil.copy(run_dir / EFFECTS_FILE, new_run_dir / EFFECTS_FILE)\n")
-    results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[equipe-completa]", "livro-razão da original foi copiado")
-    # where the original has no ledger there is nothing to copy: the fork is told to write its own
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[notas-datas-trocadas]", "não tem effects.json")
-
-
-def test_a_blank_ledger_where_the_original_already_sent_the_email_is_named(tmp_path, monkeypatch):
-    """Forking 2-A after the original sent the email: a blank ledger would answer it in dry-run."""
-    notebook = replaced("fork_from", "    write_json_atomic(new_run_dir / EFFECTS_FILE, inherited)\n",
-                        "    write_json_atomic(new_run_dir / EFFECTS_FILE, {})\n")
-    results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[queda-gravando-b]",
-                 "começou com o livro-razão em branco", "toolu_01TE2 (committed)")
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[queda-entre-efeito-e-recibo]", "toolu_01TE2 (intent)")
-    assert "n3.own_sequence_and_inherited_ledger[equipe-completa]" not in failures(results)
-
-
-def test_a_wrong_parent_is_named(tmp_path, monkeypatch):
-    notebook = replaced("fork_from", '"turn": turn, "point": point}', '"turn": turn, "point": "B"}')
-    results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.identity_and_parent[queda-gravando-b]", "parent deveria registrar de onde a linha veio")
-    assert "n3.identity_and_parent[equipe-completa]" not in failures(results)
-
-
-def test_a_fork_that_closes_open_calls_runs_tools_or_decides_for_the_new_line(tmp_path, monkeypatch):
-    """The fork this course used to teach: open calls closed in dry-run inside fork_from."""
-    notebook = replaced("fork_from", "    save_point(new_run_dir, scene, point)",
-                        "    if scene['pending_tool_use']:\n"
-                        "        from harness.tool_runner import ToolContext, close_pending\n"
-                        "        scene = close_pending(scene, ToolContext(effects_path=new_run_dir / EFFECTS_FILE, dry_run=True))\n"
-                        "    save_point(new_run_dir, scene, point)")
-    results = graded(notebook, tmp_path, monkeypatch, 3)
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[notas-leitura-pendente]", "A bifurcação executou read_file")
-    assert_fails(results, "n3.own_sequence_and_inherited_ledger[envio-nunca-comecou]", "seguir pendentes")
-    assert "n3.own_sequence_and_inherited_ledger[equipe-completa]" not in failures(results)
+def test_a_finish_that_deletes_the_abandoned_points_is_named(tmp_path, monkeypatch):
+    notebook = replaced("finish_rewind", "            path.replace(aside / path.name)", "            path.unlink()")
+    assert_fails(graded(notebook, tmp_path, monkeypatch, 4), "n4.rewind_is_finished[rebobinagem-movendo]",
+                 "nunca é apagada")
 
 
 # ----------------------------------------------------------------- fixtures as data
@@ -329,10 +203,14 @@ def test_a_fork_that_closes_open_calls_runs_tools_or_decides_for_the_new_line(tm
 def test_shipped_fixtures_are_valid_and_cover_every_level():
     exercise = load_exercise("exercise-5")
     fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
-    assert len(fixtures) == 9
-    assert sum("rewind" in f.expect for f in fixtures) >= 4
+    assert len(fixtures) == 15
+    assert sum("undo" in f.expect for f in fixtures) >= 4
     assert sum("fork" in f.expect for f in fixtures) >= 4
+    assert sum("undo_missing_tool" in f.expect for f in fixtures) >= 3
     assert any(f.data.get("mtimes") for f in fixtures)
+    finishes = [f.expect["finish"] for f in fixtures if "finish" in f.expect]
+    assert sum(isinstance(x, dict) and "to" in x for x in finishes) >= 4  # a crash at each step of the rewind
+    assert None in finishes and {"refused": True} in finishes
 
 
 def test_a_malformed_fixture_names_each_problem():
@@ -342,20 +220,21 @@ def test_a_malformed_fixture_names_each_problem():
     broken["run_dir"]["../fora.json"] = {}
     broken["run_dir"]["checkpoints/turn-001-A.json"]["turns"] = -1
     broken["expect"]["latest"] = "turn-099-A.json"
-    broken["expect"]["rewind"] = {"turn": 7, "point": "B"}
+    broken["expect"]["undo"] = {"tool": "send_email", "turn": 7, "point": "B"}
     broken["mtimes"] = {"checkpoints/nao-existe.json": 10}
     problems = exercise.validate_fixture(broken)
     joined = "\n".join(problems)
     assert "run_dir.../fora.json" in joined
     assert "run_dir.checkpoints/turn-001-A.json.turns" in joined
-    assert "expect.latest" in joined and "expect.rewind" in joined and "mtimes.checkpoints/nao-existe.json" in joined
+    assert "expect.latest" in joined and "expect.undo" in joined and "mtimes.checkpoints/nao-existe.json" in joined
     assert exercise.validate_fixture(data) == []
 
 
 def test_an_instructor_fixture_is_graded_like_the_shipped_ones(tmp_path, monkeypatch):
-    """A recorded run dropped into a folder: here, equipe-completa asked to rewind to turn 2."""
-    data = json.loads((FIXTURES / "equipe-completa.json").read_text(encoding="utf-8"))
-    data["expect"]["rewind"] = {"turn": 2, "point": "B"}
+    """A recorded run dropped into a folder: here, the notes run asked to undo its first list_dir,
+    which leaves no point before it (the run starts at turn 1): only the refusal is asked."""
+    data = json.loads((FIXTURES / "notas-leitura-pendente.json").read_text(encoding="utf-8"))
+    data["expect"]["undo_missing_tool"] = "create_ticket"
     folder = tmp_path / "extra"
     folder.mkdir()
     (folder / "rebobinar-turno-2.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
@@ -366,30 +245,65 @@ def test_an_instructor_fixture_is_graded_like_the_shipped_ones(tmp_path, monkeyp
     (tmp_path / "checks").mkdir()
     plan = [p for p in exercise.plan(fixtures, 2) if p.fixture == "rebobinar-turno-2"]
     results = run_plan("exercise-5", plan, fixtures, session)
-    assert len(results) == 6 and all(r["status"] == "pass" for r in results)
+    assert len(results) == 6 and all(r["status"] == "pass" for r in results), results
 
 
-def test_a_rewind_that_leaves_an_empty_folder_behind_on_a_missing_turn_is_caught(tmp_path, monkeypatch):
-    """Folders are part of what the checks compare: setting the later points aside before looking
-    for the turn leaves an empty rewound-NNN/ behind, and nothing else changes."""
-    notebook = replaced("rewind_to", '''    path = pick_latest_point(run_dir, turn)
-    if path is None:''', '''    (checkpoints_dir(run_dir) / "rewound-999").mkdir(parents=True, exist_ok=True)
-    path = pick_latest_point(run_dir, turn)
-    if path is None:''')
-    failed = failures(graded(notebook, tmp_path, monkeypatch, level=2))
-    assert "criou as pastas checkpoints/, checkpoints/rewound-999/" in failed["n2.unknown_turn_is_refused[sem-sequencia]"]
+# ----------------------------------------------------------------- the hints ladder
 
 
-def test_a_fork_that_writes_nothing_fails_the_untouched_check_as_nothing_observed(tmp_path, monkeypatch):
-    failed = failures(graded(defined("fork_from", "def fork_from(run_dir, turn, new_run_dir):\n    return None\n"),
-                             tmp_path, monkeypatch, level=3))
-    assert failed["n3.original_untouched[equipe-completa]"].startswith("Nada observado: fork_from não gravou")
-    assert failed["n3.dry_run_keeps_the_world[equipe-completa]"]
+def ladder(level: int) -> tuple[str, ...]:
+    from grader.core.manifest import get_exercise
+
+    return get_exercise("exercise-5").level(level).hints
 
 
-def test_writing_checkpoint_json_in_place_tears_on_a_crash(tmp_path, monkeypatch):
-    notebook = replaced("rewind_to", "    save_checkpoint(scene, run_dir / CHECKPOINT_FILE)",
-                        '    (run_dir / CHECKPOINT_FILE).write_text(json.dumps(scene), encoding="utf-8")')
-    notebook.cells[1].source = "import json\n" + notebook.cells[1].source
-    failed = failures(graded(notebook, tmp_path, monkeypatch, level=2))
-    assert "checkpoint.json ficou pela metade" in failed["n2.rewind_survives_a_torn_write[equipe-completa]"]
+def required_by_the_checks(level: int) -> set[str]:
+    """The concrete names a level's checks require (read from the checks and the fixtures, not
+    copied from the solution): following the last hint literally must produce each of them."""
+    from grader.checks.exercise_5 import level_4
+    from grader.checks.exercise_5.fixtures import STEP_PHASES, STEPS
+
+    exercise = load_exercise("exercise-5")
+    fixtures = load_fixtures("exercise-5", (), exercise.validate_fixture)
+    if level == 1:
+        return {f'"{STEPS}"', *STEP_PHASES.values(), "is_file", "iterdir", "int", "None"}
+    if level == 2:
+        return {"list_points", "pending_tool_use", "TimelineError", "set_aside_points_after", "save_checkpoint",
+                "CHECKPOINT_FILE"}
+    if level == 3:
+        parent_keys = {key for f in fixtures if "fork" in f.expect for key in ("timeline_id", "turn", "point")}
+        return {"new_timeline_id", "load_timeline", "utc_now", '"dry_run": True', "created_at", "EFFECTS_FILE",
+                "pending_tool_use", "save_point", "save_checkpoint", "TimelineError", *parent_keys}
+    keys = {f'"{key}"' for f in fixtures if isinstance(f.expect.get("finish"), dict) and "to" in f.expect["finish"]
+            for key in f.expect["finish"]}
+    return {level_4.MARKER, "TimelineError", "exist_ok", "list_points", "save_checkpoint", "unlink", *keys}
+
+
+def test_every_level_has_a_ladder_of_at_least_three_rungs():
+    for level in (1, 2, 3, 4):
+        hints = ladder(level)
+        assert len(hints) >= 3, level
+        assert len(set(hints)) == len(hints), level
+
+
+def test_the_last_rung_names_every_value_the_checks_require():
+    for level in (1, 2, 3, 4):
+        last = ladder(level)[-1]
+        missing = sorted(value for value in required_by_the_checks(level) if value not in last)
+        assert not missing, f"level {level}: the last hint does not name {missing}"
+
+
+def test_the_ladder_goes_from_general_to_specific():
+    """Each rung names at least as many of the required values as the one before, and the first
+    gives the idea without the recipe (fewer than half of the values)."""
+    for level in (1, 2, 3, 4):
+        required = required_by_the_checks(level)
+        named = [sum(value in hint for value in required) for hint in ladder(level)]
+        assert named == sorted(named), (level, named)
+        assert named[0] < len(required) / 2, (level, named)
+
+
+def test_the_level_1_hint_shows_the_two_ways_the_alphabet_lies():
+    first = ladder(1)[0]
+    assert '"step-10-pre.json" < "step-9-post.json"' in first and '"post" < "pre"' in first
+    assert "step-10-pre.json" < "step-9-post.json" and "post" < "pre"  # what the hint claims is true

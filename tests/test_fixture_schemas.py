@@ -403,20 +403,22 @@ TURN_KEY = "a chave deveria ser um número de turno (0, 1, 2, ..., sem zeros à 
     ("expect.latest_by_turn", {"00": None}, f"campo `expect.latest_by_turn.00`: {TURN_KEY}"),  # "0" is turn 0
     ("expect.latest_by_turn", {"1\n": None}, f"campo `expect.latest_by_turn.1\n`: {TURN_KEY}"),
     ("expect.latest_by_turn", {"\u0661": None}, f"campo `expect.latest_by_turn.\u0661`: {TURN_KEY}"),  # an Arabic-Indic 1
-    ("expect.rewind", {"turn": True, "point": "B"}, "campo `expect.rewind.turn`: deveria ser um inteiro >= 0 (é True)"),
-    ("expect.rewind", {"turn": 1.0, "point": "B"}, "campo `expect.rewind.turn`: deveria ser um inteiro >= 0 (é 1.0)"),
-    ("expect.rewind", {"turn": 1, "point": "C"}, "campo `expect.rewind.point`: deveria ser \"A\" ou \"B\" (é 'C')"),
-    ("expect.rewind", {"turn": 1, "point": "B", "timeline": "x"}, "campo `expect.rewind.timeline`: chave desconhecida (aceitas: turn, point)"),
-    ("expect.fork", {"turn": 1, "point": "B"}, "campo `expect.fork.parent_timeline_id`: obrigatório, o timeline_id da linha original"),
-    ("expect.fork", {"turn": 1, "point": "B", "parent_timeline_id": ""}, "campo `expect.fork.parent_timeline_id`: deveria ser um texto não vazio (é '')"),
-    ("expect.rewind_missing_turn", "9", "campo `expect.rewind_missing_turn`: deveria ser um inteiro ou null (é '9')"),
-    ("expect.pick", 1, "campo `expect.pick`: chave desconhecida (aceitas: latest, latest_by_turn, rewind, rewind_missing_turn, fork)"),
+    ("expect.undo", {"tool": "send_email", "turn": True, "point": "B"}, "campo `expect.undo.turn`: deveria ser um inteiro >= 0 (é True)"),
+    ("expect.undo", {"tool": "send_email", "turn": 1.0, "point": "B"}, "campo `expect.undo.turn`: deveria ser um inteiro >= 0 (é 1.0)"),
+    ("expect.undo", {"tool": "send_email", "turn": 1, "point": "C"}, "campo `expect.undo.point`: deveria ser \"A\" ou \"B\" (é 'C')"),
+    ("expect.undo", {"tool": "send_email", "turn": 1, "point": "B", "timeline": "x"}, "campo `expect.undo.timeline`: chave desconhecida (aceitas: tool, turn, point)"),
+    ("expect.undo", {"turn": 1, "point": "B"}, "campo `expect.undo.tool`: obrigatório"),
+    ("expect.fork", {"tool": "send_email", "turn": 2, "point": "A"}, "campo `expect.fork.parent_timeline_id`: obrigatório, o timeline_id da linha original"),
+    ("expect.fork", {"tool": "send_email", "turn": 2, "point": "A", "parent_timeline_id": ""}, "campo `expect.fork.parent_timeline_id`: deveria ser um texto não vazio (é '')"),
+    ("expect.undo_missing_tool", 9, "campo `expect.undo_missing_tool`: deveria ser um texto não vazio (é 9)"),
+    ("expect.finish", {"to": "turn-001-B.json"}, "campo `expect.finish`: deveria ser null, {to, folder} ou {refused: true}"),
+    ("expect.pick", 1, "campo `expect.pick`: chave desconhecida (aceitas: latest, latest_by_turn, undo, undo_missing_tool, fork, finish)"),
     # the rules a schema cannot say
     ("mtimes", {"checkpoints/nao-existe.json": 10}, "campo `mtimes.checkpoints/nao-existe.json`: não é um arquivo de run_dir"),
     ("expect.latest", "turn-099-A.json", "campo `expect.latest`: deveria ser null ou o nome de um ponto em checkpoints/ (é 'turn-099-A.json')"),
     ("expect.latest_by_turn", {"1": "checkpoint.json"}, "campo `expect.latest_by_turn.1`: deveria ser null ou o nome de um ponto"),
-    ("expect.rewind", {"turn": 7, "point": "B"}, "campo `expect.rewind`: não há turn-007-B.json em checkpoints/"),
-    ("expect.rewind_missing_turn", 1, "campo `expect.rewind_missing_turn`: deveria ser um turno sem nenhum ponto ativo"),
+    ("expect.undo", {"tool": "send_email", "turn": 7, "point": "B"}, "campo `expect.undo`: não há turn-007-B.json em checkpoints/"),
+    ("expect.finish", {"to": "turn-009-B.json", "folder": "rewound-001"}, "campo `expect.finish.to`: deveria ser um ponto em checkpoints/ (é 'turn-009-B.json')"),
     (f"run_dir|{POINT}|pending_tool_use", [{"id": "z", "name": "n", "input": {}}],
      f"campo `run_dir.{POINT}.pending_tool_use[0].id`: 'z' não é o id de nenhum tool_use da última mensagem"),
 ])
@@ -425,10 +427,10 @@ def test_exercise_5_hostile_values(path, value, message):
 
 
 def test_exercise_5_reports_the_shape_and_the_cross_rules_at_once():
-    data = with_change("expect.rewind", {"turn": 7, "point": "B"}, with_change(f"run_dir|{POINT}|turns", -1, RUN))
+    data = with_change("expect.undo", {"tool": "send_email", "turn": 7, "point": "B"}, with_change(f"run_dir|{POINT}|turns", -1, RUN))
     assert validate_exercise_5(data) == [
         f"campo `run_dir.{POINT}.turns`: deveria ser um inteiro >= 0 (é -1)",
-        "campo `expect.rewind`: não há turn-007-B.json em checkpoints/",
+        "campo `expect.undo`: não há turn-007-B.json em checkpoints/",
     ]
 
 

@@ -61,12 +61,26 @@ FILE = {"type": ["object", "string"], "x-mensagens": {"*": "deveria ser um objet
 
 
 def point_schema(*extra: str) -> dict:
-    """``{turn, point}`` of a point to rewind or fork to, with ``extra`` texts required."""
-    return closed(["turn", "point", *extra], {
+    """``{tool, turn, point}``: the tool whose first decision is undone or forked at, and the point
+    that undoing (the point before the decision) or forking (the decision's point A) lands on,
+    with ``extra`` texts required."""
+    return closed(["tool", "turn", "point", *extra], {
+        "tool": TEXT,
         "turn": COUNT,
         "point": {"enum": ["A", "B"]},
         **{key: {**TEXT, "x-mensagens": {"required": "obrigatório, o timeline_id da linha original"}} for key in extra},
-    }, messages={"type": "deveria ser um objeto com " + ", ".join(("turn", "point", *extra))})
+    }, messages={"type": "deveria ser um objeto com " + ", ".join(("tool", "turn", "point", *extra))})
+
+
+# Level 4: what finish_rewind must leave: the point and the folder of rewind.json, a refusal, or null.
+FINISH_SCHEMA = {
+    "oneOf": [
+        {"type": "null"},
+        closed(["to", "folder"], {"to": TEXT, "folder": TEXT}),
+        closed(["refused"], {"refused": {"const": True}}),
+    ],
+    "x-mensagens": {"oneOf": "deveria ser null, {to, folder} ou {refused: true}"},
+}
 
 
 # A recorded run folder, file by file, and what each level's functions find in it.
@@ -96,9 +110,10 @@ FIXTURE_SCHEMA = closed(["description", "run_dir", "expect"], {
             "x-mensagens": {k: "obrigatório, deveria mapear turno (texto) -> nome do ponto ou null"
                             for k in ("type", "required", "minProperties")},
         },
-        "rewind": point_schema(),
-        "rewind_missing_turn": {"type": ["integer", "null"]},
+        "undo": point_schema(),
+        "undo_missing_tool": TEXT,
         "fork": point_schema("parent_timeline_id"),
+        "finish": FINISH_SCHEMA,
     }, messages={"type": "obrigatório, deveria ser um objeto com latest e latest_by_turn"}),
 })
 FIXTURE_SCHEMAS = (FIXTURE_SCHEMA,)
@@ -130,13 +145,13 @@ def validate_fixture(data: dict) -> list[str]:
                   if intact(failures, "expect", "latest_by_turn", turn)]
     problems += [problem(f"expect.{where}", f"deveria ser null ou o nome de um ponto em {CHECKPOINTS}/ (é {name!r})")
                  for where, name in named if name is not None and name not in active]
-    for key in ("rewind", "fork"):
+    for key in ("undo", "fork"):
         spec = expect.get(key) if intact(failures, "expect", key) else None
         if spec is not None and f"turn-{spec['turn']:03d}-{spec['point']}.json" not in active:
             problems.append(problem(f"expect.{key}", f"não há turn-{spec['turn']:03d}-{spec['point']}.json em {CHECKPOINTS}/"))
-    missing = expect.get("rewind_missing_turn") if intact(failures, "expect", "rewind_missing_turn") else None
-    if missing is not None and any(_point(name)[0] == missing for name in active):
-        problems.append(problem("expect.rewind_missing_turn", "deveria ser um turno sem nenhum ponto ativo"))
+    finish = expect.get("finish") if intact(failures, "expect", "finish") else None
+    if isinstance(finish, dict) and "to" in finish and finish["to"] not in active:
+        problems.append(problem("expect.finish.to", f"deveria ser um ponto em {CHECKPOINTS}/ (é {finish['to']!r})"))
     return problems
 
 
@@ -165,17 +180,64 @@ def write_run_dir(fixture_data: dict, run_dir: Path) -> Path:
     return run_dir
 
 
-def fixture_run_dir(name: str, root: str | os.PathLike) -> Path:
-    """The run folder of fixture ``name``, written into a NEW folder under ``root`` on every
-    call (to try your functions in the notebook: running a cell twice starts from scratch)."""
-    import tempfile
+STEPS = "steps"
+STEP_PHASES = {"A": "pre", "B": "post"}
 
+
+def step_name(name: str) -> str:
+    """The support agent's name for a point: ``turn-002-B.json`` -> ``step-2-post.json`` (and the
+    same with a ``.tmp`` or any other suffix kept); other names stay as they are."""
+    match = re.match(r"turn-(\d{3,})-([AB])\.json", name)
+    if match is None:
+        return name
+    return f"step-{int(match.group(1))}-{STEP_PHASES[match.group(2)]}.json" + name[match.end():]
+
+
+def step_relative(relative: str) -> str:
+    """A path of a run folder as the support agent keeps it: checkpoints/ becomes steps/, and each
+    name that is a point's becomes a step's (a folder named like a point too)."""
+    parts = relative.split("/")
+    if parts[0] != CHECKPOINTS:
+        return relative
+    return "/".join([STEPS, *map(step_name, parts[1:])])
+
+
+def write_steps_dir(fixture_data: dict, run_dir: Path) -> Path:
+    """A fixture's run folder written with the support agent's names (level 1)."""
+    data = {
+        **fixture_data,
+        "run_dir": {step_relative(path): value for path, value in fixture_data["run_dir"].items()},
+        "mtimes": {step_relative(path): moment for path, moment in (fixture_data.get("mtimes") or {}).items()},
+    }
+    return write_run_dir(data, run_dir)
+
+
+def _fixture_data(name: str) -> dict:
     from grader.core.fixture_loader import read_fixture_files
 
     for item in read_fixture_files(EXERCISE.name, validate=EXERCISE.validate_fixture):
         if item.name == name:
             if item.problems or item.data is None:
                 raise ValueError("; ".join(item.problems))
-            Path(root).mkdir(parents=True, exist_ok=True)
-            return write_run_dir(item.data, Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root)))
+            return item.data
     raise KeyError(f"não existe a fixture {name!r} do {EXERCISE.name}")
+
+
+def fixture_steps_dir(name: str, root: str | os.PathLike) -> Path:
+    """The run folder of fixture ``name`` as the support agent records it (``steps/step-2-post.json``),
+    written into a NEW folder under ``root`` on every call."""
+    import tempfile
+
+    data = _fixture_data(name)
+    Path(root).mkdir(parents=True, exist_ok=True)
+    return write_steps_dir(data, Path(tempfile.mkdtemp(prefix=f"{name}-passos-", dir=root)))
+
+
+def fixture_run_dir(name: str, root: str | os.PathLike) -> Path:
+    """The run folder of fixture ``name``, written into a NEW folder under ``root`` on every
+    call (to try your functions in the notebook: running a cell twice starts from scratch)."""
+    import tempfile
+
+    data = _fixture_data(name)
+    Path(root).mkdir(parents=True, exist_ok=True)
+    return write_run_dir(data, Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root)))

@@ -1,4 +1,4 @@
-"""Level 3's probe: the student's ``fork_from`` run once per fixture, and the continuation of the fork."""
+"""Level 3's probe: the student's ``fork_at_decision`` run once per fixture, and the continuation of the fork."""
 from __future__ import annotations
 
 import copy
@@ -29,7 +29,7 @@ class Forked:
     fork_calls: list
     continuation_problem: str = ""
     continuation_sent: bool = False  # the new line reached its send_email decision and answered it
-    called_between: tuple[float, float] = (0.0, 0.0)  # when fork_from was called and when it returned (UTC seconds)
+    called_between: tuple[float, float] = (0.0, 0.0)  # when fork_at_decision was called and when it returned (UTC seconds)
 
 
 CONTINUATION_SEND = "toolu_05FORK"
@@ -54,14 +54,14 @@ def forked(ctx: Context, fixture: Fixture) -> Forked:
         from harness.fake_endpoint import make_stub_client
         from harness.timeline import read_point, run_timeline
 
-        fork_from = ctx.student_function("fork_from")
+        fork_at_decision = ctx.student_function("fork_at_decision")
         spec = fixture.expect["fork"]
         with ctx.tools(fixture, "fork") as spy:
             run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
             new_dir = spy.workspace.root / FORK_FOLDER
             original_before, world_before = snapshot(run_dir), world_snapshot(spy.workspace)
             called_at = time.time()
-            returned = ctx.call(fork_from, run_dir, spec["turn"], new_dir)
+            returned = ctx.call(fork_at_decision, run_dir, spec["tool"], new_dir)
             returned_at = time.time()
             original_after_fork = snapshot(run_dir)
             world_after_fork = world_snapshot(spy.workspace)
@@ -124,5 +124,5 @@ def creation_time_problem(created_at: Any, called_between: tuple[float, float]) 
     start, end = called_between
     if not start - CLOCK_SLACK <= moment.timestamp() <= end + CLOCK_SLACK:
         return (f"created_at vale {created_at}, que não é o instante da bifurcação: a nova linha nasce quando "
-                "fork_from roda (utc_now()), não quando a linha original nasceu.")
+                "fork_at_decision roda (utc_now()), não quando a linha original nasceu.")
     return ""

@@ -1,4 +1,4 @@
-"""Level 2: ``rewind_to`` puts a turn's scene back without running anything."""
+"""Level 2: ``undo_decision`` puts back the scene before a decision, without running anything."""
 from __future__ import annotations
 
 from grader.checks.exercise_5.fixtures import EXERCISE, RUN_FOLDER, _point, active_point_name, write_run_dir
@@ -19,10 +19,11 @@ from grader.core.plural import quantity
     level=2,
     per_fixture=True,
     applies=has_rewind,
-    title="Volta à cena do último ponto do turno",
+    title="Volta à cena anterior à decisão",
     criterion=(
-        "rewind_to(run_dir, turn) devolve a cena gravada no último ponto do turno (B quando existe), "
-        "com turns e tokens_used daquele ponto e todo o histórico até ali, sem nada a mais."
+        "undo_decision(run_dir, tool_name) devolve a cena gravada no ponto imediatamente anterior ao "
+        "primeiro ponto A da sequência ativa em que o modelo pediu tool_name, com turns e tokens_used "
+        "daquele ponto e todo o histórico até ali, sem nada a mais."
     ),
 )
 def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
@@ -32,11 +33,14 @@ def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
     for key in ("turns", "tokens_used", "task"):
         if scene.get(key) != source[key]:
             hint = ""
-            if key == "turns" and isinstance(scene.get(key), int) and scene[key] != run.turn:
-                hint = f" A cena devolvida é de outro turno (turns={scene[key]}): procure os pontos do turno {run.turn}."
+            if key == "turns" and isinstance(scene.get(key), int) and scene[key] == run.turn + 1:
+                hint = (f" A cena devolvida é do turno da decisão (turns={scene[key]}): voltar ao turno da "
+                        "decisão não a desfaz; o destino é o ponto ANTERIOR ao ponto A em que ela aparece.")
+            elif key == "turns" and isinstance(scene.get(key), int) and scene[key] != run.turn:
+                hint = f" A cena devolvida é de outro turno (turns={scene[key]})."
             raise CheckFailed(
-                f"{key} da cena devolvida é {show(scene.get(key), 60)}, mas no último ponto do turno "
-                f"{run.turn} (turn-{run.turn:03d}-{run.point}.json) é {show(source[key], 60)}.{hint}",
+                f"{key} da cena devolvida é {show(scene.get(key), 60)}, mas no ponto anterior à decisão de "
+                f"chamar {run.tool} (turn-{run.turn:03d}-{run.point}.json) é {show(source[key], 60)}.{hint}",
                 expected=source[key], observed=scene.get(key),
             )
     messages, recorded = scene["messages"], source["messages"]
@@ -61,12 +65,11 @@ def scene_of_the_turn(ctx: Context, fixture: Fixture) -> None:
     level=2,
     per_fixture=True,
     applies=has_rewind,
-    title="Rebobinar não executa nada; chamadas abertas continuam pendentes",
+    title="Desfazer a decisão não executa nada",
     criterion=(
-        "rewind_to não executa nenhuma ferramenta e não mexe no livro-razão nem no mundo. Num turno que "
-        "só tem o ponto A, as chamadas abertas continuam em pending_tool_use, exatamente como foram "
-        "gravadas, e nenhum ponto novo é gravado: quem as resolve é a próxima execução, pelo livro-razão "
-        "e pela válvula de aprovação, como depois de uma queda."
+        "undo_decision não executa nenhuma ferramenta e não mexe no livro-razão nem no mundo: a cena "
+        "volta com o pending_tool_use gravado no ponto de destino e nenhum ponto novo é gravado. O que "
+        "a decisão desfeita já fez no mundo fica lá."
     ),
 )
 def rewind_runs_nothing(ctx: Context, fixture: Fixture) -> None:
@@ -76,9 +79,9 @@ def rewind_runs_nothing(ctx: Context, fixture: Fixture) -> None:
         names = ", ".join(sorted({c.name for c in run.calls})) or "uma ferramenta"
         world = f" e mudou o mundo ({run.world_changed})" if run.world_changed else ""
         raise CheckFailed(
-            f"A rebobinagem executou {names}{world}. Rebobinar só move estado: uma chamada aberta fica "
-            "pendente, e a próxima execução a resolve pelo livro-razão e pela válvula de aprovação (que "
-            "pode perguntar a uma pessoa antes de um e-mail sair).",
+            f"undo_decision executou {names}{world}. Rebobinar só move estado: nenhuma ferramenta roda, "
+            "nem para \"fechar\" ou \"desfazer\" a decisão; o que ela já fez no mundo continua lá, e "
+            "consertar o mundo é uma ação nova, decidida como qualquer outra.",
             expected="nenhuma ferramenta executada", observed=run.world_changed or names,
         )
     for name in ("effects.json", "approvals.json"):
@@ -111,29 +114,29 @@ def rewind_runs_nothing(ctx: Context, fixture: Fixture) -> None:
     level=2,
     per_fixture=True,
     applies=has_later_points,
-    title="Os pontos posteriores saem da sequência ativa, sem serem apagados",
+    title="A decisão e o que veio depois saem da sequência ativa, sem serem apagados",
     criterion=(
-        "Depois de rebobinar para o turno T, nenhum ponto de turno maior que T fica diretamente em "
-        "checkpoints/ (eles vão para uma subpasta, como rewound-001/, com os mesmos bytes), e os "
-        "pontos até T continuam lá, intactos."
+        "Depois de desfazer a decisão, nenhum ponto posterior ao destino (o ponto A da decisão incluído) "
+        "fica diretamente em checkpoints/ (eles vão para uma subpasta, como rewound-001/, com os mesmos "
+        "bytes), e os pontos até o destino continuam lá, intactos."
     ),
 )
 def later_points_set_aside(ctx: Context, fixture: Fixture) -> None:
     run = rewound(ctx, fixture)
     returned_scene(run)
-    later = [n for n in run.active_after if _point(n)[0] > run.turn]
+    later = [n for n in run.active_after if _point(n) > (run.turn, run.point)]
     if later:
         raise CheckFailed(
-            f"Depois de rebobinar para o turno {run.turn}, a sequência ativa ainda tem {', '.join(later)}. "
-            "Se eles ficarem, pick_latest_point vai devolver um ponto de uma história abandonada. "
-            "Mova-os para uma subpasta (set_aside_points_after faz isso).",
-            expected=f"nenhum ponto depois do turno {run.turn}", observed=later,
+            f"Depois de voltar para turn-{run.turn:03d}-{run.point}.json, a sequência ativa ainda tem "
+            f"{', '.join(later)}. Se eles ficarem, o último ponto da sequência é de uma história abandonada "
+            "(e o ponto A da decisão desfeita continua lá). Mova-os para uma subpasta: "
+            f"set_aside_points_after(run_dir, {run.turn}, \"{run.point}\") faz isso.",
+            expected=f"nenhum ponto depois de turn-{run.turn:03d}-{run.point}.json", observed=later,
         )
     before_points = {k: v for k, v in run.before.items() if active_point_name(k)}
     kept_bytes = list(run.after.values())
     for relative, data in before_points.items():
-        turn, point = _point(active_point_name(relative))
-        if turn > run.turn:
+        if _point(active_point_name(relative)) > (run.turn, run.point):
             if data not in kept_bytes:
                 raise CheckFailed(
                     f"{relative} sumiu: a rebobinagem tira os pontos posteriores da sequência ativa, mas "
@@ -142,7 +145,7 @@ def later_points_set_aside(ctx: Context, fixture: Fixture) -> None:
                 )
         elif run.after.get(relative) != data:
             raise CheckFailed(
-                f"{relative} (até o turno {run.turn}) foi apagado ou alterado: os pontos anteriores ficam como estão.",
+                f"{relative} (até o destino) foi apagado ou alterado: os pontos anteriores ficam como estão.",
                 expected="intacto", observed="alterado" if relative in run.after else "apagado",
             )
 
@@ -161,16 +164,16 @@ def later_points_set_aside(ctx: Context, fixture: Fixture) -> None:
 def rewind_survives_a_torn_write(ctx: Context, fixture: Fixture) -> None:
     from grader.checks.write_spies import observed_writes
 
-    rewind_to = ctx.student_function("rewind_to")
+    undo_decision = ctx.student_function("undo_decision")
     with ctx.tools(fixture, "rewind-torn") as spy:
         run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
         before = files_of(snapshot(run_dir))
         with observed_writes(ctx, crash_after=TORN_AFTER_CHARACTERS) as budget:
-            ctx.call_or_problem(rewind_to, run_dir, fixture.expect["rewind"]["turn"])
+            ctx.call_or_problem(undo_decision, run_dir, fixture.expect["undo"]["tool"])
         after = files_of(snapshot(run_dir))
     if not budget["crashed"]:
         raise nothing_observed(
-            "rewind_to não escreveu nenhum arquivo por open() (nem pelas funções do harness), então a queda no "
+            "undo_decision não escreveu nenhum arquivo por open() (nem pelas funções do harness), então a queda no "
             "meio da escrita não pôde ser simulada", expected="a cena gravada em checkpoint.json")
     torn = sorted(path for path, data in after.items() if path.endswith(".json") and not readable_json(data)
                   and (path not in before or readable_json(before[path])))
@@ -206,29 +209,34 @@ def checkpoint_json_is_the_scene(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
-    applies=lambda fixture: "rewind_missing_turn" in fixture.expect,
-    title="Um turno sem pontos é um erro claro, e nada muda",
-    criterion="rewind_to para um turno sem nenhum ponto levanta TimelineError e não mexe em nenhum arquivo.",
+    applies=lambda fixture: "undo_missing_tool" in fixture.expect,
+    title="Uma decisão que não está na sequência ativa é um erro claro, e nada muda",
+    criterion=(
+        "undo_decision para uma ferramenta que o modelo nunca pediu na sequência ativa (ou só pediu numa "
+        "história já posta de lado em rewound-NNN/) levanta TimelineError e não mexe em nenhum arquivo."
+    ),
 )
-def unknown_turn_is_refused(ctx: Context, fixture: Fixture) -> None:
+def unknown_decision_is_refused(ctx: Context, fixture: Fixture) -> None:
     from harness.timeline import TimelineError
 
-    rewind_to = ctx.student_function("rewind_to")
-    turn = fixture.expect["rewind_missing_turn"]
+    undo_decision = ctx.student_function("undo_decision")
+    tool = fixture.expect["undo_missing_tool"]
     with ctx.tools(fixture, "rewind-missing") as spy:
         run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
         before = snapshot(run_dir)
-        returned, error = ctx.call_catching(rewind_to, run_dir, turn)
+        returned, error = ctx.call_catching(undo_decision, run_dir, tool)
         changed = differences(before, snapshot(run_dir))
+    aside = any("/rewound-" in path for path in fixture.data["run_dir"])
     if error is None:
         raise CheckFailed(
-            f"rewind_to(run_dir, {turn}) devolveu {show(returned, 80)}, mas o turno {turn} não tem nenhum "
-            "ponto: levante TimelineError dizendo qual turno falta.",
+            f"undo_decision(run_dir, {tool!r}) devolveu {show(returned, 80)}, mas na sequência ativa o modelo "
+            f"nunca pediu {tool}" + (" (os pontos em rewound-NNN/ são de uma história abandonada: não contam)"
+                                     if aside else "") + ": levante TimelineError dizendo isso.",
             expected="TimelineError", observed=show(returned, 80),
         )
     if not isinstance(error, TimelineError):
         raise CheckFailed(
-            f"rewind_to(run_dir, {turn}) levantou {describe_error(error)}. Um turno sem pontos "
+            f"undo_decision(run_dir, {tool!r}) levantou {describe_error(error)}. Uma decisão que não existe "
             "merece um erro que explique isso (TimelineError), não um erro qualquer de Python.",
             expected="TimelineError", observed=type(error).__name__,
         )

@@ -1,12 +1,12 @@
-"""Level 3: ``fork_from`` starts a new timeline from a turn and leaves the original alone."""
+"""Level 3: ``fork_at_decision`` starts a new timeline at a decision and leaves the original alone."""
 from __future__ import annotations
 
 import json
 
-from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE
+from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE, FORK_FOLDER, RUN_FOLDER, write_run_dir
 from grader.checks.exercise_5.fork_probe import creation_time_problem, fork_timeline, forked, has_fork
-from grader.checks.exercise_5.probes import differences, files_of
-from grader.checks.framework import CheckFailed, Context, Fixture, nothing_observed, show
+from grader.checks.exercise_5.probes import differences, files_of, snapshot
+from grader.checks.framework import CheckFailed, Context, Fixture, describe_error, nothing_observed, show
 
 
 @EXERCISE.check(
@@ -15,7 +15,7 @@ from grader.checks.framework import CheckFailed, Context, Fixture, nothing_obser
     applies=has_fork,
     title="A linha original fica idêntica, byte a byte",
     criterion=(
-        "fork_from só lê a pasta original: depois da bifurcação, e depois de a nova linha continuar, "
+        "fork_at_decision só lê a pasta original: depois da bifurcação, e depois de a nova linha continuar, "
         "nenhum arquivo da original foi criado, alterado, movido ou apagado."
     ),
 )
@@ -23,7 +23,7 @@ def original_untouched(ctx: Context, fixture: Fixture) -> None:
     run = forked(ctx, fixture)
     if not files_of(run.fork_files):
         raise nothing_observed(
-            "fork_from não gravou nenhum arquivo em new_run_dir, então não houve bifurcação cujo efeito na "
+            "fork_at_decision não gravou nenhum arquivo em new_run_dir, então não houve bifurcação cujo efeito na "
             "pasta original conferir", expected="a nova linha gravada em new_run_dir")
     for moment, after in (("a bifurcação", run.original_after_fork), ("a nova linha continuar", run.original_after_run)):
         changed = differences(run.original_before, after)
@@ -43,7 +43,7 @@ def original_untouched(ctx: Context, fixture: Fixture) -> None:
     criterion=(
         "timeline.json da nova linha tem um timeline_id novo, parent = {timeline_id da original, turn, "
         "point do ponto copiado}, dry_run true e created_at (utc_now(), o instante da bifurcação); "
-        "fork_from devolve esse mesmo conteúdo."
+        "fork_at_decision devolve esse mesmo conteúdo."
     ),
 )
 def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
@@ -80,7 +80,7 @@ def identity_and_parent(ctx: Context, fixture: Fixture) -> None:
         raise CheckFailed(created_at_problem, expected="utc_now() no instante da bifurcação",
                           observed=info.get("created_at", "<ausente>"))
     if run.returned != info:
-        raise CheckFailed("fork_from deveria devolver o conteúdo de timeline.json da nova linha.",
+        raise CheckFailed("fork_at_decision deveria devolver o conteúdo de timeline.json da nova linha.",
                           expected=info, observed=show(run.returned, 200))
 
 
@@ -214,3 +214,40 @@ def dry_run_keeps_the_world(ctx: Context, fixture: Fixture) -> None:
             "Sem dry-run, as duas linhas dobram o efeito: grave dry_run true em timeline.json.",
             expected="caixa de saída intacta", observed=run.world_changed_by_run,
         )
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=lambda fixture: "undo_missing_tool" in fixture.expect,
+    title="Sem a decisão na sequência ativa, não há bifurcação",
+    criterion=(
+        "fork_at_decision para uma ferramenta que o modelo nunca pediu na sequência ativa levanta "
+        "TimelineError, sem criar nada em new_run_dir e sem mexer na original."
+    ),
+)
+def fork_without_decision_is_refused(ctx: Context, fixture: Fixture) -> None:
+    from harness.timeline import TimelineError
+
+    fork_at_decision = ctx.student_function("fork_at_decision")
+    tool = fixture.expect["undo_missing_tool"]
+    with ctx.tools(fixture, "fork-missing") as spy:
+        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
+        new_dir = spy.workspace.root / FORK_FOLDER
+        before = snapshot(run_dir)
+        returned, error = ctx.call_catching(fork_at_decision, run_dir, tool, new_dir)
+        changed, created = differences(before, snapshot(run_dir)), snapshot(new_dir)
+    if error is None:
+        raise CheckFailed(
+            f"fork_at_decision(run_dir, {tool!r}, ...) devolveu {show(returned, 80)}, mas o modelo nunca pediu "
+            f"{tool} na sequência ativa: não há ponto A de onde bifurcar. Levante TimelineError.",
+            expected="TimelineError", observed=show(returned, 80),
+        )
+    if not isinstance(error, TimelineError):
+        raise CheckFailed(f"fork_at_decision levantou {describe_error(error)}; uma decisão que não existe merece "
+                          "um TimelineError que diga isso.", expected="TimelineError", observed=type(error).__name__)
+    if changed or any(not path.endswith("/") for path in created):
+        raise CheckFailed(
+            "O pedido impossível deixou rastro (" + (changed or "criou " + ", ".join(sorted(created))) + "): "
+            "procure a decisão antes de criar qualquer coisa.",
+            expected="nada criado nem alterado", observed=changed or sorted(created))

@@ -1,4 +1,4 @@
-"""Level 2's probe: the student's ``rewind_to`` run once per fixture, with what it left on disk."""
+"""Level 2's probe: the student's ``undo_decision`` run once per fixture, with what it left on disk."""
 from __future__ import annotations
 
 import copy
@@ -23,16 +23,17 @@ class Rewound:
     active_after: list[str]
     calls: list = field(default_factory=list)
     world_changed: str = ""
+    tool: str = ""
 
 
 def rewound(ctx: Context, fixture: Fixture) -> Rewound:
     def run() -> Rewound:
-        rewind_to = ctx.student_function("rewind_to")
-        spec = fixture.expect["rewind"]
+        undo_decision = ctx.student_function("undo_decision")
+        spec = fixture.expect["undo"]
         with ctx.tools(fixture, "rewind") as spy:
             run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
             before, world_before = snapshot(run_dir), world_snapshot(spy.workspace)
-            returned = ctx.call(rewind_to, run_dir, spec["turn"])
+            returned = ctx.call(undo_decision, run_dir, spec["tool"])
             after = snapshot(run_dir)
             world_changed = differences(world_before, world_snapshot(spy.workspace))
             calls = list(spy.calls)
@@ -42,7 +43,7 @@ def rewound(ctx: Context, fixture: Fixture) -> Rewound:
             checkpoint_json = "<ilegível>"
         source = point_file(fixture, spec["turn"], spec["point"])
         return Rewound(spec["turn"], spec["point"], source, copy.deepcopy(returned), before, after,
-                       checkpoint_json, active_points(run_dir), calls, world_changed)
+                       checkpoint_json, active_points(run_dir), calls, world_changed, spec["tool"])
 
     return ctx.memo(f"rewind:{fixture.name}", run)
 
@@ -50,24 +51,24 @@ def rewound(ctx: Context, fixture: Fixture) -> Rewound:
 def returned_scene(run: Rewound) -> dict:
     value = run.returned
     if value is None:
-        raise CheckFailed("rewind_to devolveu None: devolva a cena (o dict do estado) a que a linha voltou.",
+        raise CheckFailed("undo_decision devolveu None: devolva a cena (o dict do estado) a que a linha voltou.",
                           expected="a cena do turno", observed=None)
     if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
-        raise CheckFailed("rewind_to deveria devolver a cena (um dict com messages, turns...).",
+        raise CheckFailed("undo_decision deveria devolver a cena (um dict com messages, turns...).",
                           expected="a cena do turno", observed=show(value, 160))
     return value
 
 
 def has_rewind(fixture: Fixture) -> bool:
-    return "rewind" in fixture.expect
+    return "undo" in fixture.expect
 
 
 def has_later_points(fixture: Fixture) -> bool:
-    """A rewind fixture whose active sequence has points after the turn it rewinds to."""
+    """A rewind fixture whose active sequence has points after the point it rewinds to."""
     if not has_rewind(fixture):
         return False
-    turn = fixture.expect["rewind"]["turn"]
-    return any(_point(name)[0] > turn for name in map(active_point_name, fixture.data["run_dir"]) if name)
+    target = (fixture.expect["undo"]["turn"], fixture.expect["undo"]["point"])
+    return any(_point(name) > target for name in map(active_point_name, fixture.data["run_dir"]) if name)
 
 
 TORN_AFTER_CHARACTERS = 200
