@@ -89,9 +89,9 @@ def test_a_documented_field_no_schema_accepts_fails_the_check(monkeypatch):
 
 
 def test_a_schema_field_missing_from_the_docs_fails_the_check(monkeypatch):
-    row = next(line for line in page_text().splitlines() if line.startswith("| `expect.rewind_missing_turn` |"))
+    row = next(line for line in page_text().splitlines() if line.startswith("| `expect.undo_missing_tool` |"))
     monkeypatch.setattr(sys.modules[__name__], "page_text", lambda: PAGE.read_text(encoding="utf-8").replace(row + "\n", ""))
-    with pytest.raises(AssertionError, match=r"fields not in docs/fixtures.md: \['expect.rewind_missing_turn'\]"):
+    with pytest.raises(AssertionError, match=r"fields not in docs/fixtures.md: \['expect.undo_missing_tool'\]"):
         test_every_fixture_field_is_documented_in_its_exercise_section(5)
 
 
