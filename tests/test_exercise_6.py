@@ -16,7 +16,8 @@ import pytest
 from grader.buggy_harnesses import REFERENCE, defects, make_harness
 from grader.checks.exercise_6 import CANNOT_FAIL
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
-from grader.core.engine import grade
+from grader.core.engine import grade, load_exercise
+from grader.core.fixture_loader import load_fixtures
 from harness.display.crash_lab import run_outcome
 from harness.effects import EFFECTS_FILE
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
@@ -63,14 +64,14 @@ def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
     statuses = {check.id: check.status for check in report.checks}
-    assert len(statuses) == 39
+    assert len(statuses) == 50
     assert set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
-    assert {check.level for check in report.checks} == {1, 2, 3}
+    assert {check.level for check in report.checks} == {1, 2, 3, 4}
 
 
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
-    assert len(report.checks) == 39 and all(check.status != "pass" for check in report.checks)
+    assert len(report.checks) == 50 and all(check.status != "pass" for check in report.checks)
     assert all(NOT_IMPLEMENTED_PREFIX in check.message for check in report.checks)
 
 
@@ -210,42 +211,47 @@ def test_a_defect_never_leaks_out_of_its_call(tmp_path):
 
 
 def test_a_single_counter_for_every_label_crashes_on_the_wrong_step(tmp_path, monkeypatch):
-    notebook = replaced("crash_point", "_passes[label] == n", "sum(_passes.values()) == n")
+    notebook = replaced("crash_point", "    if (label, _passes[label]) in parse_crash_plan(spec):",
+                        "    if any(label == t and sum(_passes.values()) == n for t, n in parse_crash_plan(spec)):")
     results = graded(notebook, tmp_path, monkeypatch, 1)
     assert_fails(results, "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]",
                  "chamada 2, a 1ª passagem por after-save-A", "por rótulo: _passes[label]")
 
 
 def test_greater_or_equal_crashes_on_every_later_pass(tmp_path, monkeypatch):
-    notebook = replaced("crash_point", "_passes[label] == n", "_passes[label] >= n")
+    notebook = replaced("crash_point", "    if (label, _passes[label]) in parse_crash_plan(spec):",
+                        "    if any(label == t and _passes[label] >= n for t, n in parse_crash_plan(spec)):")
     results = graded(notebook, tmp_path, monkeypatch, 1)
     assert_fails(results, "n1.crash_point_counts_per_label[passagens-so-uma-vez]", "(==)", "(>=)")
     assert "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]" not in failures(results)
 
 
 def test_an_unchecked_label_lets_a_typo_pass_silently(tmp_path, monkeypatch):
-    notebook = replaced("parse_crash_after", "    if label not in CRASH_LABELS:\n        raise ValueError(f\"CRASH_AFTER",
-                        "    if False:\n        raise ValueError(f\"CRASH_AFTER")
+    notebook = replaced("parse_crash_plan", "        if label not in CRASH_LABELS:\n            raise ValueError(f\"CRASH_AFTER",
+                        "        if False:\n            raise ValueError(f\"CRASH_AFTER")
     results = graded(notebook, tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.parse_crash_after_reads_the_value[crash-after-rotulo-errado]",
+    assert_fails(results, "n1.parse_crash_plan_reads_the_plan[crash-after-rotulo-errado]",
                  "passa em silêncio", "sem nunca cair")
     assert_fails(results, "n1.crash_point_counts_per_label[passagens-crash-after-errado]", "em silêncio")
-    assert "n1.parse_crash_after_reads_the_value[crash-after-contagem-texto]" not in failures(results)
+    assert "n1.parse_crash_plan_reads_the_plan[crash-after-contagem-texto]" not in failures(results)
 
 
-BARE_INT = '''def parse_crash_after(spec):
-    label, _, count = spec.partition(":")
-    if label not in CRASH_LABELS:
-        raise ValueError(f"CRASH_AFTER: rótulo desconhecido {label!r}")
-    return label, int(count) if count else 1
+BARE_INT = '''def parse_crash_plan(spec):
+    plan = []
+    for item in spec.split(","):
+        label, _, count = item.strip().partition(":")
+        if label not in CRASH_LABELS:
+            raise ValueError(f"CRASH_AFTER: rótulo desconhecido {label!r}")
+        plan.append((label, int(count) if count else 1))
+    return plan
 '''
 
 
 def test_a_bare_int_gives_an_error_that_does_not_say_crash_after(tmp_path, monkeypatch):
-    results = graded(with_function("parse_crash_after", BARE_INT), tmp_path, monkeypatch, 1)
-    assert_fails(results, "n1.parse_crash_after_reads_the_value[crash-after-contagem-texto]",
+    results = graded(with_function("parse_crash_plan", BARE_INT), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.parse_crash_plan_reads_the_plan[crash-after-contagem-texto]",
                  "não diz 'CRASH_AFTER'")
-    assert_fails(results, "n1.parse_crash_after_reads_the_value[crash-after-contagem-zero]", "aceitou")
+    assert_fails(results, "n1.parse_crash_plan_reads_the_plan[crash-after-contagem-zero]", "aceitou")
 
 
 def test_counting_only_when_crash_after_is_set_loses_the_counts(tmp_path, monkeypatch):
@@ -263,7 +269,7 @@ OWN_CRASH = '''class SimulatedCrash(Exception):
 
 
 def test_a_home_made_simulated_crash_is_named(tmp_path, monkeypatch):
-    notebook = with_function("parse_crash_after", OWN_CRASH)
+    notebook = with_function("parse_crash_plan", OWN_CRASH)
     results = graded(notebook, tmp_path, monkeypatch, 1)
     assert_fails(results, "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]", "from harness.crash import")
 
@@ -546,3 +552,120 @@ def test_a_fence_that_refuses_every_token_does_not_blame_the_lease_write(tmp_pat
     failed = failures(graded(notebook, tmp_path, monkeypatch, 3))
     assert "n3.check_fence_accepts_only_the_current_token" in failed
     assert "n3.every_lease_crash_state_loads" not in failed
+
+
+# ----------------------------------------------------------------- level 1: the lesson's single-point code
+
+
+LESSON_PARSE = '''def parse_crash_plan(spec):
+    label, _, count = spec.partition(":")
+    if label not in CRASH_LABELS:
+        raise ValueError(f"CRASH_AFTER: rótulo desconhecido {label!r}; use um de {', '.join(CRASH_LABELS)}")
+    try:
+        n = int(count) if count else 1
+    except ValueError:
+        raise ValueError(f"CRASH_AFTER: contagem inválida {count!r}; use rótulo:n com n >= 1") from None
+    if n < 1:
+        raise ValueError(f"CRASH_AFTER: contagem inválida {n}; use rótulo:n com n >= 1")
+    return [(label, n)]
+'''
+
+
+def test_the_lessons_single_point_reading_misses_the_second_crash(tmp_path, monkeypatch):
+    """The lesson's parse_crash_after, wrapped in a list: a plan with a comma is a bad count."""
+    results = graded(with_function("parse_crash_plan", LESSON_PARSE), tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.parse_crash_plan_reads_the_plan[crash-after-dois-pontos]", "o plano é válido",
+                 "separados por vírgula")
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-duas-quedas]")
+    assert "n1.crash_point_counts_per_label[passagens-segunda-do-ponto-a]" not in failures(results)
+
+
+def test_a_plan_whose_second_point_is_ignored_is_named(tmp_path, monkeypatch):
+    notebook = replaced("crash_point", "    if (label, _passes[label]) in parse_crash_plan(spec):",
+                        "    if (label, _passes[label]) == parse_crash_plan(spec)[0]:")
+    results = graded(notebook, tmp_path, monkeypatch, 1)
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-duas-quedas]", "só houve queda em chamada 3")
+    assert_fails(results, "n1.crash_point_counts_per_label[passagens-duas-quedas-no-mesmo-rotulo]")
+
+
+# ----------------------------------------------------------------- level 4: renewing the lease
+
+
+def test_a_renewal_that_trusts_the_caller_brings_the_old_token_back(tmp_path, monkeypatch):
+    source = '''def renew_lease(run_dir, owner, token, now, seconds=LEASE_SECONDS):
+    lease = {"owner": owner, "token": token, "expires_at": now + seconds}
+    write_json_atomic(Path(run_dir) / "lease.json", lease)
+    return lease
+'''
+    results = graded(with_function("renew_lease", source), tmp_path, monkeypatch, 4)
+    assert_fails(results, "n4.late_owner_cannot_renew", "gravou em vez de recusar", "\"token\": 1")
+    assert_fails(results, "n4.expired_lease_is_not_renewed", "toma de novo")
+    assert "n4.renewal_extends_the_current_lease" not in failures(results)
+
+
+def test_a_renewal_through_acquire_lease_is_held_by_its_own_lease(tmp_path, monkeypatch):
+    """Renewing by taking the lease again: the live lease refuses its own owner (level 3's rule)."""
+    source = '''def renew_lease(run_dir, owner, token, now, seconds=LEASE_SECONDS):
+    return acquire_lease(run_dir, owner, now, seconds)
+'''
+    results = graded(with_function("renew_lease", source), tmp_path, monkeypatch, 4)
+    assert_fails(results, "n4.renewal_extends_the_current_lease", "levantou LeaseHeld")
+
+
+def test_a_renewal_that_checks_only_the_token_lets_another_owner_renew(tmp_path, monkeypatch):
+    notebook = replaced("renew_lease", 'if record["token"] != token or record["owner"] != owner:',
+                        'if record["token"] != token:')
+    results = graded(notebook, tmp_path, monkeypatch, 4)
+    assert "n4.late_owner_cannot_renew" not in failures(results)  # the token alone already tells the late owner
+
+
+# ----------------------------------------------------------------- the hints ladder
+
+
+def ladder(level: int) -> tuple[str, ...]:
+    from grader.core.manifest import get_exercise
+
+    return get_exercise("exercise-6").level(level).hints
+
+
+def required_by_the_checks(level: int) -> set[str]:
+    """The concrete names and values a level's checks require, from the checks' own modules
+    and the fixtures (level 2 judges verify_resume by the harnesses it rejects: its values are
+    the harness's calls and the run outcome's fields)."""
+    exercise = load_exercise("exercise-6")
+    fixtures = load_fixtures("exercise-6", (), exercise.validate_fixture)
+    if level == 1:
+        separators = {",", ":"} if any("," in f.data.get("spec", "") for f in fixtures) else {":"}
+        return {"CRASH_LABELS", "ValueError", "CRASH_AFTER", "_passes[label] += 1", "SimulatedCrash", "int()",
+                "strip", *(f'"{sep}"' for sep in separators)}
+    if level == 2:
+        return {"harness.run", "harness.resume", "harness.cancel", "run_outcome", "137", "12", "effects.json",
+                "max_turns=1", "disagreements", "orphans", "tokens_used", "turns"}
+    if level == 3:
+        return {"LeaseHeld", "LeaseLost", "LeaseFileError", "write_json_atomic", "now < expires_at", "token"}
+    return {"LeaseLost", "LeaseFileError", "write_json_atomic", "now >= ", "\"owner\"", "\"token\"",
+            "\"expires_at\": now + seconds", "json.loads"}
+
+
+def test_every_level_has_a_ladder_of_at_least_three_rungs():
+    for level in (1, 2, 3, 4):
+        hints = ladder(level)
+        assert len(hints) >= 3 and len(set(hints)) == len(hints), level
+
+
+def test_the_ladder_names_every_value_the_checks_require_by_its_last_rungs():
+    """Following the hints literally cannot fail a check: every required value is named by the
+    last two rungs (the recipe), and the first rung names fewer than half of them (the idea)."""
+    for level in (1, 2, 3, 4):
+        hints = ladder(level)
+        recipe = " ".join(hints[-2:])
+        missing = sorted(value for value in required_by_the_checks(level) if value not in recipe)
+        assert not missing, f"level {level}: the hints do not name {missing}"
+        first = sum(value in hints[0] for value in required_by_the_checks(level))
+        assert first < len(required_by_the_checks(level)) / 2, (level, first)
+
+
+def test_the_level_1_hints_say_the_count_goes_on_after_a_crash():
+    assert "não zera depois de uma queda" in ladder(1)[0]
+    assert "parse_crash_plan(spec)" in ladder(1)[-1] and "in parse_crash_plan" in ladder(1)[-1]
+

@@ -27,12 +27,16 @@ def kind_of(data: dict) -> str | None:
 LABELS_TEXTS = {**TEXTS, "minItems": 1, "x-mensagens": {"*": "deveria ser uma lista não vazia de textos"}}
 
 
-# Level 1, reading: CRASH_AFTER's text and what parse_crash_after makes of it (one or the other).
+# Level 1, reading: CRASH_AFTER's text (a plan: points separated by commas) and what
+# parse_crash_plan makes of it (one or the other).
 PARSE_SCHEMA = closed(["description", "spec", "expect"], {
     "description": TEXT,
     "spec": {"type": "string", "x-mensagens": {"*": "deveria ser o texto de CRASH_AFTER"}},
     "expect": closed([], {
-        "parsed": {"type": "array", "minItems": 2, "maxItems": 2, "x-mensagens": {"*": "deveria ser [rótulo conhecido, n >= 1]"}},
+        "parsed": {"type": "array", "minItems": 1,
+                   "items": {"type": "array", "minItems": 2, "maxItems": 2,
+                             "x-mensagens": {"*": "deveria ser um par [rótulo conhecido, n >= 1]"}},
+                   "x-mensagens": {"*": "deveria ser uma lista de [rótulo conhecido, n >= 1]"}},
         "error_mentions": LABELS_TEXTS,
     }, messages={"type": "obrigatório, deveria ser um objeto", "oneOf": "use parsed OU error_mentions"},
         oneOf=[{"required": ["parsed"]}, {"required": ["error_mentions"]}]),
@@ -76,10 +80,10 @@ def validate_fixture(data: dict) -> list[str]:
     expect = data["expect"]
     if kind == "parse":
         parsed = expect.get("parsed")
-        if parsed is not None:  # [label, n]: positions of different types, which prefixItems would need
-            if parsed[0] not in _labels():
-                problems.append(problem("expect.parsed[0]", f"deveria ser um rótulo conhecido ({', '.join(_labels())}) (é {parsed[0]!r})"))
-            problems += schema_problems(POSITIVE, parsed[1], "expect.parsed[1]")
+        for index, pair in enumerate(parsed or []):  # [label, n]: positions of different types, which prefixItems would need
+            if pair[0] not in _labels():
+                problems.append(problem(f"expect.parsed[{index}][0]", f"deveria ser um rótulo conhecido ({', '.join(_labels())}) (é {pair[0]!r})"))
+            problems += schema_problems(POSITIVE, pair[1], f"expect.parsed[{index}][1]")
     elif kind == "sequence":
         calls = data["calls"]
         if expect.get("error_at", 0) > len(calls):

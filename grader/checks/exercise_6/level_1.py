@@ -1,4 +1,4 @@
-"""Level 1: ``parse_crash_after`` and ``crash_point`` crash exactly where the specification says, or refuse it loudly."""
+"""Level 1: ``parse_crash_plan`` and ``crash_point`` crash exactly where a plan of one or more crash points says, or refuse it loudly."""
 from __future__ import annotations
 
 from collections import Counter
@@ -12,46 +12,61 @@ from grader.checks.framework import CheckFailed, Context, Fixture, describe_erro
     level=1,
     per_fixture=True,
     applies=is_parse,
-    title="parse_crash_after lê rótulo:n e recusa valores malformados",
+    title="parse_crash_plan lê o plano de quedas e recusa valores malformados",
     criterion=(
-        "\"rótulo:n\" vira (rótulo, n); sem \":n\", n = 1. Rótulo desconhecido, contagem que não é "
-        "número ou menor que 1 levantam ValueError com uma mensagem que cita CRASH_AFTER e o valor ruim."
+        "\"rótulo:n,rótulo:n\" vira a lista [(rótulo, n), ...], na ordem do texto; sem \":n\", n = 1; espaços em "
+        "volta de cada ponto não contam. Um ponto com rótulo desconhecido, contagem que não é número ou menor "
+        "que 1, ou repetido, faz o plano inteiro levantar ValueError com uma mensagem que cita CRASH_AFTER e o "
+        "pedaço ruim."
     ),
 )
-def parse_crash_after_reads_the_value(ctx: Context, fixture: Fixture) -> None:
-    parse = ctx.student_function("parse_crash_after")
+def parse_crash_plan_reads_the_plan(ctx: Context, fixture: Fixture) -> None:
+    parse = ctx.student_function("parse_crash_plan")
     spec, expect = fixture.data["spec"], fixture.expect
-    value, error = ctx.call_catching(parse, spec, label="parse_crash_after")
+    value, error = ctx.call_catching(parse, spec, label="parse_crash_plan")
     if "parsed" in expect:
-        wanted = tuple(expect["parsed"])
+        wanted = [tuple(pair) for pair in expect["parsed"]]
         if error is not None:
             raise CheckFailed(
-                f"parse_crash_after({spec!r}) levantou {describe_error(error)}, mas o valor é válido"
-                + (" (sem \":n\", a contagem é 1)." if ":" not in spec else "."),
-                expected=list(wanted), observed=f"{describe_error(error)}",
+                f"parse_crash_plan({spec!r}) levantou {describe_error(error)}, mas o plano é válido"
+                + (" (sem \":n\", a contagem é 1)." if ":" not in spec else
+                   " (os pontos vêm separados por vírgula; espaços em volta de cada um não contam)." if "," in spec else "."),
+                expected=[list(pair) for pair in wanted], observed=f"{describe_error(error)}",
+            )
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+            raise CheckFailed(
+                f"parse_crash_plan({spec!r}) devolveu um par só, {show(value, 80)}: o plano é uma LISTA de pontos "
+                "(rótulo, n), mesmo quando tem um só.",
+                expected=[list(pair) for pair in wanted], observed=show(value, 80),
             )
         if isinstance(value, list):
-            value = tuple(value)
+            value = [tuple(pair) if isinstance(pair, (list, tuple)) else pair for pair in value]
         if value != wanted:
             hint = ""
-            if isinstance(value, tuple) and len(value) == 2 and value[1] == str(wanted[1]):
+            if isinstance(value, list) and any(isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], str)
+                                               for pair in value):
                 hint = " A contagem precisa ser um int, não o texto."
+            elif isinstance(value, list) and sorted(map(repr, value)) == sorted(map(repr, wanted)):
+                hint = " Os pontos estão certos, mas fora da ordem do texto."
+            elif isinstance(value, list) and any(isinstance(pair, tuple) and pair and isinstance(pair[0], str)
+                                                 and pair[0] != pair[0].strip() for pair in value):
+                hint = " Um rótulo ficou com o espaço em volta: tire os espaços de cada ponto (strip)."
             raise CheckFailed(
-                f"parse_crash_after({spec!r}) devolveu {show(value, 80)}; esperado (rótulo, n).{hint}",
-                expected=list(wanted), observed=show(value, 80),
+                f"parse_crash_plan({spec!r}) devolveu {show(value, 80)}; esperado a lista [(rótulo, n), ...].{hint}",
+                expected=[list(pair) for pair in wanted], observed=show(value, 80),
             )
         return
     mentions = expect["error_mentions"]
     if error is None:
         raise CheckFailed(
-            f"parse_crash_after({spec!r}) aceitou um valor malformado e devolveu {show(value, 80)}. Um "
+            f"parse_crash_plan({spec!r}) aceitou um valor malformado e devolveu {show(value, 80)}. Um "
             "CRASH_AFTER errado que passa em silêncio faz o teste rodar sem nunca cair: ele passaria sem "
             "verificar nada. Levante ValueError.",
             expected="ValueError", observed=show(value, 80),
         )
     if not isinstance(error, ValueError):
         raise CheckFailed(
-            f"parse_crash_after({spec!r}) levantou {type(error).__name__}; use ValueError para um valor malformado.",
+            f"parse_crash_plan({spec!r}) levantou {type(error).__name__}; use ValueError para um valor malformado.",
             expected="ValueError", observed=f"{describe_error(error)}",
         )
     text = str(error)
@@ -83,11 +98,11 @@ def run_sequence(ctx: Context, fixture: Fixture) -> dict:
     level=1,
     per_fixture=True,
     applies=is_sequence,
-    title="crash_point conta por rótulo e cai só na n-ésima passagem",
+    title="crash_point conta por rótulo e cai só nas passagens do plano",
     criterion=(
-        "Cada chamada soma 1 ao rótulo (com ou sem CRASH_AFTER). SimulatedCrash sai na n-ésima passagem "
-        "do rótulo de CRASH_AFTER e só nela; sem CRASH_AFTER nada cai; um rótulo desconhecido, no "
-        "CRASH_AFTER ou no próprio crash_point, é um ValueError."
+        "Cada chamada soma 1 ao rótulo (com ou sem CRASH_AFTER). SimulatedCrash sai em cada ponto do plano "
+        "(a n-ésima passagem daquele rótulo) e só neles; a contagem continua depois de uma queda; sem "
+        "CRASH_AFTER nada cai; um rótulo desconhecido, no CRASH_AFTER ou no próprio crash_point, é um ValueError."
     ),
 )
 def crash_point_counts_per_label(ctx: Context, fixture: Fixture) -> None:
@@ -136,6 +151,15 @@ def describe_wrong_crash(calls: list[str], spec: str | None, wanted: list[int], 
     if spec is None:
         return ("Sem CRASH_AFTER nada pode cair (os pontos de queda ficam no código de produção), mas houve "
                 f"queda em {positions(calls, crashed)}.")
+    if "," in spec:
+        if crashed and set(crashed) < set(wanted):
+            return (f"CRASH_AFTER={spec} é um plano com {len(wanted)} quedas ({positions(calls, wanted)}), mas só "
+                    f"houve queda em {positions(calls, crashed)}: cada ponto do plano derruba a sua passagem, não só "
+                    "o primeiro.")
+        if not crashed:
+            return (f"CRASH_AFTER={spec} é um plano de quedas ({positions(calls, wanted)}), mas nada caiu: leia "
+                    "os pontos separados por vírgula (parse_crash_plan).")
+        return f"O plano {spec} pede queda em {positions(calls, wanted)}, mas houve em {positions(calls, crashed)}."
     label, _, count = spec.partition(":")
     if not crashed:
         return (f"CRASH_AFTER={spec} pede a queda na {count or 1}ª passagem por {label} "
