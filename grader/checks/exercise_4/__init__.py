@@ -2,14 +2,17 @@
 
 Level 1 grades a structured answer (``ANSWERS``: operation -> "idempotente" /
 "não idempotente"). Level 2 grades ``load_effects(path)`` and
-``save_effect(path, tool_use_id, record)``; ``level_2_crashes`` runs ``save_effect`` under the
+``save_effect(path, tool_use_id, record)``; ``level_2_states`` holds ``save_effect`` to the
+ledger's state machine (a settled receipt is never replaced, no outcome without an intent);
+``level_2_crashes`` runs ``save_effect`` under the
 crash-state explorer (grader/checks/crash_states.py), every state read back with the student's
 ``load_effects``, and makes its swap fail. Level 3 grades
 ``repair_run(run_dir)`` on every fixture: the crash scene is written as a run folder
 (checkpoint.json, effects.json), repair_run returns its diagnosis (the way of each pending call,
 judged against ``expect.ways``) and leaves the repaired checkpoint on disk, closed by the
 student's three-way ``reconcile(cp, effects_path)``. Level 4 grades
-``run_tool_uses(tool_uses, ctx)`` with the approval gate, on worlds the checks build. Level 5
+``run_tool_uses(tool_uses, ctx)`` with the approval gate, on worlds the checks build;
+``level_4_turn`` requires the whole turn to pass the gate before any effect runs. Level 5
 (transfer) grades ``send_sms_once(call, effects_path, sms)`` against ``harness.sms.SmsGateway``,
 a provider with no idempotency key, only a lookup by the sender's ``client_ref``.
 
@@ -36,7 +39,16 @@ the receipt becomes committed.
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_4 import level_1, level_2, level_2_crashes, level_3, level_4, level_5  # noqa: F401
+from grader.checks.exercise_4 import (  # noqa: F401
+    level_1,
+    level_2,
+    level_2_states,
+    level_2_crashes,
+    level_3,
+    level_4,
+    level_4_turn,
+    level_5,
+)
 from grader.checks.exercise_4.fixtures import EXERCISE, validate_fixture
 
 __all__ = ["EXERCISE", "validate_fixture"]

@@ -144,7 +144,8 @@ def malformed_records_fail_closed(ctx: Context) -> None:
 def save_effect_round_trips(ctx: Context) -> None:
     load_effects = ctx.student_function("load_effects")
     save_effect = ctx.student_function("save_effect")
-    first, second = receipt("toolu_a1", "primeiro"), receipt("toolu_b2", "segundo")
+    # two calls that start: each enters the ledger with its intent (a receipt needs one first)
+    first, second = intent("toolu_a1", "primeiro"), intent("toolu_b2", "segundo")
     with ctx.tools(world("n2-ida-e-volta")) as spy:
         path = Path(spy.workspace.root) / "effects.json"
         ctx.call(save_effect, path, "toolu_a1", copy.deepcopy(first))
@@ -194,7 +195,7 @@ def save_effect_replaces_the_same_call(ctx: Context) -> None:
         final = receipt_with("toolu_b2", f"desfecho {status}", status)
         with ctx.tools(world(f"n2-troca-{status}")) as spy:
             path = Path(spy.workspace.root) / "effects.json"
-            ctx.call(save_effect, path, "toolu_a1", copy.deepcopy(other))
+            path.write_text(json.dumps({"toolu_a1": other}, ensure_ascii=False), encoding="utf-8")
             ctx.call(save_effect, path, "toolu_b2", intent("toolu_b2", f"desfecho {status}"))
             ctx.call(save_effect, path, "toolu_b2", copy.deepcopy(final))
             on_disk = read_ledger(path)
@@ -234,7 +235,7 @@ def save_effect_is_atomic(ctx: Context) -> None:
         path.write_text(json.dumps(original, ensure_ascii=False, indent=1), encoding="utf-8")
         before = path.read_bytes()
         with recorded_replace(fail=False) as moves:
-            ctx.call(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
+            ctx.call(save_effect, path, "toolu_b2", intent("toolu_b2", "segundo"))
         if not moves and path.read_bytes() == before:
             raise nothing_observed(
                 "save_effect não gravou nada (effects.json ficou igual e nenhum os.replace aconteceu), então "
@@ -248,7 +249,7 @@ def save_effect_is_atomic(ctx: Context) -> None:
         path.write_bytes(before)
         with recorded_replace(fail=True):
             # the simulated crash surfaces as an exception: that is expected
-            ctx.call_or_problem(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
+            ctx.call_or_problem(save_effect, path, "toolu_b2", intent("toolu_b2", "segundo"))
         after = path.read_bytes() if path.exists() else b""
     if after != before:
         raise CheckFailed(
@@ -277,7 +278,7 @@ def save_effect_survives_a_torn_write(ctx: Context) -> None:
         before = path.read_bytes()
         with observed_writes(ctx, crash_after=len(before) // 2) as budget:
             # the simulated death comes back as the student's problem: what counts is the file left behind
-            ctx.call_or_problem(save_effect, path, "toolu_b2", receipt("toolu_b2", "segundo"))
+            ctx.call_or_problem(save_effect, path, "toolu_b2", intent("toolu_b2", "segundo"))
         after = path.read_bytes() if path.exists() else b""
     if not budget["crashed"]:
         raise nothing_observed(
@@ -308,7 +309,7 @@ def save_effect_refuses_corrupt(ctx: Context) -> None:
         path = Path(spy.workspace.root) / "effects.json"
         path.write_text(corrupt, encoding="utf-8")
         returned, problem_ = ctx.call_or_problem(capturing(save_effect, ledger_error_class()), path, "toolu_b2",
-                                                 receipt("toolu_b2", "segundo"))
+                                                 intent("toolu_b2", "segundo"))
         observed = problem_ or returned
         after = path.read_text(encoding="utf-8")
     if after != corrupt:

@@ -29,8 +29,8 @@ def old_ledger() -> dict:
 
 
 def new_record() -> dict:
-    """The receipt of the call saved."""
-    return receipt(SAVED_CALL, "segundo")
+    """The intent of the call saved: a new call enters the ledger with its intent."""
+    return intent(SAVED_CALL, "segundo")
 
 
 def as_explored(load: Callable) -> Callable:
@@ -76,7 +76,7 @@ def binders(ctx: Context) -> dict:
 
 
 def saving(save_effect: Callable) -> Callable:
-    """save_effect in the explorer's shape, save(new, path): the receipt of SAVED_CALL."""
+    """save_effect in the explorer's shape, save(new, path): the intent of SAVED_CALL."""
 
     def save(_new: Any, path: Path) -> None:
         save_effect(path, SAVED_CALL, new_record())
