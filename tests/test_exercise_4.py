@@ -180,6 +180,21 @@ FRESH_ON_CORRUPT_SAVE = '''    try:
     write_json_atomic(path, livro)'''
 
 
+# The state machine, written otherwise than the solution's table; every save variant above keeps it,
+# so each test judges only the mistake it names.
+GUARD = '''    antes = livro.get(tool_use_id, {}).get("status")
+    if antes in ("committed", "rejected") or (antes is None and record["status"] not in ("intent", "rejected")):
+        raise LedgerTransitionError(path, tool_use_id, antes, record["status"])
+'''
+
+
+def guarded(save):
+    return save.replace("    livro[tool_use_id] = record", GUARD + "    livro[tool_use_id] = record", 1)
+
+
+GOOD_SAVE, IN_PLACE_SAVE, FRESH_ON_CORRUPT_SAVE = map(guarded, (GOOD_SAVE, IN_PLACE_SAVE, FRESH_ON_CORRUPT_SAVE))
+
+
 def ledger_cell(load=GOOD_LOAD, save=GOOD_SAVE):
     return with_cell("ex4-05", LEDGER_CELL.format(load=load, save=save))
 
@@ -226,6 +241,9 @@ NO_FOLDER_FSYNC_SAVE = '''    import os
         arquivo.flush()
         os.fsync(arquivo.fileno())
     os.replace(str(path) + ".tmp", path)'''
+
+
+SWALLOWING_SAVE, NO_FOLDER_FSYNC_SAVE = map(guarded, (SWALLOWING_SAVE, NO_FOLDER_FSYNC_SAVE))
 
 
 def test_level_2_a_save_that_swallows_a_failed_swap_is_caught_by_that_check_alone(tmp_path, monkeypatch):
@@ -374,46 +392,51 @@ def runner_edit(old, new):
     return with_edit(RUNNER, old, new)
 
 
-NO_GATE = ('''                decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)''',
-           '''                decisao = approve()  # no gate''')
+NO_GATE = ('''        decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)''',
+           '''        decisao = approve()  # no gate''')
 ASKS_POLICY_DIRECTLY = (
-    '''                decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)''',
-    '''                decisao = ctx.approver(chamada) if ctx.approver else approve()''')
-PENDING_AS_APPROVED = ('''                if decisao.verdict == "pending":
-                    raise WaitingForApproval(pending_approval_for(chamada, agora))
+    '''        decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)''',
+    '''        decisao = ctx.approver(chamada) if ctx.approver else approve()''')
+PENDING_AS_APPROVED = ('''        if decisao.verdict == "pending":
+            raise WaitingForApproval(pending_approval_for(chamada, agora))
 ''', "")
-IGNORES_DRY_RUN = ('''                elif ctx.dry_run:
-                    saida = dry_run_output(chamada)
-''', "")
+IGNORES_DRY_RUN = (
+    '''            saida = dry_run_output(chamada) if ctx.dry_run else execute_and_record(chamada, ctx.effects_path)''',
+    '''            saida = execute_and_record(chamada, ctx.effects_path)''')
 REJECTION_WITHOUT_RECEIPT = (
-    '''                    save_effect(ctx.effects_path, chamada["id"], make_receipt(chamada, saida, "rejected"))\n''', "")
+    '''            save_effect(ctx.effects_path, chamada["id"], make_receipt(chamada, saida, "rejected"))\n''', "")
 APPROVAL_BEFORE_LEDGER = '''def run_tool_uses(tool_uses, ctx):
-    resultados = []
+    plano = []
     for chamada in tool_uses:
         agora = ctx.clock()
         decisao = check_approval(chamada, ctx.approvals_path, ctx.approver, agora, ctx.approval_ttl)
         registro = load_effects(ctx.effects_path).get(chamada["id"])
         if registro is not None and registro["status"] in SETTLED_STATUSES:
-            saida = registro["result"]
+            plano.append((chamada, registro["result"]))
         elif chamada["name"] in READ_ONLY_TOOLS:
-            saida = execute_tool(chamada["name"], chamada["input"])
+            plano.append((chamada, None))
         elif decisao.verdict == "rejected":
             saida = {"content": f"recusada: {decisao.reason}", "is_error": True}
             save_effect(ctx.effects_path, chamada["id"], make_receipt(chamada, saida, "rejected"))
+            plano.append((chamada, saida))
         elif decisao.verdict == "pending":
             raise WaitingForApproval(pending_approval_for(chamada, agora))
-        elif ctx.dry_run:
-            saida = dry_run_output(chamada)
         else:
-            saida = execute_and_record(chamada, ctx.effects_path)
+            plano.append((chamada, None))
+    resultados = []
+    for chamada, saida in plano:
+        if saida is None and chamada["name"] in READ_ONLY_TOOLS:
+            saida = execute_tool(chamada["name"], chamada["input"])
+        elif saida is None:
+            saida = dry_run_output(chamada) if ctx.dry_run else execute_and_record(chamada, ctx.effects_path)
         resultados.append({"type": "tool_result", "tool_use_id": chamada["id"], **saida})
     return resultados
 '''
 RECORD_BEFORE_EXECUTE = (
-    '''                    saida = execute_and_record(chamada, ctx.effects_path)''',
-    '''                    save_effect(ctx.effects_path, chamada["id"],
-                                make_receipt(chamada, {"content": "feito", "is_error": False}))
-                    saida = execute_tool(chamada["name"], chamada["input"], idempotency_key=chamada["id"])''')
+    '''            saida = dry_run_output(chamada) if ctx.dry_run else execute_and_record(chamada, ctx.effects_path)''',
+    '''            save_effect(ctx.effects_path, chamada["id"],
+                        make_receipt(chamada, {"content": "feito", "is_error": False}))
+            saida = execute_tool(chamada["name"], chamada["input"], idempotency_key=chamada["id"])''')
 
 
 def test_level_4_solution_passes(tmp_path, monkeypatch):
@@ -457,8 +480,10 @@ def test_level_4_rejection_must_leave_a_receipt(tmp_path, monkeypatch):
 
 
 def test_level_4_recording_before_executing_fails(tmp_path, monkeypatch):
+    # the student's own save_effect refuses a receipt with no intent before it: the state machine catches it
     failed = failures(run_level(runner_edit(*RECORD_BEFORE_EXECUTE), 4, tmp_path, monkeypatch))
-    assert "Executar primeiro, registrar depois" in failed["n4.order_and_keys"]
+    assert "LedgerTransitionError" in failed["n4.order_and_keys"]
+    assert "sem registro para committed" in failed["n4.order_and_keys"]
 
 
 # ------------------------------------------------------------------ fixtures
@@ -504,17 +529,16 @@ OWN_WORDS_RECONCILE = '''def reconcile(cp, effects_path):
 '''
 
 OWN_WORDS_RUNNER = '''def run_tool_uses(tool_uses, ctx):
-    saidas = []
+    decididas = {}
     for c in tool_uses:
         reg = load_effects(ctx.effects_path).get(c["id"])
         if reg and reg["status"] in ("committed", "rejected"):
-            out = reg["result"]
-        elif c["name"] in READ_ONLY_TOOLS:
-            out = execute_tool(c["name"], c["input"])
-        elif reg and find_effect(c["name"], c["id"]):
+            decididas[c["id"]] = reg["result"]
+        elif c["name"] not in READ_ONLY_TOOLS and reg and find_effect(c["name"], c["id"]):
             out = {"content": "já feito (confirmado pela chave)", "is_error": False}
             save_effect(ctx.effects_path, c["id"], make_receipt(c, out, "committed"))
-        else:
+            decididas[c["id"]] = out
+        elif c["name"] not in READ_ONLY_TOOLS:
             t = ctx.clock()
             d = check_approval(c, ctx.approvals_path, ctx.approver, t, ctx.approval_ttl)
             if d.verdict == "pending":
@@ -522,12 +546,18 @@ OWN_WORDS_RUNNER = '''def run_tool_uses(tool_uses, ctx):
             if d.verdict == "rejected":
                 out = {"content": "recusada: " + d.reason, "is_error": True}
                 save_effect(ctx.effects_path, c["id"], make_receipt(c, out, "rejected"))
-            elif ctx.dry_run:
-                out = {"content": "[simulação] nada foi executado", "is_error": False}
-            else:
-                record_intent(ctx.effects_path, c)
-                out = execute_tool(c["name"], c["input"], idempotency_key=c["id"])
-                save_effect(ctx.effects_path, c["id"], make_receipt(c, out))
+                decididas[c["id"]] = out
+    saidas = []
+    for c in tool_uses:
+        out = decididas.get(c["id"])
+        if out is None and c["name"] in READ_ONLY_TOOLS:
+            out = execute_tool(c["name"], c["input"])
+        elif out is None and ctx.dry_run:
+            out = {"content": "[simulação] nada foi executado", "is_error": False}
+        elif out is None:
+            record_intent(ctx.effects_path, c)
+            out = execute_tool(c["name"], c["input"], idempotency_key=c["id"])
+            save_effect(ctx.effects_path, c["id"], make_receipt(c, out))
         saidas.append({"type": "tool_result", "tool_use_id": c["id"], **out})
     return saidas
 '''
@@ -567,7 +597,11 @@ def _required_terms() -> dict[int, set[str]]:
             for way in fixture.expect.get("ways", {}).values()}
     assert ways == {"reuse", "rerun", "confirm", "run"}  # every way a fixture tests
     return {
-        2: {"EffectsLedgerError", "write_json_atomic", "load_effects", "json.loads(texto) or {}"},
+        2: {"EffectsLedgerError", "write_json_atomic", "load_effects", "json.loads(texto) or {}",
+            "LedgerTransitionError", "None", *RECEIPT_STATUSES},
+        4: {"check_approval", "ctx.clock()", "ctx.approval_ttl", '"pending"', '"rejected"', "WaitingForApproval",
+            "pending_approval_for", "SETTLED_STATUSES", "READ_ONLY_TOOLS", "confirmed_effect",
+            "execute_and_record", "ctx.dry_run", "dry_run_output", "execute_tool"},
         3: {f'"{way}"' for way in ways} | {"find_effect", "load_checkpoint", "save_checkpoint", "reconcile",
                                             *SETTLED_STATUSES, "READ_ONLY_TOOLS"},
         5: {"client_ref", "find_by_client_ref", "SmsApiError", "load_effects", "EffectsLedgerError",
