@@ -58,6 +58,7 @@ PYTHON_NAMES = {
     "saveEffect": "save_effect", "ensureTicket": "ensure_ticket", "runToolUses": "run_tool_uses",
     "rewindTo": "rewind_to", "forkFrom": "fork_from", "pickLatestPoint": "pick_latest_point",
     "crashPoint": "crash_point", "makeStubClient": "make_stub_client",
+    "executar primeiro, registrar depois": "intenção antes, recibo depois",
 }
 COURSE_ADDITIONS = {
     2: ["fsync", "escrita atômica", "cena de execução"],

@@ -212,7 +212,7 @@ def each_call_takes_its_way(ctx: Context, fixture: Fixture) -> None:
     title="O livro-razão termina com o recibo de cada efeito",
     criterion=(
         "Depois de reconcile, toda chamada de alto impacto que rodou ou foi confirmada tem um "
-        "recibo committed em effects.json (executar primeiro, registrar depois), e o arquivo "
+        "recibo committed em effects.json (intenção antes, recibo depois), e o arquivo "
         "continua legível."
     ),
 )

@@ -64,7 +64,7 @@ def order_and_keys(ctx: Context) -> None:
         if ledger_status == "committed":
             raise CheckFailed(
                 f"Quando `{call['name']}` rodou, o livro-razão já dizia committed: o recibo foi gravado antes "
-                "de executar. Executar primeiro, registrar depois.",
+                "de executar. Intenção antes, recibo depois: o recibo só com o resultado real nas mãos.",
                 expected="intent no instante da execução", observed="committed",
             )
         if ledger_status != "intent":
