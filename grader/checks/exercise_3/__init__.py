@@ -18,11 +18,18 @@ every fixture. What a fixture expects is data (``grader/fixtures/exercise-3/*.js
 Level 2 derives what ``reconcile`` must do from ``expect.resume_action``: "rerun" ids
 must run exactly once and carry the real result; "is_error" ids must never run and get
 an ``is_error`` tool_result.
+
+Level 3 (the transfer case) grades ``reconcile_sms(cp, gateway)`` on the SMS agent's scenes:
+fixtures with a ``gateway`` (``{"messages": [{sid, to, text, reference}], "lookup": "up" | "down"}``,
+the world of ``sms.SmsGateway``) and ``expect.reconcile_sms`` instead of ``expect.resume_action``:
+``{"<tool_use_id>": "rerun" | "is_error" | "confirmed" | "send"}``, which the validator derives
+from the gateway too (found by reference → "confirmed", not found → "send", lookup down →
+"is_error"). Levels 1 and 2 skip these scenes; level 3 runs only on them.
 """
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_3 import level_1, level_2  # noqa: F401
+from grader.checks.exercise_3 import level_1, level_2, level_3  # noqa: F401
 from grader.checks.exercise_3.fixtures import EXERCISE, validate_fixture
 
 __all__ = ["EXERCISE", "validate_fixture"]
