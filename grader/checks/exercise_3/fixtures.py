@@ -130,4 +130,5 @@ def high_impact_tools() -> frozenset:
 
 def checks_world(fixture: Fixture) -> bool:
     expect = fixture.expect
-    return crash_scene(fixture) and bool(ids_expecting(fixture, "is_error")) or "outbox_after" in expect or "tickets_after" in expect
+    return crash_scene(fixture) and (
+        bool(ids_expecting(fixture, "is_error")) or "outbox_after" in expect or "tickets_after" in expect)
