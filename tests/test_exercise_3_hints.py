@@ -1,30 +1,31 @@
 """Exercise 3's hints are a ladder that leads to the answer: every rung names at least as much of
 what the checks require as the one before, the last rung names all of it (every action, tool set,
-field and gateway call the fixtures make the checks look for), and an unknown-outcome text a rung
-offers as an example passes the wording rule, so following the last rung literally cannot fail."""
+field, annotation and server call the fixtures make the checks look for), and an unknown-outcome
+text a rung offers as an example passes the wording rule, so following the last rung literally
+cannot fail."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from grader.checks.exercise_3.fixtures import is_sms
+from grader.checks.exercise_3.calendar_server import TOOLS
+from grader.checks.exercise_3.fixtures import is_mcp
 from grader.checks.exercise_3.wording import wording_problem
 from grader.core.fixture_loader import read_fixture_files
 from grader.core.manifest import get_exercise
 from grader.checks.framework import Fixture
-from harness.tools import READ_ONLY_TOOLS
 
 # What a level's checks require, in the words a hint must use to name it.
 REQUIRED = {
     1: ["pending_tool_use", "None", "{}", "READ_ONLY_TOOLS", '"rerun"', '"is_error"'],
     2: ["READ_ONLY_TOOLS", "execute_tool", "is_error", "tool_result", "tool_use_id", '"role": "user"',
         "content", "pending_tool_use", "None", "turns", "tokens_used", "confira antes de repetir"],
-    3: ["gateway.find", "tool_use_id", "reference", "sid", "SmsLookupError", "sms_result", "run_send_sms",
-        "READ_ONLY_TOOLS", "is_error", "pending_tool_use", "turns", "tokens_used", "gateway.messages()"],
+    3: ["server.tools()", "annotations", "readOnlyHint", "idempotentHint", "server.call_tool", "execute_tool",
+        "is_error", "tool_use_id", "pending_tool_use", "None", "turns", "tokens_used", "confira antes de repetir"],
 }
 # What each expected action of a fixture asks the hints to say.
-ACTION_WORDS = {"rerun": "READ_ONLY_TOOLS", "is_error": "is_error", "confirmed": "sid", "send": "run_send_sms"}
+ACTION_WORDS = {"rerun": "READ_ONLY_TOOLS", "is_error": "is_error"}
 
 
 def hints(level: int) -> tuple[str, ...]:
@@ -52,7 +53,7 @@ def test_each_rung_names_at_least_as_much_as_the_one_before(level):
 
 def test_every_action_a_fixture_expects_is_named_by_its_level():
     for fixture in fixtures():
-        level, key = (3, "reconcile_sms") if is_sms(fixture) else (1, "resume_action")
+        level, key = (3, "reconcile_mcp") if is_mcp(fixture) else (1, "resume_action")
         text = "\n".join(hints(level))
         for tool_use_id, action in fixture.expect[key].items():
             assert action in text or ACTION_WORDS[action] in text, (fixture.name, tool_use_id, action)
@@ -60,14 +61,17 @@ def test_every_action_a_fixture_expects_is_named_by_its_level():
                 assert f'"{action}"' in hints(1)[-1], (fixture.name, action)
 
 
-def test_every_tool_a_level_3_scene_leaves_pending_is_covered_by_its_hints():
+def test_every_hint_a_level_3_decision_turns_on_is_named_by_its_hints():
+    """The server's declarations the checks judge by: each annotation a tool declares, and the case of
+    a tool with none and of a tool the server does not list."""
     text = "\n".join(hints(3))
-    for fixture in filter(is_sms, fixtures()):
-        for call in fixture.data["checkpoint"]["pending_tool_use"]:
-            name = call["name"]
-            covered = name in text or (name in READ_ONLY_TOOLS and "READ_ONLY_TOOLS" in text) \
-                or "o resto" in text  # "o resto recebe is_error": every other tool
-            assert covered, (fixture.name, name)
+    for tool in TOOLS:
+        for hint in tool.get("annotations", {}):
+            assert hint in text, (tool["name"], hint)
+    assert "padrão do MCP" in text and "nem lista" in text
+    assert any(not tool.get("annotations") for tool in TOOLS)  # the scenes do have an undeclared tool
+    names = {call["name"] for fixture in filter(is_mcp, fixtures()) for call in fixture.data["checkpoint"]["pending_tool_use"]}
+    assert names - {tool["name"] for tool in TOOLS}, "a scene with a tool the server does not list"
 
 
 QUOTED = re.compile(r'"([^"]*(?:desconhecid|Desfecho)[^"]*)"')

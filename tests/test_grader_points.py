@@ -126,16 +126,16 @@ def test_points_that_do_not_fit_the_level_are_refused_before_grading(weighted, l
 
 
 BROKEN_RECONCILE = "def reconcile(cp):\n    raise ValueError('quebrado de propósito')\n"
-BROKEN_RECONCILE_SMS = "def reconcile_sms(cp, gateway):\n    raise ValueError('quebrado de propósito')\n"
+BROKEN_RECONCILE_MCP = "def reconcile_mcp(cp, server):\n    raise ValueError('quebrado de propósito')\n"
 
 
 def test_points_reach_the_terminal_json_junit_and_csv(weighted, tmp_path, capsys, monkeypatch):
     """A real grading: level 1 passes (10 points), the root-cause answer passes (7.5) and
-    every reconcile and reconcile_sms check fails, so 17.5 of 50 points, in every format."""
+    every reconcile and reconcile_mcp check fails, so 17.5 of 50 points, in every format."""
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
     weighted("points: 30, check_points: {root_cause_identified: 7.5}")
     broken = with_definition("reconcile", BROKEN_RECONCILE)
-    defining_cell(broken, "reconcile_sms").source = BROKEN_RECONCILE_SMS
+    defining_cell(broken, "reconcile_mcp").source = BROKEN_RECONCILE_MCP
     notebook = write(broken, tmp_path / "ana.ipynb")
     junit = tmp_path / "junit.xml"
 

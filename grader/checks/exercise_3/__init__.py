@@ -19,12 +19,13 @@ Level 2 derives what ``reconcile`` must do from ``expect.resume_action``: "rerun
 must run exactly once and carry the real result; "is_error" ids must never run and get
 an ``is_error`` tool_result.
 
-Level 3 (the transfer case) grades ``reconcile_sms(cp, gateway)`` on the SMS agent's scenes:
-fixtures with a ``gateway`` (``{"messages": [{sid, to, text, reference}], "lookup": "up" | "down"}``,
-the world of ``sms.SmsGateway``) and ``expect.reconcile_sms`` instead of ``expect.resume_action``:
-``{"<tool_use_id>": "rerun" | "is_error" | "confirmed" | "send"}``, which the validator derives
-from the gateway too (found by reference → "confirmed", not found → "send", lookup down →
-"is_error"). Levels 1 and 2 skip these scenes; level 3 runs only on them.
+Level 3 (the transfer case) grades ``reconcile_mcp(cp, server)`` on the calendar agent's scenes:
+fixtures with a ``calendar`` (``{"events": [...], "invites": [...]}``, the state of
+``calendar_server.CalendarServer``, whose tools declare MCP annotations) and
+``expect.reconcile_mcp`` instead of ``expect.resume_action``: ``{"<tool_use_id>": "rerun" |
+"is_error"}``, which the validator derives from the server's declarations too (readOnlyHint or
+idempotentHint true → "rerun"; anything else, undeclared or unknown → "is_error"). Levels 1
+and 2 skip these scenes; level 3 runs only on them.
 """
 from __future__ import annotations
 
