@@ -184,7 +184,7 @@ def test_every_problem_is_reported_at_once():
     assert validate_fixture(data) == [
         "campo `description`: deveria ser um texto não vazio (é 7)",
         "campo `checkpoint.turns`: deveria ser um inteiro >= 0 (é -2)",
-        "campo `expect.surpresa`: chave desconhecida (aceitas: resume_action, outbox_after, tickets_after)",
+        "campo `expect.surpresa`: chave desconhecida (aceitas: resume_action, reconcile_mcp, outbox_after, tickets_after)",
     ]
 
 

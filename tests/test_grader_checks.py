@@ -51,10 +51,11 @@ def grade_notebook(notebook, tmp_path, monkeypatch, **options):
 def test_solution_passes_every_check(solution_results):
     assert failing(solution_results) == {}
     # resume_action and every reconcile check per fixture; clears_pending only where something is pending;
-    # the read-only and high-impact checks where the fixture has such calls; plus ROOT_CAUSE.
-    assert len(solution_results) == 12 + 1 + 4 * 12 + 11 + 6 + 6
+    # the read-only and high-impact checks where the fixture has such calls; plus ROOT_CAUSE;
+    # and level 3's two checks on each of the four calendar scenes.
+    assert len(solution_results) == 12 + 1 + 4 * 12 + 11 + 6 + 6 + 2 * 4
     levels = {r["level"] for r in solution_results.values()}
-    assert levels == {1, 2}
+    assert levels == {1, 2, 3}
 
 
 # ------------------------------------------------------------------ level 1

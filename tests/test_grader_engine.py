@@ -47,8 +47,8 @@ def test_solution_scores_100_percent_and_exits_0(solution_run):
     code, report, _, _, _ = solution_run
     assert code == 0
     assert report["score"] == 1.0 and report["passed"] is True
-    assert report["total"] == 84 and report["passed_count"] == 84
-    assert set(report["levels"]) == {"1", "2"}
+    assert report["total"] == 92 and report["passed_count"] == 92
+    assert set(report["levels"]) == {"1", "2", "3"}
     assert report["notebook_error"] is None and report["cell_problems"] == []
     assert report["notebook_error_kind"] is None
     check = report["checks"][0]

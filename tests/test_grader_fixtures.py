@@ -27,7 +27,9 @@ def test_shipped_fixtures_are_valid_and_discovered_by_file_name():
     assert [f.name for f in files] == ["chamado-pendente", "cpA", "cpB", "cpC", "duas-leituras",
                                        "ferramenta-sem-classificacao", "grep-pendente",
                                        "incident-duplicate-email", "incidente-duas-chamadas",
-                                       "leitura-e-email-juntos", "leitura-que-falha", "primeiro-turno"]
+                                       "leitura-e-email-juntos", "leitura-que-falha", "mcp-convite-sem-anotacoes",
+                                       "mcp-ferramenta-fora-do-servidor", "mcp-leitura-e-criacao",
+                                       "mcp-remarcar-e-cancelar", "primeiro-turno"]
     assert all(f.problems == [] for f in files)
     incident = fixture_data("incident-duplicate-email")
     assert len(incident["workspace"]["outbox"]) == 1 and incident["expect"]["outbox_after"] == 1

@@ -18,7 +18,7 @@ from grader.core.manifest import ManifestError, parse_manifest
 from grader.core.points import points_for
 from grader.instructor import batch
 from grader.reports import render
-from tests.grader_support import with_definition, write
+from tests.grader_support import defining_cell, with_definition, write
 
 ONE_LEVEL = """
 version: 1
@@ -63,12 +63,13 @@ def test_points_are_optional_and_read_as_numbers():
 @pytest.fixture
 def weighted(monkeypatch):
     """Use the course's manifest with points for exercise-3: 10 for level 1, level 2 as the
-    test says (YAML mapping text, e.g. "points: 30")."""
+    test says (YAML mapping text, e.g. "points: 30"), 10 for level 3."""
     def use(level_2: str) -> None:
         data = yaml.safe_load(manifest.MANIFEST_PATH.read_text(encoding="utf-8"))
         levels = next(e for e in data["exercises"] if e["name"] == "exercise-3")["levels"]
         levels[0]["points"] = 10
         levels[1].update(yaml.safe_load("{" + level_2 + "}"))
+        levels[2]["points"] = 10
         parsed = parse_manifest(yaml.safe_dump(data, allow_unicode=True))
         monkeypatch.setattr(manifest, "load_manifest", lambda path=None: parsed)
     return use
@@ -95,7 +96,7 @@ def test_level_points_are_split_and_a_named_check_keeps_its_own(weighted):
     assert points["n2.root_cause_identified"] == 7.5
     others = [points[run.id] for run in level_2 if run.name != "root_cause_identified"]
     assert len(others) == len(level_2) - 1 and len(set(others)) == 1 and sum(others) == pytest.approx(22.5)
-    assert sum(points.values()) == pytest.approx(40)
+    assert sum(points.values()) == pytest.approx(50)
 
 
 def test_a_named_per_fixture_check_splits_its_points_between_fixtures(weighted):
@@ -125,20 +126,23 @@ def test_points_that_do_not_fit_the_level_are_refused_before_grading(weighted, l
 
 
 BROKEN_RECONCILE = "def reconcile(cp):\n    raise ValueError('quebrado de propósito')\n"
+BROKEN_RECONCILE_MCP = "def reconcile_mcp(cp, server):\n    raise ValueError('quebrado de propósito')\n"
 
 
 def test_points_reach_the_terminal_json_junit_and_csv(weighted, tmp_path, capsys, monkeypatch):
     """A real grading: level 1 passes (10 points), the root-cause answer passes (7.5) and
-    every reconcile check fails, so 17.5 of 40 points, in every format."""
+    every reconcile and reconcile_mcp check fails, so 17.5 of 50 points, in every format."""
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
     weighted("points: 30, check_points: {root_cause_identified: 7.5}")
-    notebook = write(with_definition("reconcile", BROKEN_RECONCILE), tmp_path / "ana.ipynb")
+    broken = with_definition("reconcile", BROKEN_RECONCILE)
+    defining_cell(broken, "reconcile_mcp").source = BROKEN_RECONCILE_MCP
+    notebook = write(broken, tmp_path / "ana.ipynb")
     junit = tmp_path / "junit.xml"
 
     assert cli.main(["exercise-3", "--notebook", str(notebook), "--json", "--junit", str(junit)]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert (data["points"], data["max_points"]) == (pytest.approx(17.5), pytest.approx(40))
-    assert data["score"] == pytest.approx(17.5 / 40)
+    assert (data["points"], data["max_points"]) == (pytest.approx(17.5), pytest.approx(50))
+    assert data["score"] == pytest.approx(17.5 / 50)
     assert (data["levels"]["1"]["points"], data["levels"]["1"]["max_points"]) == (pytest.approx(10), pytest.approx(10))
     assert (data["levels"]["2"]["points"], data["levels"]["2"]["max_points"]) == (pytest.approx(7.5), pytest.approx(30))
     by_id = {check["id"]: check for check in data["checks"]}
@@ -147,7 +151,7 @@ def test_points_reach_the_terminal_json_junit_and_csv(weighted, tmp_path, capsys
 
     suite = ET.parse(junit).getroot().find("testsuite")
     properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
-    assert properties == {"pontos": "17.5", "pontos_possiveis": "40"}
+    assert properties == {"pontos": "17.5", "pontos_possiveis": "50"}
     case = next(c for c in suite.findall("testcase") if c.get("name") == "n2.root_cause_identified")
     assert {p.get("name"): p.get("value") for p in case.find("properties")} == {"pontos": "7.5", "pontos_possiveis": "7.5"}
     failed_case = next(c for c in suite.findall("testcase") if c.find("failure") is not None)
@@ -155,17 +159,17 @@ def test_points_reach_the_terminal_json_junit_and_csv(weighted, tmp_path, capsys
 
     report = render_report_from(data)
     text = render.text_report(report)
-    level_1, level_2 = (len(report.levels()[level]) for level in (1, 2))
-    passed, total = level_1 + 1, level_1 + level_2
+    level_1, level_2, level_3 = (len(report.levels()[level]) for level in (1, 2, 3))
+    passed, total = level_1 + 1, level_1 + level_2 + level_3
     assert data["passed_count"] == passed and data["total"] == total
-    assert f"Pontuação: 17.5/40 pontos (44%); {passed}/{total} verificações passaram." in text
+    assert f"Pontuação: 17.5/50 pontos (35%); {passed}/{total} verificações passaram." in text
     assert f"Nível 1 — Uma ação de retomada para cada checkpoint (cpA, cpB, cpC)  ({level_1}/{level_1}; 10/10 pontos)" in text
     assert f"(1/{level_2}; 7.5/30 pontos)" in text
 
     row = batch.row_from_report(batch.Submission("ana", notebook, label="ana.ipynb"), report, [1, 2])
     rows = list(csv.DictReader(io.StringIO(batch.gradebook_text([row], [1, 2]))))
-    assert rows[0]["pontos"] == "17.5" and rows[0]["pontos_possiveis"] == "40"
-    assert rows[0]["total"] == "43.8" and rows[0]["nivel_1"] == "100" and rows[0]["nivel_2"] == "25"
+    assert rows[0]["pontos"] == "17.5" and rows[0]["pontos_possiveis"] == "50"
+    assert rows[0]["total"] == "35" and rows[0]["nivel_1"] == "100" and rows[0]["nivel_2"] == "25"
     assert rows[0]["verificacoes"] == f"{passed}/{total}"
 
 

@@ -44,7 +44,7 @@ def state_file(tmp_path, monkeypatch):
 def test_manifest_lists_six_exercises_in_order_with_levels():
     manifest = load_manifest()
     assert manifest.names == [f"exercise-{n}" for n in range(1, 7)]
-    assert [len(e.levels) for e in manifest.exercises] == [2, 3, 2, 4, 3, 3]
+    assert [len(e.levels) for e in manifest.exercises] == [3, 3, 3, 5, 4, 4]
     assert manifest.exercise("exercise-3").title == "Retomando de um checkpoint: reiniciando o loop"
     for name in ("exercise-1", "exercise-2", "exercise-3"):
         for level in manifest.exercise(name).levels:
@@ -109,6 +109,7 @@ def test_level_run_updates_that_level_and_keeps_the_others(state_file):
     progress.record("exercise-3", report("exercise-3", check(2, PASS), check(2, PASS, "b")))
     entry = progress.load_state()["exercises"]["exercise-3"]
     assert entry["levels"] == {"1": {"passed": 1, "total": 1}, "2": {"passed": 2, "total": 2}}
+    progress.record("exercise-3", report("exercise-3", check(3, PASS)))  # the exercise's last level
     status = progress.exercise_status(progress.load_state(), load_manifest().exercise("exercise-3"))
     assert status.passed
 
@@ -117,7 +118,7 @@ def test_a_level_never_graded_keeps_the_exercise_open(state_file):
     progress.record("exercise-3", report("exercise-3", check(1, PASS)))
     status = progress.exercise_status(progress.load_state(), load_manifest().exercise("exercise-3"))
     assert not status.passed
-    assert status.describe() == "1 de 1 verificações; nível 2 ainda não corrigido"
+    assert status.describe() == "1 de 1 verificações; níveis 2, 3 ainda não corrigidos"
 
 
 def test_notebook_error_is_shown_and_blocks_a_pass(state_file):

@@ -123,7 +123,7 @@ def test_the_blank_exercise_3_report_has_one_line_per_unwritten_function(tmp_pat
     lines = text.splitlines()
     listed = lines[lines.index("Ainda por escrever:") + 1:]
     listed = listed[:next(i for i, line in enumerate(listed) if not line.startswith("  - "))]
-    assert [line.split("`")[1] for line in listed] == ["resume_action", "ROOT_CAUSE", "reconcile"]
+    assert [line.split("`")[1] for line in listed] == ["resume_action", "ROOT_CAUSE", "reconcile", "reconcile_mcp"]
     assert text.count("Ainda não implementado") == 1
     assert len(lines) <= 25, text
 

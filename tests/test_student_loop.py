@@ -86,7 +86,8 @@ def test_a_renamed_notebook_is_said_missing_with_no_hint_and_grade_list_keeps_pa
     state = tmp_path / "state.json"
     state.write_text(json.dumps({"version": 1, "hints": {}, "exercises": {"exercise-3": {
         "last_run": "2026-01-01T00:00:00+00:00", "notebook_error": None, "score": 1.0,
-        "levels": {"1": {"passed": 12, "total": 12}, "2": {"passed": 72, "total": 72}}}}}), encoding="utf-8")
+        "levels": {"1": {"passed": 12, "total": 12}, "2": {"passed": 72, "total": 72},
+                   "3": {"passed": 8, "total": 8}}}}}), encoding="utf-8")
     monkeypatch.setenv("GRADE_STATE_FILE", str(state))
     monkeypatch.chdir(course)
     assert cli.main(["exercise-3"]) == 1

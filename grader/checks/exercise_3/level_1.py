@@ -1,7 +1,7 @@
 """Level 1: ``resume_action`` decides, per pending call, between running it again and answering with an error."""
 from __future__ import annotations
 
-from grader.checks.exercise_3.fixtures import ACTIONS, EXERCISE, high_impact_tools, pending_calls
+from grader.checks.exercise_3.fixtures import ACTIONS, EXERCISE, crash_scene, high_impact_tools, pending_calls
 from grader.checks.exercise_3.messages import UNCLASSIFIED_RULE
 from grader.checks.framework import CheckFailed, Context, Fixture
 
@@ -9,6 +9,7 @@ from grader.checks.framework import CheckFailed, Context, Fixture
 @EXERCISE.check(
     level=1,
     per_fixture=True,
+    applies=crash_scene,
     title="resume_action decide a ação de retomada",
     criterion=(
         "Cada chamada pendente recebe \"rerun\" (ferramenta em READ_ONLY_TOOLS) ou \"is_error\" "

@@ -5,6 +5,7 @@ from grader.checks.exercise_3.fixtures import (
     EXERCISE,
     call_by_id,
     checks_world,
+    crash_scene,
     high_impact_tools,
     ids_expecting,
     pending_calls,
@@ -54,6 +55,7 @@ def root_cause_identified(ctx: Context) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
+    applies=crash_scene,
     title="Um tool_result para cada chamada pendente, com o id certo, no começo da mensagem",
     criterion=(
         "reconcile acrescenta UMA mensagem user com um tool_result por chamada pendente, cada um "
@@ -62,8 +64,11 @@ def root_cause_identified(ctx: Context) -> None:
     ),
 )
 def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
-    run = reconciled(ctx, fixture)
-    pending = pending_calls(fixture)
+    judge_answer(reconciled(ctx, fixture), pending_calls(fixture))
+
+
+def judge_answer(run, pending: list[dict], who: str = "reconcile") -> None:
+    """The reply to the pending calls: one user message, one tool_result per call, ids matched, results first."""
     message, added = answer_message(run)
     if not pending:
         if added != 0 or run.calls:
@@ -73,7 +78,7 @@ def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
             if run.calls:
                 did.append("executou " + ", ".join(sorted({c.name for c in run.calls})))
             raise CheckFailed(
-                "Nada estava pendente, mas reconcile " + " e ".join(did) + ": o checkpoint deveria voltar como estava.",
+                f"Nada estava pendente, mas {who} " + " e ".join(did) + ": o checkpoint deveria voltar como estava.",
                 expected="nenhuma mensagem nova, nenhuma ferramenta executada", observed="; ".join(did),
             )
         return
@@ -97,7 +102,7 @@ def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
         )
     if added > 1:
         raise CheckFailed(
-            f"Os tool_result devem ir juntos numa única mensagem user; reconcile acrescentou {added} mensagens.",
+            f"Os tool_result devem ir juntos numa única mensagem user; {who} acrescentou {added} mensagens.",
             expected="1 mensagem nova", observed=f"{added} mensagens novas",
         )
     if message.get("role") != "user":
@@ -141,6 +146,7 @@ def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
+    applies=crash_scene,
     title="A mensagem do assistente e o histórico anterior ficam intactos",
     criterion=(
         "Todas as mensagens que já estavam no checkpoint continuam lá, iguais e na mesma ordem — "
@@ -148,12 +154,16 @@ def answers_every_pending_call(ctx: Context, fixture: Fixture) -> None:
     ),
 )
 def keeps_history(ctx: Context, fixture: Fixture) -> None:
-    run = reconciled(ctx, fixture)
+    judge_history(reconciled(ctx, fixture), pending_calls(fixture))
+
+
+def judge_history(run, pending: list[dict], who: str = "reconcile") -> None:
+    """Every message already in the checkpoint is still there, unchanged and in order."""
     before, after = run.before["messages"], run.after["messages"]
     if after[: len(before)] == before:
         return
     last = before[-1]
-    if pending_calls(fixture) and last not in after:
+    if pending and last not in after:
         raise CheckFailed(
             "A mensagem do assistente com o tool_use foi apagada: o modelo esqueceria a decisão que "
             "já tinha tomado, e um efeito que talvez já tenha acontecido ficaria escondido.",
@@ -165,7 +175,7 @@ def keeps_history(ctx: Context, fixture: Fixture) -> None:
     )
     raise CheckFailed(
         f"As mensagens anteriores foram alteradas (a primeira diferença está em messages[{first_difference}]): "
-        "reconcile só acrescenta ao fim.",
+        f"{who} só acrescenta ao fim.",
         expected=show(before[first_difference], 200) if first_difference < len(before) else "",
         observed=show(after[first_difference], 200) if first_difference < len(after) else "mensagem removida",
     )
@@ -174,12 +184,16 @@ def keeps_history(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
-    applies=lambda fixture: bool(pending_calls(fixture)),
+    applies=lambda fixture: crash_scene(fixture) and bool(pending_calls(fixture)),
     title="pending_tool_use volta a None",
     criterion="Depois de reconciliar, nada mais está pendente: cp[\"pending_tool_use\"] é None.",
 )
 def clears_pending(ctx: Context, fixture: Fixture) -> None:
-    run = reconciled(ctx, fixture)
+    judge_cleared(reconciled(ctx, fixture))
+
+
+def judge_cleared(run) -> None:
+    """Nothing is pending any more: pending_tool_use is None."""
     if "pending_tool_use" not in run.after:
         raise CheckFailed(
             "A chave pending_tool_use sumiu do checkpoint: ela continua existindo, valendo None.",
@@ -198,6 +212,7 @@ def clears_pending(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
+    applies=crash_scene,
     title="turns, tokens_used, task e version seguem do checkpoint",
     criterion=(
         "reconcile não zera nem recalcula contadores: turns e tokens_used continuam de onde "
@@ -205,7 +220,11 @@ def clears_pending(ctx: Context, fixture: Fixture) -> None:
     ),
 )
 def keeps_counters(ctx: Context, fixture: Fixture) -> None:
-    run = reconciled(ctx, fixture)
+    judge_counters(reconciled(ctx, fixture))
+
+
+def judge_counters(run, who: str = "reconcile") -> None:
+    """turns, tokens_used, task and version are what the checkpoint had."""
     for key in ("turns", "tokens_used", "task", "version"):
         was, now = run.before[key], run.after.get(key, "<ausente>")
         if was == now:
@@ -226,7 +245,7 @@ def keeps_counters(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
-    applies=lambda fixture: bool(ids_expecting(fixture, "rerun")),
+    applies=lambda fixture: crash_scene(fixture) and bool(ids_expecting(fixture, "rerun")),
     title="Ferramenta somente leitura é reexecutada uma vez, com o resultado real",
     criterion=(
         "Cada chamada pendente somente leitura roda de novo exatamente uma vez, com a mesma "
@@ -373,6 +392,7 @@ def high_impact_not_repeated(ctx: Context, fixture: Fixture) -> None:
 @EXERCISE.check(
     level=2,
     per_fixture=True,
+    applies=crash_scene,
     title="A conversa retomada é aceita pela API",
     criterion=(
         "As mensagens reconciliadas, enviadas pelo cliente anthropic de verdade ao endpoint "
