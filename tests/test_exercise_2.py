@@ -363,3 +363,13 @@ def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypa
         "n3.tokens_used_adds_every_response[run-answer-at-once]",  # its one loop sums the tokens
     ]
     assert len(passed) / len(results) < 0.3  # it scored 45% when checks could pass on nothing
+
+
+def test_a_checkpoint_in_a_message_is_one_short_line():
+    """A 100 KB checkpoint left in the wrong place is summarised, each field cut short, lists by their length."""
+    from grader.checks.exercise_2.save_probe import state_to_save, torn_checkpoint
+
+    failure = torn_checkpoint(dict(state_to_save("nova", 6), task="Tarefa " + "muito longa " * 40, extra=1, more=2))
+    assert len(failure.message) < 600 and "\n" not in failure.message
+    assert "messages: [121 itens]" in failure.message and "(+2 campos)" in failure.message
+    assert len(failure.observed) < 300
