@@ -1,9 +1,11 @@
 """Checks for exercise-2: writing and reading checkpoint.json, and the save points A and B.
 
 Level 1 grades ``save_checkpoint(state, path)`` by observation: the file it leaves, the
-folder around it, spies on ``os.replace`` / ``os.rename`` / ``os.fsync``, and two crashes
-in the middle of a write (every file opened for writing stops accepting bytes after a
-few hundred characters; and a state that ``json`` cannot serialize past its middle).
+folder around it, spies on the swaps (``os.replace``, ``os.rename``, ``os.link``,
+``shutil.move``, ``Path.rename``, ``Path.replace``) and ``os.fsync``, two crashes in the
+middle of a write (every file opened for writing stops accepting bytes after a few hundred
+characters; and a state that ``json`` cannot serialize past its middle), a save of the same
+state after each of them, and a relative path.
 
 ``level_1_crashes`` adds the crash-state explorer (grader/checks/crash_states.py): every disk
 state a power loss can leave during the save, read back with the student's
