@@ -185,7 +185,7 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
     elif verdict.outcome == "anterior":
         what = f"e {durable.loader} {durable.old_read or f'devolve {thing} anterior'}"
         rule = ("a gravação voltou como feita, mas uma queda ainda a desfaz: a troca de nome só fica durável com o "
-                "fsync da pasta (os.open(pasta, os.O_RDONLY) e os.fsync) depois do os.replace")
+                "fsync da pasta do checkpoint (os.open(pasta, os.O_RDONLY) e os.fsync) depois do os.replace")
     else:
         outcome = verdict.outcome
         if durable != CHECKPOINT and not outcome.startswith("levanta"):

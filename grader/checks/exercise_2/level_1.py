@@ -174,9 +174,9 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
     other_folders = [e for e in run.events if e[0] == "fsync" and e[1] == "folder" and e[2] != folder.st_ino]
     if not folder_syncs and other_folders:
         raise CheckFailed(
-            f"O fsync de pasta foi feito em outra pasta ({other_folders[0][4]}), não na do checkpoint "
-            f"({run.folder.name}): a troca de nome aconteceu na pasta do checkpoint, e só um fsync dela a "
-            "torna durável. Abra os.path.dirname(os.path.abspath(path)), não \".\" nem a pasta atual.",
+            f"O fsync de pasta foi feito em outra pasta ({other_folders[0][4]}), não na do checkpoint: a "
+            "troca de nome aconteceu na pasta do checkpoint, e só um fsync dela a torna durável. Abra "
+            "os.path.dirname(os.path.abspath(path)), não \".\" nem a pasta atual.",
             expected="os.fsync(<pasta do checkpoint>) depois do os.replace",
             observed=f"os.fsync de {other_folders[0][4]}",
         )
@@ -328,6 +328,7 @@ def saves_to_a_relative_path(ctx: Context) -> None:
         _, problem = ctx.call_or_problem(save, copy.deepcopy(state), CHECKPOINT_NAME)
     finally:
         os.chdir(here)
+    returned_or_raised(problem)
     if problem is not None:
         raise CheckFailed(
             f"Com o caminho relativo \"{CHECKPOINT_NAME}\", {problem.message} Um nome sem pasta tem "

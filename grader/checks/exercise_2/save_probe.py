@@ -172,8 +172,9 @@ def found_described(found: Any) -> str:
 
 def returned_or_raised(problem: StudentProblem | None) -> None:
     """For checks where raising is a fine answer: a save that never returns (it ran out of
-    time, or tried to end the process) is not one, and fails the check as it is."""
-    if problem is not None and problem.kind in ("timeout", "exit"):
+    time, or tried to end the process, now or in an earlier check) is not one, and fails the
+    check as it is."""
+    if problem is not None and problem.kind in ("timeout", "exit", "refused"):
         raise problem
 
 

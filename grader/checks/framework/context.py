@@ -119,7 +119,7 @@ class Context:
         if label in self._session.refused:
             raise StudentProblem(
                 f"`{label}` não foi chamada de novo: {self._session.refused[label]}. Corrija isso primeiro; "
-                "as outras verificações que a usam dependem disso."
+                "as outras verificações que a usam dependem disso.", kind="refused",
             )
         self._session.emit({"calling": label})  # which function to blame if the kernel must be killed
         buffer = io.StringIO()
