@@ -15,6 +15,11 @@ Level 2 runs ``load_checkpoint(path)`` on every ``load`` fixture; level 3 runs t
 student's ``run_agent(client, state, checkpoint_path, max_turns=...)`` on every ``run``
 fixture with ``save_checkpoint`` swapped for a spy that records each saved state.
 
+Level 4, a transfer case, runs ``run_agent_within_budget(client, state, checkpoint_path,
+token_budget, max_turns=...)`` on every ``budget`` fixture, resumed from a checkpoint that had
+already spent ``tokens_already_used`` tokens: the model is called only while the state's
+tokens_used is below the budget, and the stop is recorded (status "paused") and saved.
+
 Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
 
     {"description": "...", "kind": "load",
@@ -26,11 +31,15 @@ Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
      "responses": [<compact scripted responses>], "max_turns": 5,   # optional
      "expect": {"saves": 5,                         # 2 per tool turn, 1 per pause_turn and the final turn
                 "status": "completed"}}             # what the state records at the end
+
+    {"description": "...", "kind": "budget", "task": "...", "workspace": {...}, "responses": [...],
+     "token_budget": 1000, "tokens_already_used": 700, "max_turns": 5,   # the last two optional
+     "expect": {"calls": 1, "status": "paused"}}   # checked against the script and the budget
 """
 from __future__ import annotations
 
 # importing each level declares its checks on EXERCISE, in level order
-from grader.checks.exercise_2 import level_1, level_1_crashes, level_2, level_3  # noqa: F401
+from grader.checks.exercise_2 import level_1, level_1_crashes, level_2, level_3, level_4  # noqa: F401
 from grader.checks.exercise_2.fixtures import EXERCISE, validate_fixture
 
 __all__ = ["EXERCISE", "validate_fixture"]
