@@ -21,7 +21,7 @@ EXERCISE = "exercise-2"
 SAVE = "def save_checkpoint(state, path):"
 LOAD = "def load_checkpoint(path):"
 RUN = "def run_agent(client, state, checkpoint_path, max_turns=MAX_TURNS):"
-BUDGET = "def run_agent_within_budget(client, state, checkpoint_path, token_budget, max_turns=MAX_TURNS):"
+BUDGET = "def run_agent_within_budget(client, state, checkpoint_path, max_turns=MAX_TURNS):"
 
 CRASH = "n1.survives_a_crash_mid_write"
 SERIALIZATION = "n1.survives_a_serialization_error"

@@ -16,9 +16,10 @@ student's ``run_agent(client, state, checkpoint_path, max_turns=...)`` on every 
 fixture with ``save_checkpoint`` swapped for a spy that records each saved state.
 
 Level 4, a transfer case, runs ``run_agent_within_budget(client, state, checkpoint_path,
-token_budget, max_turns=...)`` on every ``budget`` fixture, resumed from a checkpoint that had
-already spent ``tokens_already_used`` tokens: the model is called only while the state's
-tokens_used is below the budget, and the stop is recorded (status "paused") and saved.
+max_turns=...)`` on every ``budget`` fixture, resumed from a checkpoint holding exercise 1's
+``token_budget`` and ``tokens_already_used`` tokens already spent: the model is called only
+while the state's tokens_used is below its token_budget, and the checkpoint left is the state
+returned, budget included.
 
 Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
 
@@ -34,7 +35,7 @@ Fixture shapes (``grader/fixtures/exercise-2/*.json``)::
 
     {"description": "...", "kind": "budget", "task": "...", "workspace": {...}, "responses": [...],
      "token_budget": 1000, "tokens_already_used": 700, "max_turns": 5,   # the last two optional
-     "expect": {"calls": 1, "status": "paused"}}   # checked against the script and the budget
+     "expect": {"calls": 1, "status": "running"}}  # checked against the script and the budget
 """
 from __future__ import annotations
 

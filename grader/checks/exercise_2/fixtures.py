@@ -18,7 +18,7 @@ LOAD_OUTCOMES = ("None", "checkpoint", "CheckpointError")
 
 
 STATUSES = ("completed", "refused", "failed", "running")
-BUDGET_STATUSES = STATUSES + ("paused",)  # paused: the token budget stopped the run
+BUDGET_STATUSES = STATUSES  # a run the budget stops keeps "running", as in exercise 1 and under max_turns
 MAX_TURNS_DEFAULT = 40  # harness.loop.MAX_TURNS: what a budget fixture without max_turns runs under
 GOES_ON = ("run_tools", "continue")  # tool_use runs the tools, pause_turn calls again: the run goes on
 
@@ -78,8 +78,8 @@ LOAD_SCHEMA = closed(["description", "kind", "file", "expect"], {
 # Level 3: a scripted run; its expect is what a correct loop does with the script (checked against it).
 RUN_SCHEMA = scripted_run_schema(closed(["saves", "status"], {"saves": COUNT, "status": {"enum": list(STATUSES)}},
                                         messages={"type": "deveria ser {saves, status}"}))
-# Level 4: a scripted run under a token budget, maybe resumed from a checkpoint that had already
-# spent some of it; its expect is what a correct loop does (checked against the script).
+# Level 4: a scripted run resumed from a checkpoint that holds a token budget and what was already
+# spent of it; its expect is what a correct loop does (checked against the script).
 BUDGET_SCHEMA = closed(["description", "task", "responses", "token_budget", "tokens_already_used", "expect"], {
     "description": TEXT,
     "kind": {"const": "budget"},
@@ -119,16 +119,16 @@ class BudgetRun:
 
 
 def budget_run(data: dict) -> BudgetRun | None:
-    """The model is called only while tokens_used (counted from the checkpoint's) is below the
-    budget, checked before each call; the stop-reason rule and max_turns as in level 3. None
-    when the script ends before a correct loop would stop."""
+    """The model is called only while the checkpoint's tokens_used is below the checkpoint's
+    token_budget, checked before each call; the stop-reason rule and max_turns as in level 3.
+    None when the script ends before a correct loop would stop."""
     from grader.checks.framework import response_tokens
 
     spent, calls = data.get("tokens_already_used", 0), 0
     limit = data.get("max_turns", MAX_TURNS_DEFAULT)
     while calls < limit:
         if spent >= data["token_budget"]:
-            return BudgetRun(calls, "paused", spent)
+            return BudgetRun(calls, "running", spent)
         if calls >= len(data["responses"]):
             return None
         response = data["responses"][calls]

@@ -1,11 +1,12 @@
 """Level 4, a transfer case: ``run_agent_within_budget`` keeps a token budget that survives a crash.
 
-The lesson's loop saves points A and B; here the same loop must stop before a model call once
-the budget is spent, counting what the checkpoint it was resumed from had already spent (the
-budget is a fact of the run, kept in the state, not of one process), and record on disk why it
-stopped. The grader resumes each fixture's run from a checkpoint that spent
-``tokens_already_used`` tokens, counts the requests the scripted model receives and reads the
-checkpoint left behind.
+Exercise 1 keeps a token budget in the run state of one process; lesson 2's loop saves points
+A and B. Here a process resumes a run from its checkpoint: the budget (``state["token_budget"]``)
+and what was spent of it (``state["tokens_used"]``) come only from there, the loop must stop
+before a model call once it is spent, and the checkpoint left must let the next process know
+it without calling the model. The grader resumes each fixture's run from a checkpoint holding
+``token_budget`` and ``tokens_already_used``, counts the requests the scripted model receives
+and reads the checkpoint left behind.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks.exercise_2.fixtures import EXERCISE, budget_run
-from grader.checks.exercise_2.save_probe import CHECKPOINT_NAME, read_checkpoint_file, summary
+from grader.checks.exercise_2.save_probe import CHECKPOINT_NAME, found_described, read_checkpoint_file, summary
 from grader.checks.framework import CheckFailed, Context, Fixture, StudentProblem, is_kind, response_tokens
 from grader.core.plural import quantity
 
@@ -42,6 +43,7 @@ def budget_outcome(ctx: Context, fixture: Fixture) -> BudgetOutcome:
         path = ctx.fresh_dir(f"budget-{fixture.name}") / CHECKPOINT_NAME
         state = new_run_state(fixture.data["task"])
         state["tokens_used"] = fixture.data.get("tokens_already_used", 0)
+        state["token_budget"] = fixture.data["token_budget"]
         write_json_atomic(path, state)  # the checkpoint the run is resumed from
         endpoint = ScriptedEndpoint(fixture.data["responses"])
         options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
@@ -54,8 +56,7 @@ def budget_outcome(ctx: Context, fixture: Fixture) -> BudgetOutcome:
                 write_json_atomic(checkpoint_path, state)
 
             with ctx.replaced_global("save_checkpoint", save_checkpoint):
-                returned, problem = ctx.call_or_problem(run, endpoint.client(), state, path,
-                                                        fixture.data["token_budget"], **options)
+                returned, problem = ctx.call_or_problem(run, endpoint.client(), state, path, **options)
         return BudgetOutcome(len(endpoint.requests), returned, path, saves, problem)
 
     return ctx.memo(f"budget:{fixture.name}", compute)
@@ -77,8 +78,9 @@ def spent_before(fixture: Fixture) -> str:
     applies=is_kind("budget"),
     title="O modelo só é chamado enquanto sobra orçamento, contando o que o checkpoint já gastou",
     criterion=(
-        "Antes de cada chamada ao modelo, run_agent_within_budget compara state[\"tokens_used\"] (que vem do "
-        "checkpoint, com o que foi gasto antes da queda) com token_budget, e só chama se ainda não chegou lá."
+        "Antes de cada chamada ao modelo, run_agent_within_budget compara state[\"tokens_used\"] com "
+        "state[\"token_budget\"], os dois vindos do checkpoint (com o que foi gasto antes da queda), e só chama "
+        "se ainda não chegou lá."
     ),
 )
 def calls_the_model_within_the_budget(ctx: Context, fixture: Fixture) -> None:
@@ -97,16 +99,17 @@ def calls_the_model_within_the_budget(ctx: Context, fixture: Fixture) -> None:
                    f"{spent_before(fixture)} dos {budget} tokens: o orçamento só comportava "
                    f"{quantity(wanted.calls, 'chamada', 'chamadas')}. Ele contou só o que este processo gastou "
                    "(um contador que começa em zero?): depois de uma queda, o que já foi gasto está em "
-                   "state[\"tokens_used\"], que veio do checkpoint. Compare state[\"tokens_used\"] com token_budget.")
+                   "state[\"tokens_used\"], que veio do checkpoint. Compare state[\"tokens_used\"] com "
+                   "state[\"token_budget\"].")
     elif outcome.calls == wanted.calls + 1:
         message = (f"run_agent_within_budget chamou o modelo uma vez além do orçamento: {spent_before(fixture)} "
                    f"e o orçamento é {budget}, mas houve {observed}. Confira o orçamento antes de cada chamada "
-                   "(e chame só se state[\"tokens_used\"] < token_budget), não depois dela: a chamada que "
+                   "(e chame só se state[\"tokens_used\"] < state[\"token_budget\"]), não depois dela: a chamada que "
                    "estoura o orçamento já foi paga.")
     elif outcome.calls < wanted.calls:
         message = (f"run_agent_within_budget parou cedo: houve {observed}, e o roteiro com orçamento de {budget} "
                    f"({spent_before(fixture)}) comporta {expected}. O modelo pode ser chamado enquanto "
-                   "state[\"tokens_used\"] < token_budget.")
+                   "state[\"tokens_used\"] < state[\"token_budget\"].")
     else:
         message = (f"run_agent_within_budget chamou o modelo {quantity(outcome.calls, 'vez', 'vezes')}; com "
                    f"orçamento de {budget} ({spent_before(fixture)}), um loop correto faz {expected}.")
@@ -117,48 +120,44 @@ def calls_the_model_within_the_budget(ctx: Context, fixture: Fixture) -> None:
     level=4,
     per_fixture=True,
     applies=is_kind("budget"),
-    title="O checkpoint em disco diz por que a execução parou",
+    title="O checkpoint em disco é o estado devolvido, com o orçamento",
     criterion=(
-        "Quando o orçamento acaba, o estado registra status \"paused\" e um status_reason que diz por quê, e é "
-        "gravado: o checkpoint em disco é igual ao estado devolvido (com outro fim, o status é o da lição 1)."
+        "No fim, o checkpoint em disco é igual ao estado devolvido e guarda token_budget e tokens_used: um "
+        "processo que retome dele sabe, sem chamar o modelo, se ainda há orçamento. Parada pelo orçamento, como "
+        "pelo teto, a execução continua com status \"running\" (como no exercício 1)."
     ),
 )
-def records_why_it_stopped(ctx: Context, fixture: Fixture) -> None:
+def checkpoint_keeps_the_budget(ctx: Context, fixture: Fixture) -> None:
     outcome = budget_outcome(ctx, fixture)
     ran(outcome)
     wanted = budget_run(fixture.data)
+    budget = fixture.data["token_budget"]
     returned = outcome.returned
     if not isinstance(returned, dict):
         raise CheckFailed("run_agent_within_budget precisa devolver o estado (um dict).",
                           expected="o estado", observed=summary(returned))
     status = returned.get("status")
     if status != wanted.status:
-        if wanted.status == "paused" and status == "completed":
-            message = ("A execução parou porque o orçamento acabou, e o estado diz status \"completed\": quem "
-                       "retoma acharia que a tarefa terminou e nunca a continuaria. Registre status \"paused\" e um "
-                       "status_reason que diga que o orçamento de tokens acabou.")
-        elif wanted.status == "paused":
-            message = (f"A execução parou porque o orçamento acabou, mas o status ficou {status!r}: nada no estado "
-                       "diz que ela parou, nem por quê. Registre status \"paused\" e um status_reason.")
+        if wanted.status == "running" and outcome.calls == wanted.calls:
+            message = (f"A execução parou porque o orçamento acabou, e o estado diz status {status!r}. Parada pelo "
+                       "orçamento, como pelo teto de turnos, a tarefa não terminou: o status continua \"running\" "
+                       "(como no exercício 1), e quem retoma lê em tokens_used e token_budget que não há orçamento.")
         else:
-            message = (f"Com orçamento de sobra, a execução termina como na lição 1 (status {wanted.status!r}), e "
-                       f"o estado diz {status!r}.")
+            message = f"A execução devia terminar com status {wanted.status!r}, e o estado diz {status!r}."
         raise CheckFailed(message, expected=f"status {wanted.status!r}", observed=f"status {status!r}")
-    reason = returned.get("status_reason")
-    if wanted.status == "paused" and not (isinstance(reason, str) and reason.strip()):
+    if returned.get("token_budget") != budget:
         raise CheckFailed(
-            "O status é \"paused\", mas status_reason está vazio: quem abrir o checkpoint não sabe se foi o orçamento, "
-            "uma pausa pedida ou outra coisa. Escreva em status_reason que o orçamento de tokens acabou.",
-            expected="um status_reason com o motivo", observed=repr(reason),
+            f"O estado devolvido tem token_budget = {returned.get('token_budget')!r}, e o checkpoint de onde a "
+            f"execução retomou dizia {budget}: o orçamento é da execução e atravessa a queda só dentro do "
+            "checkpoint. Não o apague nem o troque; leia-o de state[\"token_budget\"].",
+            expected=f"token_budget = {budget}", observed=f"token_budget = {returned.get('token_budget')!r}",
         )
     on_disk = read_checkpoint_file(outcome.path)
     if on_disk != returned:
-        said = on_disk.get("status") if isinstance(on_disk, dict) else None
         raise CheckFailed(
-            f"O estado devolvido diz status {status!r}, mas o checkpoint em disco "
-            + (f"ainda diz {said!r}" if said is not None and said != status else f"é outro ({summary(on_disk)})")
-            + ": a parada não foi gravada, e um processo que retomasse do disco não saberia por que ela parou (e "
-              "chamaria o modelo de novo). Grave o checkpoint ao parar, depois de registrar o status.",
+            f"O checkpoint em disco não é o estado devolvido ({found_described(on_disk)}): um processo que retomasse "
+            "dele não veria o que esta execução gastou, e gastaria o orçamento de novo. Grave o checkpoint em cada "
+            "ponto A e B, como no nível 3.",
             expected="o checkpoint em disco igual ao estado devolvido", observed=summary(on_disk),
         )
 
