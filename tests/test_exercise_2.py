@@ -377,3 +377,20 @@ def test_a_checkpoint_in_a_message_is_one_short_line():
     assert len(failure.message) < 600 and "\n" not in failure.message
     assert "messages: [121 itens]" in failure.message and "(+2 campos)" in failure.message
     assert len(failure.observed) < 300
+
+
+def test_a_budget_fixture_is_checked_against_its_script_and_budget():
+    """expect says what a correct loop does with the script; a fixture that says otherwise, or whose
+    script ends before the loop would stop, is refused with the field named."""
+    import json
+    from pathlib import Path
+
+    from grader.checks.exercise_2.fixtures import validate_fixture
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "grader/fixtures/exercise-2/budget-counts-the-checkpoint.json")
+                      .read_text(encoding="utf-8"))
+    assert validate_fixture(data) == []
+    assert any("expect.calls" in p and "1 vez" in p for p in validate_fixture(dict(data, expect={"calls": 3, "status": "running"})))
+    assert any("expect.status" in p for p in validate_fixture(dict(data, expect={"calls": 1, "status": "completed"})))
+    short = dict(data, token_budget=100_000, expect={"calls": 5, "status": "running"})
+    assert any(p.startswith("campo `responses`") or "responses" in p for p in validate_fixture(short))
