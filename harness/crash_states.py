@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import stat
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +39,13 @@ MAX_STATES_PER_POINT = 64
 # passar pelos espiões (nem contar como uma chamada da gravação observada).
 _io_open = io.open
 REAL_OS_CALLS = {name: getattr(os, name) for name in (
-    "replace", "rename", "remove", "unlink", "fsync", "fdatasync", "truncate", "ftruncate",
+    "replace", "rename", "link", "remove", "unlink", "fsync", "fdatasync", "truncate", "ftruncate",
 ) if hasattr(os, name)}
+# As outras maneiras de trocar um nome: por dentro elas chamam os.rename ou os.replace (ou, no
+# shutil.move, copiam), e a chamada aparece com o nome que o aluno escreveu.
+REAL_MOVES = {"shutil.move": shutil.move, "Path.rename": Path.rename, "Path.replace": Path.replace}
+REAL_CALLS = {**REAL_OS_CALLS, **REAL_MOVES}
+SWAPS = ("`os.replace(", "`os.rename(", "`os.link(", "`shutil.move(", "`Path.rename(", "`Path.replace(")
 
 
 START = "o começo da gravação"
@@ -179,6 +185,15 @@ class SaveTrace:
             pass
 
 
+def folder_shown(descriptor: int) -> str:
+    """A pasta aberta em ``descriptor``, como a mensagem a mostra ("." quando é a pasta atual)."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{descriptor}")
+    except OSError:
+        return "uma pasta"
+    return '".", a pasta atual' if where == os.getcwd() else where
+
+
 def crash_states(trace: SaveTrace, focus: str) -> list[CrashState]:
     """Todos os estados distintos que uma queda pode deixar, ponto a ponto; ``focus`` é o
     nome do checkpoint, o primeiro a variar."""
@@ -236,15 +251,19 @@ def materialise(state: CrashState, folder) -> Path:
 @contextmanager
 def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[dict]:
     """Troca, dentro do bloco, as funções do ``os`` que mudam o disco por espiões que
-    fotografam a pasta antes de cada chamada e depois a fazem de verdade. Com
-    ``fail_replace``, os.replace e os.rename levantam OSError sem trocar nada (um disco
-    cheio, uma permissão). Devolve os espiões (nome -> função), para quem precisar
-    instalá-los em outros lugares (um ``from os import replace``, por exemplo)."""
+    fotografam a pasta antes de cada chamada e depois a fazem de verdade; ``shutil.move``,
+    ``Path.rename`` e ``Path.replace`` também, com o nome que o aluno usou. Com
+    ``fail_replace``, toda troca de nome (os.replace, os.rename, os.link e o que passa por
+    elas) levanta OSError sem trocar nada (um disco cheio, uma permissão). Devolve os espiões
+    (nome -> função), para quem precisar instalá-los em outros lugares (um
+    ``from os import replace``, por exemplo)."""
     real = REAL_OS_CALLS
+    outer = threading.local()  # a troca que o aluno chamou (shutil.move...), enquanto ela roda
 
     def moving(name):
         def spy(src, dst, *args, **kwargs):
-            trace.before(f"`os.{name}({trace.shown(src)}, {trace.shown(dst)})`")
+            trace.before(getattr(outer, "call", None) or f"`os.{name}({trace.shown(src)}, {trace.shown(dst)})`")
+            outer.call = None
             if fail_replace:
                 raise OSError(28, "No space left on device (falha simulada na troca)")
             forget = trace.unlinking(dst)
@@ -265,7 +284,13 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
     def syncing(name):
         def spy(descriptor):
             number = descriptor if isinstance(descriptor, int) else descriptor.fileno()
-            kind = "da pasta" if stat.S_ISDIR(os.fstat(number).st_mode) else "do arquivo"
+            info = os.fstat(number)
+            if not stat.S_ISDIR(info.st_mode):
+                kind = "do arquivo"
+            elif info.st_ino == trace.folder_inode:
+                kind = "da pasta"
+            else:
+                kind = f"de outra pasta ({folder_shown(number)}), não a do checkpoint"
             trace.before(f"{name} {kind}")
             result = real[name](descriptor)
             trace.synced(number)
@@ -279,16 +304,34 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
             return real[name](target, length)
         return spy
 
-    makers = {"replace": moving, "rename": moving, "remove": removing, "unlink": removing,
+    def named_move(label):
+        function = REAL_MOVES[label]
+
+        def spy(src, dst, *args, **kwargs):
+            if getattr(outer, "call", None) is not None:  # um shutil.move por dentro de outro
+                return function(src, dst, *args, **kwargs)
+            outer.call = f"`{label}({trace.shown(src)}, {trace.shown(dst)})`"
+            try:
+                return function(src, dst, *args, **kwargs)
+            finally:
+                outer.call = None
+        return spy
+
+    makers = {"replace": moving, "rename": moving, "link": moving, "remove": removing, "unlink": removing,
               "fsync": syncing, "fdatasync": syncing, "truncate": truncating, "ftruncate": truncating}
     spies = {name: makers[name](name) for name in real}
+    moves = {label: named_move(label) for label in REAL_MOVES}
     for name, spy in spies.items():
         setattr(os, name, spy)
+    shutil.move = moves["shutil.move"]
+    Path.rename, Path.replace = moves["Path.rename"], moves["Path.replace"]
     try:
-        yield spies
+        yield {**spies, **moves}
     finally:
         for name, function in real.items():
             setattr(os, name, function)
+        shutil.move = REAL_MOVES["shutil.move"]
+        Path.rename, Path.replace = REAL_MOVES["Path.rename"], REAL_MOVES["Path.replace"]
 
 
 @dataclass(frozen=True)

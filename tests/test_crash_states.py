@@ -283,3 +283,81 @@ def test_a_failed_swap_of_a_named_file_leaves_it_as_it_was(tmp_path):
     outcome = failed_swap(save_reference, {"token": 4}, {"token": 5}, tmp_path, name="lease.json")
     assert outcome.tried and isinstance(outcome.raised, OSError)
     assert json.loads(outcome.left) == {"token": 4}
+
+
+def durable_temporary(state, path):
+    """The temporary written and synced, as every save below starts."""
+    path = os.fspath(path)
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    return path
+
+
+def save_unlinking_then_linking(state, path):
+    """os.link never replaces a name, so the old one goes first: a window with no checkpoint."""
+    path = durable_temporary(state, path)
+    if os.path.exists(path):
+        os.unlink(path)
+    os.link(path + ".tmp", path)
+    os.unlink(path + ".tmp")
+    fsync_folder(path)
+
+
+def save_with_shutil_move(state, path):
+    import shutil
+
+    path = durable_temporary(state, path)
+    shutil.move(path + ".tmp", path)
+    fsync_folder(path)
+
+
+def save_with_path_replace(state, path):
+    from pathlib import Path
+
+    path = durable_temporary(state, path)
+    Path(path + ".tmp").replace(path)
+    fsync_folder(path)
+
+
+def save_syncing_the_current_folder(state, path):
+    path = durable_temporary(state, path)
+    os.replace(path + ".tmp", path)
+    folder = os.open(".", os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def test_unlink_then_link_loses_the_checkpoint_between_the_two(tmp_path):
+    exploration = explored(save_unlinking_then_linking, tmp_path)
+    lost = [verdict for verdict in exploration.bad() if verdict.outcome == "nenhum" and not verdict.state.returned]
+    assert lost, exploration.calls
+    words = crash_problem(lost[0], exploration.calls, first_save=False)
+    assert "entre `os.unlink(checkpoint.json)` e `os.link(checkpoint.json.tmp, checkpoint.json)`" in words
+
+
+def test_a_link_swap_that_fails_is_a_swap_tried(tmp_path):
+    outcome = failed_swap(save_unlinking_then_linking, OLD, NEW, tmp_path)
+    assert outcome.tried and outcome.swaps[0].startswith("`os.link(") and outcome.left is None
+
+
+def test_swaps_through_shutil_and_pathlib_are_named_as_written(tmp_path):
+    moved = explored(save_with_shutil_move, tmp_path / "move")
+    assert not moved.bad() and "`shutil.move(checkpoint.json.tmp, checkpoint.json)`" in moved.calls
+    assert not any(call.startswith("`os.rename(") for call in moved.calls)
+    replaced = explored(save_with_path_replace, tmp_path / "path")
+    assert not replaced.bad() and "`Path.replace(checkpoint.json.tmp, checkpoint.json)`" in replaced.calls
+    import shutil
+    from pathlib import Path
+    assert shutil.move.__module__ == "shutil" and Path.replace.__qualname__ == "Path.replace"  # put back
+
+
+def test_the_fsync_of_another_folder_is_not_the_checkpoint_folder_fsync(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exploration = explored(save_syncing_the_current_folder, tmp_path / "explorado")
+    bad = exploration.bad()
+    assert bad and all(verdict.state.returned for verdict in bad)
+    assert 'fsync de outra pasta (".", a pasta atual), não a do checkpoint' in exploration.calls

@@ -21,6 +21,7 @@ EXERCISE = "exercise-2"
 SAVE = "def save_checkpoint(state, path):"
 LOAD = "def load_checkpoint(path):"
 RUN = "def run_agent(client, state, checkpoint_path, max_turns=MAX_TURNS):"
+BUDGET = "def run_agent_within_budget(client, state, checkpoint_path, max_turns=MAX_TURNS):"
 
 CRASH = "n1.survives_a_crash_mid_write"
 SERIALIZATION = "n1.survives_a_serialization_error"
@@ -50,8 +51,9 @@ def results_for(notebook, tmp_path, monkeypatch, level):
 
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
-    # 10 checks of level 1, 24 load fixtures, 7 checks on each of the 5 runs (point B does not apply to the answer at once)
-    assert len(solution_results) == 10 + 24 + 7 * 5 - 1
+    # 12 checks of level 1, 24 load fixtures, 7 checks on each of the 5 runs (point B does not apply to the answer
+    # at once), 3 checks on each of the 4 budget runs
+    assert len(solution_results) == 12 + 24 + 7 * 5 - 1 + 3 * 4
 
 
 @pytest.mark.slow
@@ -59,7 +61,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 68
+    assert report.score == 1.0 and len(report.checks) == 82
 
 
 @pytest.mark.slow
@@ -342,11 +344,13 @@ def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypa
         state["messages"].append({"role": "user", "content": answer_tool_uses(tool_uses_in(content))})
     save_checkpoint(state, checkpoint_path)
     return state
-''')):
+'''), (BUDGET, BUDGET + "\n    return run_agent(client, state, checkpoint_path, max_turns)  # o orçamento fica para depois\n")):
         next(c for c in notebook.cells if c.cell_type == "code" and marker in c.source).source = source
     results = results_for(notebook, tmp_path, monkeypatch, level=None)
     passed = sorted(check for check, result in results.items() if result["status"] == "pass")
     assert passed == [
+        "n1.a_save_after_a_failed_save",  # writing in place, the next save starts from an empty file: right
+        "n1.saves_to_a_relative_path",
         "n1.writes_the_state",
         "n2.loads_as_expected[load-absent]", "n2.loads_as_expected[load-valid-pending]", "n2.loads_as_expected[load-valid]",
         "n3.final_checkpoint_is_the_returned_state[run-answer-at-once]",
@@ -359,5 +363,34 @@ def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypa
         "n3.records_the_status[run-stopped-by-the-ceiling]",  # never recording one, it keeps "running": right here
         "n3.saves_twice_per_tool_turn[run-answer-at-once]",
         "n3.tokens_used_adds_every_response[run-answer-at-once]",  # its one loop sums the tokens
+        "n4.calls_the_model_within_the_budget[budget-ample]",  # with budget to spare, ignoring it is right
+        "n4.counts_every_token[budget-ample]",
     ]
     assert len(passed) / len(results) < 0.3  # it scored 45% when checks could pass on nothing
+
+
+def test_a_checkpoint_in_a_message_is_one_short_line():
+    """A 100 KB checkpoint left in the wrong place is summarised, each field cut short, lists by their length."""
+    from grader.checks.exercise_2.save_probe import state_to_save, torn_checkpoint
+
+    failure = torn_checkpoint(dict(state_to_save("nova", 6), task="Tarefa " + "muito longa " * 40, extra=1, more=2))
+    assert len(failure.message) < 600 and "\n" not in failure.message
+    assert "messages: [121 itens]" in failure.message and "(+2 campos)" in failure.message
+    assert len(failure.observed) < 300
+
+
+def test_a_budget_fixture_is_checked_against_its_script_and_budget():
+    """expect says what a correct loop does with the script; a fixture that says otherwise, or whose
+    script ends before the loop would stop, is refused with the field named."""
+    import json
+    from pathlib import Path
+
+    from grader.checks.exercise_2.fixtures import validate_fixture
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "grader/fixtures/exercise-2/budget-counts-the-checkpoint.json")
+                      .read_text(encoding="utf-8"))
+    assert validate_fixture(data) == []
+    assert any("expect.calls" in p and "1 vez" in p for p in validate_fixture(dict(data, expect={"calls": 3, "status": "running"})))
+    assert any("expect.status" in p for p in validate_fixture(dict(data, expect={"calls": 1, "status": "completed"})))
+    short = dict(data, token_budget=100_000, expect={"calls": 5, "status": "running"})
+    assert any(p.startswith("campo `responses`") or "responses" in p for p in validate_fixture(short))

@@ -23,6 +23,7 @@ RIGHT = [
     "Não é possível saber se o envio aconteceu. Não tente de novo às cegas: consulte a caixa de saída.",
     "O agente caiu no meio: talvez o e-mail tenha saído, talvez não. Verifique antes de mandar de novo.",
     "DESFECHO DESCONHECIDO (a chamada pode ou não ter agido). Confirme antes de repetir.",
+    "Desfecho desconhecido, pode ter agido ou não. Não chame a ferramenta outra vez sem conferir a caixa de saída.",
 ]
 
 WRONG = [
@@ -39,6 +40,9 @@ WRONG = [
     ("Desfecho desconhecido. Tente novamente.", "retry"),
     ("Estado incerto. Reenvie o e-mail.", "retry"),
     ("Talvez o e-mail não tenha saído; envie de novo para garantir.", "retry"),
+    ("O e-mail pode ter saído ou não. Chame a ferramenta outra vez.", "retry"),  # words between the verb and the repeat
+    ("Não sei se saiu; chame a send_email de novo.", "retry"),
+    ("Desfecho desconhecido, pode ter agido. O melhor é chamar a ferramenta mais uma vez.", "retry"),
     ("Desfecho desconhecido: o processo caiu antes de registrar.", "confirm"),
     ("Estado de execução desconhecido.", "confirm"),
 ]
@@ -58,6 +62,8 @@ def test_a_wrong_text_is_refused_for_what_it_gets_wrong(text, kind):
 @pytest.mark.parametrize("text, words", [
     ("A chamada falhou. Tente novamente.", ["diz que a chamada falhou", "\"falhou\""]),
     ("Desfecho desconhecido. Tente novamente.", ["convida o modelo a repetir", "\"tente novamente\""]),
+    ("O e-mail pode ter saído ou não. Chame a ferramenta outra vez.",
+     ["convida o modelo a repetir", "\"chame a ferramenta outra vez\""]),
     ("erro", ["não diz que o desfecho é desconhecido"]),
     ("Estado de execução desconhecido.", ["não pede que o modelo confira"]),
 ])

@@ -248,7 +248,7 @@ FILE_SPEC = 'campo `file`: obrigatório: {"absent": true}, {"folder": true}, {"j
 
 
 @pytest.mark.parametrize("path, value, message", [
-    ("kind", "carregar", 'campo `kind`: deveria ser "load" ou "run" (é \'carregar\')'),
+    ("kind", "carregar", 'campo `kind`: deveria ser "load" ou "run" ou "budget" (é \'carregar\')'),
     ("file", {}, FILE_SPEC),
     ("file", {"drop_last_bytes": 1}, FILE_SPEC),
     ("file", "checkpoint.json", FILE_SPEC),

@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
 from harness.crash_states import (
+    REAL_CALLS,
     REAL_OS_CALLS,
+    SWAPS,
     CrashState,
     SaveTrace,
     Verdict,
@@ -145,7 +147,7 @@ def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
         if isinstance(file, (str, bytes, os.PathLike)):
             trace.before(f"`open({trace.shown(file)}, {mode!r})`")
 
-    with recorded_os_calls(trace) as spies, bind(spies, REAL_OS_CALLS), opens(before_open=before_open):
+    with recorded_os_calls(trace) as spies, bind(spies, REAL_CALLS), opens(before_open=before_open):
         save(copy.deepcopy(new), path)
     trace.finished()
     verdicts = []
@@ -174,14 +176,16 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
             rule = ("a gravação voltou, mas o arquivo novo ainda pode não ter nome no disco: a criação e a troca de "
                     "nome só ficam duráveis com o fsync da pasta depois do os.replace")
         elif removed:
+            after = calls[calls.index(removed[0]) + 1:]
+            swap = next((call for call in after if call.startswith(SWAPS)), "a troca")
             rule = (f"{thing} anterior some. Não apague {thing} antes da troca: os.replace já substitui o "
-                    f"destino de uma vez, e entre o os.remove e a troca não há {thing.split(' ', 1)[1]} nenhum")
+                    f"destino de uma vez, e entre {removed[0]} e {swap} não há {thing.split(' ', 1)[1]} nenhum")
         else:
             rule = f"{thing} anterior some: ele só pode deixar de existir quando o novo já está no lugar"
     elif verdict.outcome == "anterior":
         what = f"e {durable.loader} {durable.old_read or f'devolve {thing} anterior'}"
         rule = ("a gravação voltou como feita, mas uma queda ainda a desfaz: a troca de nome só fica durável com o "
-                "fsync da pasta (os.open(pasta, os.O_RDONLY) e os.fsync) depois do os.replace")
+                "fsync da pasta do checkpoint (os.open(pasta, os.O_RDONLY) e os.fsync) depois do os.replace")
     else:
         outcome = verdict.outcome
         if durable != CHECKPOINT and not outcome.startswith("levanta"):
@@ -204,23 +208,25 @@ class SwapOutcome:
     tried: bool                 # the save reached os.replace / os.rename
     raised: BaseException | None
     left: bytes | None          # the checkpoint's bytes afterwards (None: gone)
+    swaps: list[str] = field(default_factory=list)   # the swaps tried, as the messages show them
 
 
 def failed_swap(save: Callable, old: Any, new: Any, folder: Path, bind: Bind = _no_bind,
                 name: str = CHECKPOINT_NAME) -> SwapOutcome:
-    """Save ``new`` over ``old`` into the file ``name`` with os.replace and os.rename raising OSError."""
+    """Save ``new`` over ``old`` into the file ``name`` with every swap (os.replace, os.rename,
+    os.link and what goes through them) raising OSError."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     _write_old(path, old)
     trace = SaveTrace(folder)
     raised = None
-    with recorded_os_calls(trace, fail_replace=True) as spies, bind(spies, REAL_OS_CALLS):
+    with recorded_os_calls(trace, fail_replace=True) as spies, bind(spies, REAL_CALLS):
         try:
             save(copy.deepcopy(new), path)
         except Exception as error:  # noqa: BLE001 - raising is the right answer here
             raised = error
-    tried = any(call.startswith(("`os.replace(", "`os.rename(")) for call in trace.calls)
-    return SwapOutcome(tried, raised, path.read_bytes() if path.exists() else None)
+    swaps = [call for call in trace.calls if call.startswith(SWAPS)]
+    return SwapOutcome(bool(swaps), raised, path.read_bytes() if path.exists() else None, swaps)
 
 
 # --- two writers at once ---------------------------------------------------------------------------
@@ -237,7 +243,7 @@ class WritersOutcome:
 def two_writers(save: Callable, first: dict, second: dict, folder: Path,
                 bind: Bind = _no_bind, opens: Opens = _builtin_opens) -> WritersOutcome:
     """Two threads save into the same folder at once; each waits just before its first swap
-    (os.replace / os.rename) until the other gets there too, so both have written their
+    (os.replace / os.rename / os.link) until the other gets there too, so both have written their
     temporaries before either moves one."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / CHECKPOINT_NAME
@@ -263,7 +269,7 @@ def two_writers(save: Callable, first: dict, second: dict, folder: Path,
             return real(src, dst, *args, **kwargs)
         return spy
 
-    spies = {name: meeting_first(name) for name in ("replace", "rename")}
+    spies = {name: meeting_first(name) for name in ("replace", "rename", "link")}
     errors: list[BaseException | None] = [None, None]
     identities: list[int] = [0, 0]
 

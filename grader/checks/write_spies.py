@@ -24,6 +24,14 @@ class TornWrite(BaseException):
     """The grader's crash in the middle of a write."""
 
 
+def _died(budget: dict) -> None:
+    budget["left"] = 0
+    budget["crashed"] = True
+    if budget.get("on_crash") is not None:
+        budget["on_crash"]()
+    raise TornWrite("queda simulada no meio da gravação")
+
+
 class CrashingFile:
     """A file that accepts ``budget["left"]`` more characters and then 'dies' mid-write."""
 
@@ -39,9 +47,7 @@ class CrashingFile:
             return self._real.write(data)
         self._real.write(data[:left])
         self._real.flush()
-        self._budget["left"] = 0
-        self._budget["crashed"] = True
-        raise TornWrite("queda simulada no meio da gravação")
+        _died(self._budget)
 
     def writelines(self, lines):
         for line in lines:
@@ -83,12 +89,17 @@ def replaced_globals(ctx: Context, pairs: list[tuple[str, Any]]) -> Iterator[Non
 
 @contextmanager
 def observed_writes(ctx: Context, crash_after: int | None = None,
-                    before_open: Callable[[Any, str], None] | None = None) -> Iterator[dict]:
-    """Record every file opened for writing (``budget["opened"]``, resolved paths, and
-    ``budget["opened_by"]``, (thread id, path) pairs); with ``crash_after``, the writes die
-    after that many characters in all (``budget["crashed"]``). ``before_open(file, mode)``
-    runs before each real open for writing (the crash-state explorer's snapshot)."""
-    budget: dict = {"left": crash_after, "crashed": False, "opened": [], "opened_by": []}
+                    before_open: Callable[[Any, str], None] | None = None,
+                    on_crash: Callable[[], None] | None = None) -> Iterator[dict]:
+    """Record every file opened for writing (``budget["opened"]``, resolved paths;
+    ``budget["opened_by"]``, (thread id, path) pairs; ``budget["modes"]``, (path, mode)
+    pairs; ``budget["handles"]``, how many files were opened for writing, by name or by
+    descriptor); with ``crash_after``, the writes die after that many characters in all
+    (``budget["crashed"]``), and ``on_crash()`` runs at that moment, before the student's
+    code can clean anything up. ``before_open(file, mode)`` runs before each real open for
+    writing (the crash-state explorer's snapshot)."""
+    budget: dict = {"left": crash_after, "crashed": False, "opened": [], "opened_by": [], "modes": [],
+                    "handles": 0, "on_crash": on_crash}
     real_builtin, real_io = builtins.open, io.open
 
     def spied_open(file, mode="r", *args, **kwargs):
@@ -99,10 +110,12 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
             before_open(file, mode)
         handle = real_io(file, mode, *args, **kwargs)
         if writing:
+            budget["handles"] += 1
             if named:
                 opened = Path(os.fsdecode(file)).resolve()
                 budget["opened"].append(opened)
                 budget["opened_by"].append((threading.get_ident(), opened))
+                budget["modes"].append((opened, mode))
             return CrashingFile(handle, budget)
         return handle
 
@@ -115,9 +128,7 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
                 budget["left"] -= len(data)
             return real_write(descriptor, data)
         real_write(descriptor, bytes(data[:left]))
-        budget["left"] = 0
-        budget["crashed"] = True
-        raise TornWrite("queda simulada no meio da gravação")
+        _died(budget)
 
     bound = [("open", spied_open)] + [
         (name, spied_open) for function in {real_builtin, real_io}

@@ -1,6 +1,8 @@
 """Exercise 2 and the shape of its fixtures: files for ``load_checkpoint`` (level 2) and scripted runs (level 3), as ``grade fixtures`` checks them."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from grader.checks.fixture_shape import (
     COUNT, TEXT, TEXTS, closed, kinds_schema, problem, response_problems, schema_problems, scripted_run_schema,
     workspace_problems,
@@ -16,6 +18,8 @@ LOAD_OUTCOMES = ("None", "checkpoint", "CheckpointError")
 
 
 STATUSES = ("completed", "refused", "failed", "running")
+BUDGET_STATUSES = STATUSES  # a run the budget stops keeps "running", as in exercise 1 and under max_turns
+MAX_TURNS_DEFAULT = 40  # harness.loop.MAX_TURNS: what a budget fixture without max_turns runs under
 GOES_ON = ("run_tools", "continue")  # tool_use runs the tools, pause_turn calls again: the run goes on
 
 
@@ -74,8 +78,22 @@ LOAD_SCHEMA = closed(["description", "kind", "file", "expect"], {
 # Level 3: a scripted run; its expect is what a correct loop does with the script (checked against it).
 RUN_SCHEMA = scripted_run_schema(closed(["saves", "status"], {"saves": COUNT, "status": {"enum": list(STATUSES)}},
                                         messages={"type": "deveria ser {saves, status}"}))
-FIXTURE_SCHEMA = kinds_schema({"load": LOAD_SCHEMA, "run": RUN_SCHEMA})
-FIXTURE_SCHEMAS = (LOAD_SCHEMA, RUN_SCHEMA)
+# Level 4: a scripted run resumed from a checkpoint that holds a token budget and what was already
+# spent of it; its expect is what a correct loop does (checked against the script).
+BUDGET_SCHEMA = closed(["description", "task", "responses", "token_budget", "tokens_already_used", "expect"], {
+    "description": TEXT,
+    "kind": {"const": "budget"},
+    "task": TEXT,
+    "workspace": scripted_run_schema({})["properties"]["workspace"],
+    "responses": {"type": "array", "minItems": 1, "x-mensagens": {"*": "deveria ser uma lista não vazia de respostas"}},
+    "token_budget": COUNT,
+    "tokens_already_used": COUNT,
+    "max_turns": COUNT,
+    "expect": closed(["calls", "status"], {"calls": COUNT, "status": {"enum": list(BUDGET_STATUSES)}},
+                     messages={"type": "deveria ser {calls, status}"}),
+})
+FIXTURE_SCHEMA = kinds_schema({"load": LOAD_SCHEMA, "run": RUN_SCHEMA, "budget": BUDGET_SCHEMA})
+FIXTURE_SCHEMAS = (LOAD_SCHEMA, RUN_SCHEMA, BUDGET_SCHEMA)
 
 
 @EXERCISE.fixture_validator
@@ -87,7 +105,53 @@ def validate_fixture(data: dict) -> list[str]:
         return problems
     if data["kind"] == "load":
         return load_outcome_problems(data["file"], data["expect"]["load_checkpoint"])
+    if data["kind"] == "budget":
+        return response_problems(data["responses"]) or budget_problems(data)
     return response_problems(data["responses"]) or saves_problems(data)
+
+
+@dataclass(frozen=True)
+class BudgetRun:
+    """What a correct loop does with a budget fixture's script."""
+    calls: int          # model calls made
+    status: str         # the status it records at the end
+    tokens_used: int    # what the state has spent at the end, the checkpoint's tokens included
+
+
+def budget_run(data: dict) -> BudgetRun | None:
+    """The model is called only while the checkpoint's tokens_used is below the checkpoint's
+    token_budget, checked before each call; the stop-reason rule and max_turns as in level 3.
+    None when the script ends before a correct loop would stop."""
+    from grader.checks.framework import response_tokens
+
+    spent, calls = data.get("tokens_already_used", 0), 0
+    limit = data.get("max_turns", MAX_TURNS_DEFAULT)
+    while calls < limit:
+        if spent >= data["token_budget"]:
+            return BudgetRun(calls, "running", spent)
+        if calls >= len(data["responses"]):
+            return None
+        response = data["responses"][calls]
+        calls += 1
+        spent += response_tokens(response)
+        if action_of(response) not in GOES_ON:
+            return BudgetRun(calls, action_of(response), spent)
+    return BudgetRun(calls, "running", spent)
+
+
+def budget_problems(data: dict) -> list[str]:
+    wanted, said = budget_run(data), data["expect"]
+    if wanted is None:
+        return [problem("responses", "o roteiro acaba antes de um loop correto parar (pelo orçamento, pelo teto ou "
+                                     "por uma resposta final)")]
+    problems = []
+    if said["calls"] != wanted.calls:
+        problems.append(problem("expect.calls", f"pelo roteiro e pelo orçamento, um loop correto chama o modelo "
+                                                f"{quantity(wanted.calls, 'vez', 'vezes')} (está {said['calls']!r})"))
+    if said["status"] != wanted.status:
+        problems.append(problem("expect.status", f"pelo roteiro e pelo orçamento, um loop correto termina com status "
+                                                 f"{wanted.status!r} (está {said['status']!r})"))
+    return problems
 
 
 def load_outcome_problems(spec: dict, outcome: str) -> list[str]:

@@ -1,6 +1,7 @@
 """Level 1: ``save_checkpoint`` writes atomically and durably (temporary file, fsync, os.replace in the same folder)."""
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -8,15 +9,27 @@ from grader.checks.exercise_2.fixtures import EXERCISE
 from grader.checks.exercise_2.save_probe import (
     CHECKPOINT_NAME,
     CRASH_AFTER_CHARACTERS,
+    SWAP_EVENTS,
     NotSerializable,
+    folder_files,
+    found_described,
+    json_refusals,
     last_good_checkpoint,
+    left_as_at_death,
     read_checkpoint_file,
+    returned_or_raised,
     save_run,
     state_to_save,
+    summary,
     torn_checkpoint,
 )
 from grader.checks.framework import CheckFailed, Context, StudentProblem, nothing_observed, show
 from grader.checks.write_spies import observed_writes
+
+
+def swap_shown(event: tuple) -> str:
+    """("rename", "/x/checkpoint.json.tmp", "/x/checkpoint.json", via) as "(checkpoint.json.tmp, checkpoint.json)"."""
+    return f"({Path(event[1]).name}, {Path(event[2]).name})"
 
 
 @EXERCISE.check(
@@ -78,12 +91,29 @@ def replaced_in_the_same_folder(ctx: Context) -> None:
     run = save_run(ctx)
     replaces = [event for event in run.events if event[0] == "replace"]
     renames = [event for event in run.events if event[0] == "rename"]
+    links = [event for event in run.events if event[0] == "link"]
     if not replaces:
-        if renames:
+        if renames and renames[0][3] == "shutil.move":
             raise CheckFailed(
-                "A troca foi feita com os.rename: no Windows ele falha quando o destino já existe. Use "
-                "os.replace, que substitui o destino de forma atômica em qualquer sistema.",
-                expected="os.replace(temporário, path)", observed=f"os.rename{renames[0][1:]}",
+                "A troca foi feita com shutil.move: aqui ele chama os.rename, mas quando o nome não pode ser "
+                "trocado (o destino existe no Windows, ou outra pasta em outro disco) ele copia o temporário por "
+                "cima do checkpoint, e uma queda no meio da cópia o deixa pela metade. Use os.replace, que troca "
+                "o nome de uma vez ou falha sem tocar no checkpoint.",
+                expected="os.replace(temporário, path)", observed=f"shutil.move{swap_shown(renames[0])}",
+            )
+        if renames:
+            called = "Path.rename" if renames[0][3] == "Path.rename" else "os.rename"
+            raise CheckFailed(
+                f"A troca foi feita com {called}: no Windows ele falha quando o destino já existe. Use "
+                "os.replace (ou Path.replace), que substitui o destino de forma atômica em qualquer sistema.",
+                expected="os.replace(temporário, path)", observed=f"{called}{swap_shown(renames[0])}",
+            )
+        if links:
+            raise CheckFailed(
+                "A troca foi feita com os.link (criar um segundo nome para o temporário), que não substitui um "
+                "destino que existe: o checkpoint anterior precisa ser apagado antes, e entre o apagar e o link "
+                "não há checkpoint nenhum. Use os.replace, que substitui o destino de uma vez.",
+                expected="os.replace(temporário, path)", observed=f"os.link{swap_shown(links[0])}",
             )
         raise CheckFailed(
             "save_checkpoint não chamou os.replace: sem a troca atômica, alguma hora quem lê o "
@@ -94,7 +124,7 @@ def replaced_in_the_same_folder(ctx: Context) -> None:
     if not target:
         raise CheckFailed(
             f"os.replace foi chamado, mas nunca com o checkpoint como destino ({run.path.name}).",
-            expected=f"os.replace(temporário, .../{run.path.name})", observed=[e[1:] for e in replaces],
+            expected=f"os.replace(temporário, .../{run.path.name})", observed=[e[1:3] for e in replaces],
         )
     source = Path(target[-1][1]).resolve()
     if source.parent != run.path.parent.resolve():
@@ -119,7 +149,7 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
         raise CheckFailed("Não há checkpoint depois da gravação.", expected=CHECKPOINT_NAME, observed="nada")
     final = os.stat(run.path)
     folder = os.stat(run.folder)
-    replace_at = next((i for i, e in enumerate(run.events) if e[0] in ("replace", "rename")), None)
+    replace_at = next((i for i, e in enumerate(run.events) if e[0] in SWAP_EVENTS), None)
     file_syncs = [(i, e) for i, e in enumerate(run.events) if e[0] == "fsync" and e[1] == "file" and e[2] == final.st_ino]
     folder_syncs = [(i, e) for i, e in enumerate(run.events) if e[0] == "fsync" and e[1] == "folder" and e[2] == folder.st_ino]
     if not file_syncs:
@@ -129,7 +159,7 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
             "os.fsync(f.fileno()) antes de fechar o temporário.",
             expected="os.fsync(<temporário>)", observed=[e for e in run.events if e[0] == "fsync"] or "nenhum fsync",
         )
-    index, (_, _, _, size) = file_syncs[-1]
+    index, (_, _, _, size, _) = file_syncs[-1]
     if size < final.st_size:
         raise CheckFailed(
             f"O fsync aconteceu quando o arquivo tinha {size} de {final.st_size} bytes: faltou f.flush() "
@@ -140,6 +170,15 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
         raise CheckFailed(
             "O fsync do arquivo veio depois da troca: a ordem é escrever, flush, fsync e só então os.replace.",
             expected="fsync antes de os.replace", observed="fsync depois de os.replace",
+        )
+    other_folders = [e for e in run.events if e[0] == "fsync" and e[1] == "folder" and e[2] != folder.st_ino]
+    if not folder_syncs and other_folders:
+        raise CheckFailed(
+            f"O fsync de pasta foi feito em outra pasta ({other_folders[0][4]}), não na do checkpoint: a "
+            "troca de nome aconteceu na pasta do checkpoint, e só um fsync dela a torna durável. Abra "
+            "os.path.dirname(os.path.abspath(path)), não \".\" nem a pasta atual.",
+            expected="os.fsync(<pasta do checkpoint>) depois do os.replace",
+            observed=f"os.fsync de {other_folders[0][4]}",
         )
     if not folder_syncs:
         raise CheckFailed(
@@ -171,6 +210,7 @@ def survives_a_crash_mid_write(ctx: Context) -> None:
         except StudentProblem as raised:
             if not budget["crashed"]:
                 raise
+            returned_or_raised(raised)  # dying is fine; looping or exiting after it is not
     if not budget["crashed"]:
         raise CheckFailed(
             "A gravação terminou sem escrever nada por open(), Path.write_text ou os.write, então o "
@@ -195,14 +235,110 @@ def survives_a_serialization_error(ctx: Context) -> None:
     path, good = last_good_checkpoint(ctx, "serialization")
     broken = state_to_save("nova", 6)
     broken["messages"].append({"role": "user", "content": NotSerializable()})
-    with observed_writes(ctx) as writes:
+    with observed_writes(ctx) as writes, json_refusals() as encoder:
         _, raised = ctx.call_or_problem(save, broken, path)  # raising is fine: what counts is the file left behind
-    if raised is None and not writes["opened"]:
+    returned_or_raised(raised)
+    if raised is None and not writes["handles"]:
         raise nothing_observed(
-            "save_checkpoint recebeu um estado que o json não sabe gravar, não levantou erro e não abriu "
-            "nenhum arquivo para escrever: ela nem tentou gravar",
-            expected="uma tentativa de gravação (que falha no json.dump)",
+            "save_checkpoint recebeu um estado que o json não sabe gravar e voltou normalmente, sem levantar "
+            "erro e sem abrir nenhum arquivo para escrever: o TypeError do json foi engolido antes da escrita "
+            "(um except que só imprime ou passa?), então não houve gravação interrompida a conferir"
+            if encoder["json"] else
+            "save_checkpoint recebeu um estado que o json não sabe gravar, não levantou erro, não passou o "
+            "estado ao json e não abriu nenhum arquivo para escrever: ela nem tentou gravar",
+            expected="uma tentativa de gravação (que falha no json.dump) ou o TypeError do json chegando a quem chamou",
         )
     found = read_checkpoint_file(path)
     if isinstance(found, str) or not isinstance(found, dict) or found.get("version") != 1:
         raise torn_checkpoint(found)
+
+
+@EXERCISE.check(
+    level=1,
+    title="Depois de uma gravação que falhou no meio, a seguinte grava o checkpoint certo",
+    criterion=(
+        "Uma gravação falha no meio (o json encontra um valor que não sabe gravar; ou o processo morre no "
+        "meio da escrita, e o que ele deixou na pasta fica lá); a gravação seguinte, do mesmo estado sem o "
+        "problema, deixa em path exatamente o checkpoint novo."
+    ),
+)
+def a_save_after_a_failed_save(ctx: Context) -> None:
+    save = ctx.student_function("save_checkpoint")
+    for how in ("json", "death"):
+        path, _ = last_good_checkpoint(ctx, f"after-failed-{how}")
+        retry = state_to_save("repetida", 6)
+        if how == "json":
+            broken = copy.deepcopy(retry)
+            broken["messages"].append({"role": "user", "content": NotSerializable()})
+            failure = "o json encontrou um valor que não sabe gravar"
+            with observed_writes(ctx):
+                _, problem = ctx.call_or_problem(save, broken, path)
+        else:
+            failure = "o processo morreu no meio da escrita, e o que ele deixou na pasta ficou lá"
+            at_death: dict[str, bytes] = {}
+            with observed_writes(ctx, crash_after=CRASH_AFTER_CHARACTERS,
+                                 on_crash=lambda kept=at_death, folder=path.parent: kept.update(folder_files(folder))
+                                 ) as budget:
+                _, problem = ctx.call_or_problem(save, copy.deepcopy(retry), path)
+            if not budget["crashed"]:
+                continue  # nothing written through open() or os.write: survives_a_crash_mid_write says so
+            left_as_at_death(path.parent, at_death)
+        returned_or_raised(problem)
+        with observed_writes(ctx) as writes:
+            _, second = ctx.call_or_problem(save, copy.deepcopy(retry), path)
+        returned_or_raised(second)
+        if second is not None:
+            raise CheckFailed(
+                f"Depois de uma gravação que falhou no meio ({failure}), a seguinte, do mesmo estado, também "
+                f"falhou: {second.message} O que a gravação que falhou deixou na pasta (o temporário) não pode "
+                "impedir a próxima: use um nome novo a cada gravação (tempfile.mkstemp) ou abra o temporário "
+                "com \"w\", que começa do zero.",
+                expected="o checkpoint novo gravado", observed=second.observed,
+            )
+        found = read_checkpoint_file(path)
+        if found != retry:
+            appended = [(Path(opened).name, mode) for opened, mode in writes["modes"]
+                        if "a" in mode and Path(opened) != path.resolve()]
+            cause = (f"o temporário {appended[0][0]} foi aberto com {appended[0][1]!r}, que acrescenta ao que "
+                     "a gravação que falhou deixou nele em vez de começar do zero" if appended else
+                     "a gravação nova não começou de um temporário vazio")
+            raise CheckFailed(
+                f"Depois de uma gravação que falhou no meio ({failure}), a seguinte, do mesmo estado, deixou um "
+                f"checkpoint errado ({found_described(found)}): {cause}. Abra o temporário com \"w\", ou use um "
+                "nome novo a cada gravação (tempfile.mkstemp), para que cada gravação comece de um arquivo vazio.",
+                expected=summary(retry), observed=summary(found),
+            )
+
+
+@EXERCISE.check(
+    level=1,
+    title="save_checkpoint aceita um caminho relativo",
+    criterion=(
+        "Com um caminho relativo (só \"checkpoint.json\", na pasta atual), save_checkpoint grava o checkpoint "
+        "ali, sem sobrar temporário: a pasta do checkpoint é a pasta atual."
+    ),
+)
+def saves_to_a_relative_path(ctx: Context) -> None:
+    save = ctx.student_function("save_checkpoint")
+    folder = ctx.fresh_dir("relative")
+    state = state_to_save("relativa", 2)
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        _, problem = ctx.call_or_problem(save, copy.deepcopy(state), CHECKPOINT_NAME)
+    finally:
+        os.chdir(here)
+    returned_or_raised(problem)
+    if problem is not None:
+        raise CheckFailed(
+            f"Com o caminho relativo \"{CHECKPOINT_NAME}\", {problem.message} Um nome sem pasta tem "
+            "os.path.dirname(path) igual a \"\" (e os.open(\"\") falha): tire a pasta de "
+            "os.path.dirname(os.path.abspath(path)).",
+            expected="o checkpoint gravado na pasta atual", observed=problem.observed,
+        )
+    found = read_checkpoint_file(folder / CHECKPOINT_NAME)
+    if found != state:
+        raise CheckFailed(
+            f"Com o caminho relativo \"{CHECKPOINT_NAME}\", a pasta atual ficou sem o checkpoint certo "
+            f"({found_described(found)}).", expected=summary(state), observed=summary(found),
+        )

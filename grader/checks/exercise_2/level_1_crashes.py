@@ -15,7 +15,14 @@ from grader.checks.crash_states import (
     two_writers,
 )
 from grader.checks.exercise_2.fixtures import EXERCISE
-from grader.checks.exercise_2.save_probe import NotSerializable, last_good_checkpoint, read_checkpoint_file
+from grader.checks.exercise_2.save_probe import (
+    NotSerializable,
+    found_described,
+    last_good_checkpoint,
+    read_checkpoint_file,
+    returned_or_raised,
+    summary,
+)
 from grader.checks.framework import CheckFailed, Context, StudentProblem, describe_error, nothing_observed, show
 from grader.checks.write_spies import bound_everywhere, observed_writes
 
@@ -115,20 +122,24 @@ def a_failed_swap_is_reported(ctx: Context) -> None:
     outcome = ctx.call(run)
     if not outcome.tried:
         raise nothing_observed(
-            "save_checkpoint não chamou os.replace nem os.rename, então não houve troca para fazer falhar",
+            "save_checkpoint não chamou os.replace, os.rename, os.link nem shutil.move, então não houve troca "
+            "para fazer falhar",
             expected="os.replace(temporário, path)",
         )
+    swap = outcome.swaps[0]
     if outcome.left != before:
         found = read_checkpoint_file(path)
+        copied = (" Quando a troca de nome falha, shutil.move copia o temporário por cima do destino: é uma escrita "
+                  "no próprio checkpoint, e uma queda no meio dela o deixa pela metade. Use os.replace."
+                  if swap.startswith("`shutil.move(") else "")
         raise CheckFailed(
-            "os.replace falhou, e o checkpoint anterior não ficou como estava: "
-            f"{found if isinstance(found, str) else 'o arquivo mudou'}. Até a troca dar certo, o "
-            "checkpoint verdadeiro não pode ser tocado.",
-            expected="o checkpoint anterior, byte a byte", observed=found if isinstance(found, str) else show(found, 160),
+            f"A troca ({swap}) falhou, e o checkpoint anterior não ficou como estava: "
+            f"{found_described(found)}. Até a troca dar certo, o checkpoint verdadeiro não pode ser tocado.{copied}",
+            expected="o checkpoint anterior, byte a byte", observed=summary(found),
         )
     if outcome.raised is None:
         raise CheckFailed(
-            "os.replace levantou OSError e save_checkpoint voltou normalmente, como se tivesse gravado: quem "
+            f"A troca ({swap}) levantou OSError e save_checkpoint voltou normalmente, como se tivesse gravado: quem "
             "chama segue em frente (executa a ferramenta, manda o e-mail) achando que o estado está em disco. "
             "Não engula o erro: deixe-o subir (um except só para limpar o temporário termina com raise).",
             expected="o OSError chegando a quem chamou", observed="nenhuma exceção",
@@ -157,8 +168,8 @@ def two_writers_at_once(ctx: Context) -> None:
     outcome = ctx.call(run)
     if not outcome.swapped:  # writing in place: what two writers do to one file is timing, not a rule
         raise nothing_observed(
-            "save_checkpoint não chamou os.replace nem os.rename, então não há temporários dos dois gravadores "
-            "a comparar",
+            "save_checkpoint não chamou os.replace, os.rename nem os.link, então não há temporários dos dois "
+            "gravadores a comparar",
             expected="cada gravação escrevendo o seu temporário e trocando-o pelo checkpoint",
         )
     if outcome.unfinished:
@@ -210,6 +221,7 @@ def an_unwritable_state_is_refused(ctx: Context) -> None:
     broken = explorer_state(*NEW)
     broken["messages"].append({"role": "user", "content": NotSerializable()})
     _, raised = ctx.call_or_problem(save, broken, path)
+    returned_or_raised(raised)
     after = path.read_bytes() if path.exists() else None
     if after != before:
         found: Any = read_checkpoint_file(path)
@@ -220,8 +232,8 @@ def an_unwritable_state_is_refused(ctx: Context) -> None:
              "e o checkpoint bom foi trocado por um com perdas, que a retomada leria como se fosse o estado "
              "de verdade (um default=str no json.dump?). Deixe o TypeError do json subir.")
             if lossy and found.get("messages") else
-            f"Depois de uma gravação que falhou no json, o checkpoint anterior mudou ({found if isinstance(found, str) else 'outro conteúdo'}).",
-            expected="o checkpoint anterior, byte a byte, e o TypeError do json", observed=show(found, 160),
+            f"Depois de uma gravação que falhou no json, o checkpoint anterior mudou ({found_described(found)}).",
+            expected="o checkpoint anterior, byte a byte, e o TypeError do json", observed=summary(found),
         )
     if raised is None:
         raise CheckFailed(

@@ -4,17 +4,20 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import stat
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from grader.checks.framework import CheckFailed, Context, show
+from grader.checks.framework import CheckFailed, Context, StudentProblem, show
 from grader.checks.write_spies import observed_writes, replaced_globals
 
 
 CHECKPOINT_NAME = "checkpoint.json"
+SWAP_EVENTS = ("replace", "rename", "link")
 
 
 CRASH_AFTER_CHARACTERS = 300
@@ -44,42 +47,65 @@ class SaveRun:
 
     def temporaries(self) -> list[str]:
         """Names of the files, other than the checkpoint, that the second save wrote or moved."""
-        moved = [Path(event[1]).resolve() for event in self.events if event[0] in ("replace", "rename")]
+        moved = [Path(event[1]).resolve() for event in self.events if event[0] in SWAP_EVENTS]
         target = self.path.resolve()
         return sorted({path.name for path in self.opened + moved if path != target})
 
 
 @contextmanager
 def os_spies(ctx: Context, events: list) -> Iterator[None]:
-    """Record os.replace / os.rename / os.fsync calls (then do them for real), wherever the
-    student's code reaches them: the ``os`` module and any global bound to the real function."""
-    real = {"replace": os.replace, "rename": os.rename, "fsync": os.fsync}
+    """Record the swaps (os.replace, os.rename, os.link, and shutil.move, Path.rename and
+    Path.replace, named as the student wrote them) and the os.fsync calls, then do them for
+    real, wherever the student's code reaches them: the modules and any global bound to the
+    real function. A swap event is (kind, src, dst, via): via is "shutil.move" when the
+    os.rename came from inside one, None when the student called os.* directly. An fsync
+    event is ("fsync", "file" | "folder", inode, size, folder shown)."""
+    from harness.crash_states import REAL_MOVES, folder_shown
 
-    def replace(src, dst, *args, **kwargs):
-        events.append(("replace", os.fspath(src), os.fspath(dst)))
-        return real["replace"](src, dst, *args, **kwargs)
+    real = {"replace": os.replace, "rename": os.rename, "link": os.link, "fsync": os.fsync}
+    outer = threading.local()
 
-    def rename(src, dst, *args, **kwargs):
-        events.append(("rename", os.fspath(src), os.fspath(dst)))
-        return real["rename"](src, dst, *args, **kwargs)
+    def swapping(name):
+        def spy(src, dst, *args, **kwargs):
+            events.append((name, os.fspath(src), os.fspath(dst), getattr(outer, "via", None)))
+            return real[name](src, dst, *args, **kwargs)
+        return spy
+
+    def via(label):
+        function = REAL_MOVES[label]
+
+        def spy(src, dst, *args, **kwargs):
+            if getattr(outer, "via", None) is not None:
+                return function(src, dst, *args, **kwargs)
+            outer.via = label
+            try:
+                return function(src, dst, *args, **kwargs)
+            finally:
+                outer.via = None
+        return spy
 
     def fsync(descriptor):
         number = descriptor if isinstance(descriptor, int) else descriptor.fileno()
         info = os.fstat(number)
         kind = "folder" if stat.S_ISDIR(info.st_mode) else "file"
-        events.append(("fsync", kind, info.st_ino, info.st_size))
+        events.append(("fsync", kind, info.st_ino, info.st_size, folder_shown(number) if kind == "folder" else ""))
         return real["fsync"](descriptor)
 
-    spies = {"replace": replace, "rename": rename, "fsync": fsync}
+    spies = {"replace": swapping("replace"), "rename": swapping("rename"), "link": swapping("link"), "fsync": fsync}
+    moves = {label: via(label) for label in REAL_MOVES}
     bound = [(key, spies[name]) for name, function in real.items() for key in ctx.names_bound_to(function)]
+    bound += [(key, moves[label]) for label, function in REAL_MOVES.items() for key in ctx.names_bound_to(function)]
     for name, spy in spies.items():
         setattr(os, name, spy)
+    shutil.move, Path.rename, Path.replace = moves["shutil.move"], moves["Path.rename"], moves["Path.replace"]
     try:
         with replaced_globals(ctx, bound):
             yield
     finally:
         for name, function in real.items():
             setattr(os, name, function)
+        shutil.move, Path.rename, Path.replace = (REAL_MOVES["shutil.move"], REAL_MOVES["Path.rename"],
+                                                  REAL_MOVES["Path.replace"])
 
 
 def read_checkpoint_file(path: Path) -> Any:
@@ -126,16 +152,76 @@ def last_good_checkpoint(ctx: Context, label: str) -> tuple[Path, dict]:
     return path, good
 
 
+def summary(found: Any, fields: int = 6) -> str:
+    """A checkpoint in a line: each field with its value cut short, lists by their length
+    (a torn or lossy checkpoint of 100 KB must not fill the message)."""
+    if isinstance(found, str):
+        return found
+    if not isinstance(found, dict):
+        return show(found, 80)
+    parts = [f"{key}: " + (f"[{len(value)} itens]" if isinstance(value, list) else show(value, 40))
+             for key, value in list(found.items())[:fields]]
+    more = f", … (+{len(found) - fields} campos)" if len(found) > fields else ""
+    return "{" + ", ".join(parts) + more + "}"
+
+
+def found_described(found: Any) -> str:
+    """What is in the file now, for a sentence: why it cannot be read, or a short summary."""
+    return found if isinstance(found, str) else f"o arquivo tem outro conteúdo, {summary(found)}"
+
+
+def returned_or_raised(problem: StudentProblem | None) -> None:
+    """For checks where raising is a fine answer: a save that never returns (it ran out of
+    time, or tried to end the process, now or in an earlier check) is not one, and fails the
+    check as it is."""
+    if problem is not None and problem.kind in ("timeout", "exit", "refused"):
+        raise problem
+
+
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file of ``folder`` with its bytes: what a process that dies now leaves behind."""
+    return {entry.name: entry.read_bytes() for entry in folder.iterdir() if entry.is_file()}
+
+
+def left_as_at_death(folder: Path, files: dict[str, bytes]) -> None:
+    """Put back what the save's own cleanup took away after the simulated death: a process
+    that really dies runs no ``except`` and no ``finally``."""
+    for name, data in files.items():
+        target = folder / name
+        if not target.is_file() or target.read_bytes() != data:
+            target.write_bytes(data)
+
+
 def torn_checkpoint(found: Any) -> CheckFailed:
     """The failure for a save that, dying midway, did not leave the last good checkpoint whole
     (``found`` is what is there now: the parsed file, or why it could not be read)."""
     return CheckFailed(
-        f"Depois da falha, {found}: o último checkpoint bom foi destruído. É o que acontece ao "
-        "sobrescrever no lugar (open(path, \"w\") esvazia o arquivo antes de escrever). Escreva num "
+        f"Depois da falha, {found_described(found)}: o último checkpoint bom foi destruído. É o que acontece "
+        "ao sobrescrever no lugar (open(path, \"w\") esvazia o arquivo antes de escrever). Escreva num "
         "temporário e só troque pelo verdadeiro quando ele estiver completo.",
         expected="o checkpoint anterior, inteiro",
-        observed=found if isinstance(found, str) else show(found, 160),
+        observed=summary(found),
     )
+
+
+@contextmanager
+def json_refusals() -> Iterator[dict]:
+    """Note whether the json encoder was asked to write a ``NotSerializable`` (``seen["json"]``):
+    a save that returns quietly after that swallowed the TypeError; one that never got there
+    did not try to save at all."""
+    seen = {"json": False}
+    real_default = json.JSONEncoder.default
+
+    def default(self, value):
+        if isinstance(value, NotSerializable):
+            seen["json"] = True
+        return real_default(self, value)
+
+    json.JSONEncoder.default = default
+    try:
+        yield seen
+    finally:
+        json.JSONEncoder.default = real_default
 
 
 class NotSerializable:

@@ -46,7 +46,8 @@ HEDGES = re.compile(r"\b(se|caso|talvez|pode|podem|possivel|nao sei|nao se sabe|
 # An invitation to do it again.
 RETRY = re.compile(r"\b(tente (?:novamente|de novo|outra vez|mais uma vez)|tentar (?:novamente|de novo)|"
                    r"repita|repetir|repete|reenvie|reenviar|reexecute|reexecutar|refaca|refazer|"
-                   r"(?:envie|mande|execute|rode|chame|crie|faca) (?:\w+ )?(?:novamente|de novo|outra vez)|"
+                   r"(?:envie|mande|execute|rode|chame|crie|faca|enviar|mandar|executar|rodar|chamar|criar|fazer) "
+                   r"(?:[\w-]+ ){0,3}?(?:novamente|de novo|outra vez|mais uma vez)|"
                    r"try again|retry)\b")
 
 # Words right before a repeat that make it no invitation ("não repita", "antes de repetir").

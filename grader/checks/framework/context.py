@@ -119,7 +119,7 @@ class Context:
         if label in self._session.refused:
             raise StudentProblem(
                 f"`{label}` não foi chamada de novo: {self._session.refused[label]}. Corrija isso primeiro; "
-                "as outras verificações que a usam dependem disso."
+                "as outras verificações que a usam dependem disso.", kind="refused",
             )
         self._session.emit({"calling": label})  # which function to blame if the kernel must be killed
         buffer = io.StringIO()
@@ -137,17 +137,17 @@ class Context:
             self._refuse(label, f"não terminou em {self._session.check_timeout:g} s")
             raise StudentProblem(
                 f"`{label}` não terminou em {self._session.check_timeout:g} s e foi interrompida: "
-                "há um laço infinito ou uma espera que nunca acaba?"
+                "há um laço infinito ou uma espera que nunca acaba?", kind="timeout",
             ) from None
         except _StudentExit as exit_:
             raise StudentProblem(
                 f"`{label}` chamou os._exit({exit_.code!r}), o que encerraria o processo do Python. "
-                "Uma função do harness nunca deve encerrar o processo: devolva um valor."
+                "Uma função do harness nunca deve encerrar o processo: devolva um valor.", kind="exit",
             ) from None
         except SystemExit as exit_:
             raise StudentProblem(
                 f"`{label}` chamou sys.exit({exit_.code!r}) (ou exit/quit), o que encerraria o "
-                "processo. Uma função do harness nunca deve encerrar o processo: devolva um valor."
+                "processo. Uma função do harness nunca deve encerrar o processo: devolva um valor.", kind="exit",
             ) from None
         except NotImplementedError as error:
             raise StudentProblem(not_implemented_message(label, error), unwritten=label) from None

@@ -34,7 +34,10 @@ def nothing_observed(what: str, expected: Any = "") -> "CheckFailed":
 
 class StudentProblem(Exception):
     """The student's code could not be used: missing, not implemented, raised, looped, exited.
-    ``kind`` is "memory" when it ran out of memory (reported as memory exhaustion).
+    ``kind`` is "memory" when it ran out of memory (reported as memory exhaustion), "timeout"
+    when it did not finish in time, "exit" when it tried to end the process (the two ways of
+    never returning, which no check that accepts a raised exception may accept) and "refused"
+    when it is not called again because it did one of those in an earlier check.
     ``unwritten`` names the function or answer the student has not written yet, when that is
     the reason (the report then lists it once instead of repeating the failure per check)."""
 
