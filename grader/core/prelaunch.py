@@ -26,6 +26,7 @@ class PrelaunchedKernel:
 
     def __init__(self, sandbox: Sandbox | None = None, template: Any = None) -> None:
         self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
+        self.template = template  # a kernel the grading restarts is forked from it too
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
