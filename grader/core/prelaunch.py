@@ -58,6 +58,10 @@ class PrelaunchedKernel:
             self._km = km
         except Exception:  # noqa: BLE001 - the grading then starts its own kernel
             self._km = None
+        except BaseException:  # Ctrl-C, SIGTERM while it starts: no kernel or folder left behind
+            self._km = km
+            self.discard()
+            raise
 
     def take(self) -> Any:
         """The kernel manager, now owned (and shut down) by the grading; None if the launch failed."""

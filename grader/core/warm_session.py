@@ -18,13 +18,30 @@ that died is started again, a few times at most.
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from grader.core.environment import kernel_env
 from grader.core.prelaunch import PrelaunchedKernel
 
 MAX_TEMPLATE_STARTS = 3  # a template that keeps dying is not started again and again
+_STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
+
+
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (then act as usual): a kernel being
+    forked, or the template being ended, is never left half-way with its folder behind."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class WarmGrader:
@@ -53,19 +70,21 @@ class WarmGrader:
 
     def prepare(self) -> None:
         """Fork the kernel the next grading will take (call it once the result is shown)."""
-        if self.spare is None:
-            self.spare = self._prelaunch()
+        with stops_deferred():
+            if self.spare is None:
+                self.spare = self._prelaunch()
 
     def close(self) -> None:
         """End the waiting kernel and the template (which kills any kernel of it still running)."""
-        spare, self.spare = self.spare, None
-        template, self.template = self.template, None
-        try:
-            if spare is not None:
-                spare.discard()
-        finally:
-            if template is not None:
-                template.close()
+        with stops_deferred():
+            spare, self.spare = self.spare, None
+            template, self.template = self.template, None
+            try:
+                if spare is not None:
+                    spare.discard()
+            finally:
+                if template is not None:
+                    template.close()
 
     def __enter__(self) -> WarmGrader:
         return self

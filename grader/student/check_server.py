@@ -85,10 +85,9 @@ class Checks:
 
 
 def main() -> int:
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+    stops = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    for signum in stops:
+        signal.signal(signum, _interrupt)
     end_with_parent()
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1)
     sys.stdout = sys.stderr  # whatever else prints must not mix with the answers
@@ -101,6 +100,8 @@ def main() -> int:
     except (KeyboardInterrupt, BrokenPipeError):
         pass
     finally:
+        for signum in stops:
+            signal.signal(signum, signal.SIG_IGN)  # ending already: a second stop must not cut it short
         checks.close()
     return 0
 

@@ -206,7 +206,7 @@ class WarmChecker:
         except (OSError, ValueError):
             return None
         except BaseException:
-            self.close()
+            self.close(busy=True)
             raise
         try:
             return json.loads(line) if line else None
@@ -216,21 +216,23 @@ class WarmChecker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def close(self) -> None:
-        """End it (it ends its kernel template and kernels): stdin closed, then SIGTERM, then SIGKILL."""
+    def close(self, busy: bool = False) -> None:
+        """End it (it ends its kernel template and kernels): its stdin closed, as the session's end
+        does; SIGTERM if it is ``busy`` grading (it reads no stdin then) or does not end; then SIGKILL."""
         import contextlib
 
-        if self.process.poll() is None:
-            with contextlib.suppress(OSError):
-                self.process.send_signal(signal.SIGTERM)  # it may be grading, not reading stdin
         for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        for signum, wait in ((None, 0 if busy else 10), (signal.SIGTERM, 15), (signal.SIGKILL, None)):
+            if signum is not None:
+                with contextlib.suppress(OSError):
+                    self.process.send_signal(signum)
+            try:
+                self.process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
 
 
 _checker: WarmChecker | None = None
