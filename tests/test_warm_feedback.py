@@ -254,6 +254,22 @@ def test_two_saves_in_quick_succession_show_the_later_notebook_s_result(tmp_path
     assert session.stop() == 0
 
 
+def test_a_save_during_a_grading_shows_only_the_newer_notebook_s_result(tmp_path, watching):
+    marker = tmp_path / "grading"
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    session = watching(notebook)
+    session.wait_reports(1)
+    slow = f"import time\nopen({str(marker)!r}, 'w').close()\ntime.sleep(4)"
+    save(make_notebook(SETUP, RETURNS_NOTHING, slow), notebook)
+    wait_until(marker.exists, 120, session.text())
+    save(passing(), notebook)  # while the older file is being graded
+    session.wait_reports(2)
+    time.sleep(1)
+    assert session.scores() == [PASSING_SCORE, PASSING_SCORE], session.text()  # the older result never shown
+    assert "foi salvo de novo durante a correção" in session.text()
+    assert session.stop() == 0
+
+
 def test_a_function_that_loops_forever_is_reported_within_its_cell_limit_plus_five_seconds(tmp_path, watching):
     limit = 3.0
     notebook = write(passing(), tmp_path / "exercise-3.ipynb")

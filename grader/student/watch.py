@@ -37,6 +37,8 @@ MAX_SETTLE_POLLS = 10
 POLLING_ENV = "GRADE_WATCH_POLLING"
 
 Signature = tuple[int, int] | None
+POLL_SETTLE = 0.25  # seconds between the two equal readings of a changed file, when polling
+EVENT_SETTLE = 0.05  # the same after a file event
 
 
 def file_signature(path: Path) -> Signature:
@@ -93,7 +95,10 @@ def watch(
     by default it runs until Ctrl-C, which propagates as KeyboardInterrupt to the caller.
     """
     path = Path(path)
-    settle = min(interval, 0.25)
+    # File events come after 50 ms without more of them (watchfiles' step): a short second look
+    # is enough there; polled, the file gets a longer one. A save that still lands during the
+    # grading is caught after it (``run`` shows no result of a file that changed meanwhile).
+    settle = min(interval, EVENT_SETTLE if use_events else POLL_SETTLE)
     last = file_signature(path)
     grade_once()
     grades = 1
@@ -171,10 +176,15 @@ def run(args: argparse.Namespace) -> int:
     ) if value is not None}
 
     def grade_once() -> None:
+        before = file_signature(notebook)
         try:
             report = warm.grade(notebook, level=args.level, fixture_dirs=args.fixtures, **limits)
         except GraderError as error:
             print(f"grade watch: {error}", file=sys.stderr)
+            return
+        if file_signature(notebook) != before:  # saved again meanwhile: only the newer file's result is shown
+            print(f"{notebook.name} foi salvo de novo durante a correção; corrigindo a versão nova...", flush=True)
+            warm.prepare()
             return
         record_progress(args.exercise, report, notebook)
         text = render.text_report(report)
