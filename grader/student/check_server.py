@@ -53,7 +53,7 @@ class Checks:
         self.warm: Any = None
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        from grader.checks.framework import describe_error
+        from grader.core.error_text import describe_error
         from grader.core.engine import load_exercise
         from grader.core.errors import GraderError
         from grader.core.warm_session import WarmGrader
