@@ -8,7 +8,9 @@ Section 1 times, side by side and interleaved, plain nbclient execution of
 ``solutions/exercise-3.ipynb`` and ``grade exercise-3`` on the same file (the CLI's
 own ``main``), and prints the ratio (target: grading adds at most 30%).
 Section 2 is ``grade batch`` -j 1, -j 2 and --sandbox against nbgrader's autograde on the
-same N submissions (``bench/grade_batch.py``).
+same N submissions (``bench/grade_batch.py``). ``bench/grade_watch.py`` times, from a save to
+its new result, ``grade watch`` and ``check()`` against a cold ``grade exercise-N`` and against
+the grading alone.
 """
 from __future__ import annotations
 

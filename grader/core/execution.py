@@ -327,6 +327,13 @@ class _Grading:
             ),
         )
         client.timeout_func = self.timeout_for
+        template = getattr(self.prelaunched, "template", None)
+        if template is not None and self.sandbox is None:
+            # A restarted kernel (after a kill, a crash, a memory bomb) is forked from the same
+            # template as the first one, so going on without a cell does not pay the imports again.
+            from grader.core.forked_kernels import forked_manager_class
+
+            client.connection["manager_class"] = forked_manager_class(template)
         if self.prelaunched is not None and self.generation == 1 and attempt == 1:
             # A kernel started while the previous submission was graded (grader/core/warm.py):
             # nbclient connects to it instead of starting one. If it died, attempt 2 starts afresh.

@@ -26,6 +26,7 @@ class PrelaunchedKernel:
 
     def __init__(self, sandbox: Sandbox | None = None, template: Any = None) -> None:
         self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
+        self.template = template  # a kernel the grading restarts is forked from it too
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
@@ -57,6 +58,10 @@ class PrelaunchedKernel:
             self._km = km
         except Exception:  # noqa: BLE001 - the grading then starts its own kernel
             self._km = None
+        except BaseException:  # Ctrl-C, SIGTERM while it starts: no kernel or folder left behind
+            self._km = km
+            self.discard()
+            raise
 
     def take(self) -> Any:
         """The kernel manager, now owned (and shut down) by the grading; None if the launch failed."""

@@ -5,13 +5,21 @@ the exercise, see ``notebook_to_grade``) with the same engine as ``grade`` (in a
 separate process, so the grader's own kernel never nests inside the student's) and
 shows the result as an HTML table in Jupyter, plain text elsewhere. While the grader
 itself executes the notebook, ``check`` only prints a short note.
+
+That process is started on the first ``check`` of a kernel session and kept until the session
+ends (grader/student/check_server.py): it keeps a warm kernel template, so a later ``check``
+pays for the grading, not for starting the grader and the kernel again. Each grading still
+gets a fresh kernel. If that process is gone, ``check`` grades the way ``grade`` does, in a
+process of its own.
 """
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -146,22 +154,116 @@ def check(
     if unsaved:
         print(unsaved)
     print(f"Corrigindo o arquivo salvo {path} (salve o notebook antes: Ctrl+S)...", flush=True)
-    command = [sys.executable, "-m", "grader.cli", exercise, "--json", "--notebook", str(path)]
-    if level is not None:
-        command += ["--level", str(level)]
-    for folder in fixtures:
-        command += ["--fixtures", str(folder)]
-    finished = subprocess.run(command, capture_output=True, text=True, encoding="utf-8")
-    try:
-        data = json.loads(finished.stdout)
-    except json.JSONDecodeError:
-        message = finished.stderr.strip().splitlines()[-1] if finished.stderr.strip() else "sem saída"
-        print(f"Não consegui corrigir: {message}")
+    request = {"exercise": exercise, "notebook": str(path), "level": level, "fixtures": [str(f) for f in fixtures]}
+    answer = _warm_answer(request)
+    if answer is None:  # no warm process to ask: a grading of its own, as `grade` does
+        answer = _cold_answer(request)
+    if "error" in answer:
+        print(f"Não consegui corrigir: {answer['error']}")
         return None
     from grader.core.results import GradeReport
 
-    _show(GradeReport.from_dict(data))
+    _show(GradeReport.from_dict(answer["report"]))
     return None
+
+
+def _cold_answer(request: dict[str, Any]) -> dict[str, Any]:
+    command = [sys.executable, "-m", "grader.cli", request["exercise"], "--json", "--notebook", request["notebook"]]
+    if request["level"] is not None:
+        command += ["--level", str(request["level"])]
+    for folder in request["fixtures"]:
+        command += ["--fixtures", folder]
+    finished = subprocess.run(command, capture_output=True, text=True, encoding="utf-8")
+    try:
+        return {"report": json.loads(finished.stdout)}
+    except json.JSONDecodeError:
+        message = finished.stderr.strip().splitlines()[-1] if finished.stderr.strip() else "sem saída"
+        return {"error": message}
+
+
+class WarmChecker:
+    """This kernel session's grading process (grader/student/check_server.py) and its pipes."""
+
+    def __init__(self) -> None:
+        from grader.student.check_server import PARENT_ENV
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "grader.student.check_server"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8",
+            env={**os.environ, PARENT_ENV: str(os.getpid())},
+            # Its own session: interrupting this kernel (the stop button) must not reach it; the
+            # grading it was doing is abandoned by ``ask`` instead.
+            start_new_session=True,
+        )
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """Its answer to ``request``; None when the process is gone. Interrupted (Ctrl-C, the stop
+        button), the process is ended, so no late answer is ever read as a later request's."""
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        except (OSError, ValueError):
+            return None
+        except BaseException:
+            self.close(busy=True)
+            raise
+        try:
+            return json.loads(line) if line else None
+        except json.JSONDecodeError:
+            return None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self, busy: bool = False) -> None:
+        """End it (it ends its kernel template and kernels): its stdin closed, as the session's end
+        does; SIGTERM if it is ``busy`` grading (it reads no stdin then) or does not end; then SIGKILL."""
+        import contextlib
+
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        for signum, wait in ((None, 0 if busy else 10), (signal.SIGTERM, 15), (signal.SIGKILL, None)):
+            if signum is not None:
+                with contextlib.suppress(OSError):
+                    self.process.send_signal(signum)
+            try:
+                self.process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+_checker: WarmChecker | None = None
+_atexit_registered: list[bool] = []
+
+
+def _warm_answer(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer of this session's warm grading process (started on the first call), or None."""
+    global _checker
+    if _checker is not None and not _checker.alive():
+        _checker.close()
+        _checker = None
+    if _checker is None:
+        try:
+            _checker = WarmChecker()
+        except OSError:
+            return None
+        if not _atexit_registered:
+            atexit.register(_close_checker)  # the kernel session ends: so does its grading process
+            _atexit_registered.append(True)
+    answer = _checker.ask(request)
+    if answer is None:
+        _close_checker()
+    return answer
+
+
+def _close_checker() -> None:
+    global _checker
+    checker, _checker = _checker, None
+    if checker is not None:
+        checker.close()
 
 
 def _fixture_data(exercise: str, name: str) -> dict:

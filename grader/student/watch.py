@@ -7,13 +7,21 @@ arrives (some network mounts, shared folders of containers and VMs) is graded
 anyway, just later. ``--polling`` or GRADE_WATCH_POLLING=1 skips the events and
 only polls; a watcher that cannot start (no inotify slots left) falls back to
 polling by itself. After a change is seen, the watcher waits until the file stops
-changing, so a save still being written is not graded half-way. Ctrl-C ends it
-cleanly.
+changing, so a save still being written is not graded half-way. Ctrl-C (or SIGTERM,
+or the terminal closing) ends it cleanly.
+
+Each save is graded in a fresh kernel, as ``grade exercise-N`` grades, but without paying the
+kernel's start again: for as long as it runs, the watcher keeps a kernel template that has
+imported ipykernel and anthropic once, and a kernel forked from it waiting for the next save
+(grader/core/warm_session.py). The limits, the restarts and the report are those of
+``grade exercise-N``; what a notebook does to its kernel ends that kernel only.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import time
 from datetime import datetime
@@ -29,6 +37,8 @@ MAX_SETTLE_POLLS = 10
 POLLING_ENV = "GRADE_WATCH_POLLING"
 
 Signature = tuple[int, int] | None
+POLL_SETTLE = 0.25  # seconds between the two equal readings of a changed file, when polling
+EVENT_SETTLE = 0.05  # the same after a file event
 
 
 def file_signature(path: Path) -> Signature:
@@ -85,7 +95,10 @@ def watch(
     by default it runs until Ctrl-C, which propagates as KeyboardInterrupt to the caller.
     """
     path = Path(path)
-    settle = min(interval, 0.25)
+    # File events come after 50 ms without more of them (watchfiles' step): a short second look
+    # is enough there; polled, the file gets a longer one. A save that still lands during the
+    # grading is caught after it (``run`` shows no result of a file that changed meanwhile).
+    settle = min(interval, EVENT_SETTLE if use_events else POLL_SETTLE)
     last = file_signature(path)
     grade_once()
     grades = 1
@@ -134,12 +147,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", type=console.whole_number(1), default=None, metavar="K", help="corrige só este nível")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA", help="pasta extra de fixtures (pode repetir)")
     parser.add_argument("--interval", type=console.seconds(0.0, 3600.0), default=DEFAULT_INTERVAL, metavar="S", help=f"segundos entre verificações do arquivo (padrão: {DEFAULT_INTERVAL:g})")
+    for option in ("--cell-timeout", "--total-timeout", "--check-timeout"):  # as `grade exercise-N` has them
+        parser.add_argument(option, type=console.seconds(), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--polling", action="store_true", help=f"não usa os eventos do sistema de arquivos, só confere o arquivo a cada --interval (para pastas de rede ou de contêiner onde salvar não avisa; o mesmo que {POLLING_ENV}=1)")
 
 
 def run(args: argparse.Namespace) -> int:
     from grader.core.course_folder import course_root
-    from grader.core.engine import grade, load_exercise
+    from grader.core.engine import load_exercise
     from grader.core.errors import GraderError
     from grader.core.fixture_loader import load_fixtures
     from grader.reports import render
@@ -153,19 +168,52 @@ def run(args: argparse.Namespace) -> int:
         print(f"grade watch: {error}", file=sys.stderr)
         return 2
 
+    from grader.core.warm_session import WarmGrader
+
+    limits = {name: value for name, value in (
+        ("cell_timeout", getattr(args, "cell_timeout", None)), ("total_timeout", getattr(args, "total_timeout", None)),
+        ("check_timeout", getattr(args, "check_timeout", None)),
+    ) if value is not None}
+
     def grade_once() -> None:
+        before = file_signature(notebook)
         try:
-            report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures)
+            report = warm.grade(notebook, level=args.level, fixture_dirs=args.fixtures, **limits)
         except GraderError as error:
             print(f"grade watch: {error}", file=sys.stderr)
+            return
+        if file_signature(notebook) != before:  # saved again meanwhile: only the newer file's result is shown
+            print(f"{notebook.name} foi salvo de novo durante a correção; corrigindo a versão nova...", flush=True)
+            warm.prepare()
             return
         record_progress(args.exercise, report, notebook)
         text = render.text_report(report)
         sys.stdout.write(render.colored(text) if console.wants_color() else text)
         sys.stdout.flush()
+        warm.prepare()  # the next save's kernel starts now, while the student reads this one
 
     try:
-        watch(notebook, grade_once, interval=args.interval, use_events=not polling_forced(getattr(args, "polling", False)))
+        with stops_as_interrupt(), WarmGrader(args.exercise) as warm:
+            watch(notebook, grade_once, interval=args.interval, use_events=not polling_forced(getattr(args, "polling", False)))
     except KeyboardInterrupt:
         print("\ngrade watch encerrado.")
     return 0
+
+
+@contextlib.contextmanager
+def stops_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a polite kill) and SIGHUP (the terminal closed) end the watcher as Ctrl-C does, so
+    its kernel template and kernels are ended and their folders removed, not left behind."""
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    names = [getattr(signal, name) for name in ("SIGHUP", "SIGTERM") if hasattr(signal, name)]
+    try:
+        previous = {signum: signal.signal(signum, interrupt) for signum in names}
+    except ValueError:  # not the main thread: signals stay as they are
+        previous = {}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

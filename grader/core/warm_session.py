@@ -1,0 +1,113 @@
+"""Grading the same exercise again and again, each time in a fresh kernel, without paying its start.
+
+``grade watch`` re-grades the notebook on every save and the notebook's ``check()`` grades it
+on every call. A cold grading spends most of its time starting the kernel (importing
+ipykernel and anthropic); the checks themselves are the smaller part. ``WarmGrader`` keeps,
+for as long as it lives, one kernel template process (grader/core/forked_kernels.py, the one
+``grade batch`` uses) that has imported all of that once, and one kernel already forked from
+it, waiting for the next grading. Each grading takes that kernel (nothing ran in it), and
+the next one is forked when the grading's result has been shown.
+
+A grading is the same as ``grade exercise-N``'s: the same engine, time and memory limits,
+restarts after a cell that kills its kernel (forked from the template too) and the same
+hang-once memo. What a notebook does to its kernel (``os._exit``, a signal, a memory bomb)
+ends that kernel only: the template never runs a student's code. Where the template cannot
+be had (no fork, it died, ``GRADE_KERNEL_TEMPLATE=0``), kernels start the usual way; a template
+that died is started again, a few times at most.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from grader.core.environment import kernel_env
+from grader.core.prelaunch import PrelaunchedKernel
+
+MAX_TEMPLATE_STARTS = 3  # a template that keeps dying is not started again and again
+_STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
+
+
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (then act as usual): a kernel being
+    forked, or the template being ended, is never left half-way with its folder behind."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class WarmGrader:
+    """Gradings of one exercise, each in a fresh kernel forked from one template kept warm."""
+
+    def __init__(self, exercise: str) -> None:
+        self.exercise = exercise
+        self.template: Any = None
+        self.starts = 0
+        self.spare: PrelaunchedKernel | None = None
+
+    def grade(self, notebook: Path, *, level: int | None = None, fixture_dirs: Sequence[Path] = (),
+              **options: Any) -> Any:
+        """``engine.grade`` of ``notebook`` in the waiting kernel (forked now if none waits)."""
+        from grader.core.engine import grade
+
+        current, self.spare = self.spare, None
+        if current is None and Path(notebook).is_file():
+            current = self._prelaunch()
+        try:
+            return grade(self.exercise, notebook, level=level, fixture_dirs=fixture_dirs,
+                         prelaunched=current, **options)
+        finally:
+            if current is not None:
+                current.discard()
+
+    def prepare(self) -> None:
+        """Fork the kernel the next grading will take (call it once the result is shown)."""
+        with stops_deferred():
+            if self.spare is None:
+                self.spare = self._prelaunch()
+
+    def close(self) -> None:
+        """End the waiting kernel and the template (which kills any kernel of it still running)."""
+        with stops_deferred():
+            spare, self.spare = self.spare, None
+            template, self.template = self.template, None
+            try:
+                if spare is not None:
+                    spare.discard()
+            finally:
+                if template is not None:
+                    template.close()
+
+    def __enter__(self) -> WarmGrader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- inside
+
+    def _template(self) -> Any:
+        """The template, started again when the last one died (or None: kernels start as usual)."""
+        if self.template is not None and self.template.broken:
+            with contextlib.suppress(Exception):
+                self.template.close()
+            self.template = None
+        if self.template is None and self.starts < MAX_TEMPLATE_STARTS:
+            from grader.core.forked_kernels import KernelTemplate
+
+            self.starts += 1
+            self.template = KernelTemplate.start(self.exercise, kernel_env())
+            if self.template is None:
+                self.starts = MAX_TEMPLATE_STARTS  # forks are not supported here, or switched off
+        return self.template
+
+    def _prelaunch(self) -> PrelaunchedKernel:
+        return PrelaunchedKernel(None, self._template())
