@@ -19,7 +19,7 @@ SUBCOMMANDS = {
     "build": ("authoring.exercises", "gera exercises/ a partir de solutions/"),
     "glossary": ("authoring.glossary", "marca os termos do glossary.yaml nas lições e escreve a página do glossário"),
     "site": ("authoring.site", "exporta o curso em HTML (nbconvert) com as definições ao passar o mouse"),
-    "figures": ("authoring.figures", "regrava o mapa do curso (lessons/figuras/mapa-licao-N.svg) a partir do modelo"),
+    "figures": ("authoring.figures", "regrava as figuras geradas (o mapa do curso e as desenhadas de uma execução) em lessons/figuras"),
     "gradescope": ("authoring.gradescope", "gera o zip do autograder do Gradescope para um exercício"),
     "originality": ("authoring.originality",
                     "conta as sequências de palavras que a prosa das lições tem em comum com textos de referência"),

@@ -1,10 +1,13 @@
 """The lessons' figures (lessons/figuras/*.svg): self-contained, labelled in Portuguese, all used.
 
 Each SVG must parse as XML, be an `<svg role="img">` with a non-empty Portuguese
-`aria-label`, `<title>` and `<desc>`, and load nothing from outside itself (no scripts,
-no external images, fonts or stylesheets, no entity declarations). Every figure is used by
-a lesson, and every image a lesson shows exists and carries alt text. The rendering in a
-real browser is checked in tests/test_figures_browser.py.
+`aria-label`, `<title>` and `<desc>`, load nothing from outside itself (no scripts,
+no external images, fonts or stylesheets, no entity declarations) and keep its text readable
+when a 700 px column scales it down. Every figure is used by a lesson, and every image a
+lesson shows exists, carries Portuguese alt text and is such a figure. Every lesson and both
+appendices open with the course map marking their own part. The figures drawn from a run of
+the harness (lessons 2 and 5) must say what that run did. The rendering in a real browser is
+checked in tests/test_figures_browser.py.
 """
 from __future__ import annotations
 
@@ -17,7 +20,16 @@ import mistune
 import nbformat
 import pytest
 
-from authoring.figures import MAP_LESSONS, check_problems, course_map_svg, map_name
+from authoring.figures import (
+    HERE,
+    MAP_LESSONS,
+    check_problems,
+    course_map_svg,
+    expected_figures,
+    map_name,
+    map_title,
+)
+from authoring.run_figures import RUN_FIGURES, rewind_and_fork, turn_save_points
 from tests.glossary_fixtures import REPO
 from tests.test_links import local_path
 
@@ -30,6 +42,8 @@ PORTUGUESE = re.compile(r"\b(?:d[aoe]s?|um|uma|não|é|você|está|lição|mundo
                         re.IGNORECASE)
 IMG_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 IMG_ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
+COLUMN_PX = 700  # the narrowest column a lesson is read in (JupyterLab beside a side panel, the site)
+MIN_TEXT_PX = 9.5  # the smallest text a figure may show once scaled into that column
 
 
 def local_name(tag: str) -> str:
@@ -69,6 +83,27 @@ def figure_problems(path: Path) -> list[str]:
                 problems.append(f"<{name}> has an event handler ({attribute})")
             elif re.search(r"url\(\s*['\"]?(?!#)", value):
                 problems.append(f"<{name}> {local_name(attribute)} loads {value}")
+    problems.extend(readability_problems(root))
+    return problems
+
+
+def readability_problems(root: ET.Element) -> list[str]:
+    """Text smaller than MIN_TEXT_PX once the figure is scaled into a COLUMN_PX column."""
+    try:
+        width = float(root.get("width") or root.get("viewBox", "0 0 0 0").split()[2])
+    except (IndexError, ValueError):
+        return ["the <svg> has neither a width nor a viewBox width"]
+    scale = min(1.0, COLUMN_PX / width) if width > 0 else 1.0
+    problems = []
+    inherited = {root: float(root.get("font-size") or 16)}
+    for parent in root.iter():
+        for child in parent:
+            inherited[child] = float(child.get("font-size") or inherited[parent])
+            if local_name(child.tag) == "text" and "".join(child.itertext()).strip():
+                shown = inherited[child] * scale
+                if shown < MIN_TEXT_PX:
+                    problems.append(f"text {''.join(child.itertext()).strip()!r} is {shown:.1f} px in a "
+                                    f"{COLUMN_PX} px column (under {MIN_TEXT_PX})")
     return problems
 
 
@@ -111,9 +146,11 @@ def figures() -> list[Path]:
 
 def test_the_lessons_have_figures():
     names = {p.name for p in figures()}
-    assert {"licao-3-dois-mundos.svg", "licao-4-estados-do-livro-razao.svg",
-            "licao-4-reconcile-tres-vias.svg", "licao-4-intencao-e-recibo.svg"} <= names
+    assert {"licao-2-janelas-de-queda.svg", "licao-3-dois-mundos.svg", "licao-4-estados-do-livro-razao.svg",
+            "licao-4-reconcile-tres-vias.svg", "licao-4-intencao-e-recibo.svg", "licao-5-arvore-de-linhas.svg",
+            "apendice-o-lado-do-modelo.svg"} <= names
     assert {map_name(n) for n in MAP_LESSONS} <= names
+    assert set(RUN_FIGURES) <= names
 
 
 @pytest.mark.parametrize("path", figures(), ids=lambda p: p.name)
@@ -137,12 +174,47 @@ def test_every_image_a_lesson_shows_exists_and_has_alt_text(lesson):
         assert PORTUGUESE.search(alt), f"{lesson.name}: {target} has no Portuguese alt text ({alt!r})"
 
 
-def test_lessons_1_3_and_4_open_with_the_course_map_marking_themselves():
-    for number in MAP_LESSONS:
-        lesson = next((REPO / "lessons").glob(f"{number:02d}-*.ipynb"))
-        title_cell = nbformat.read(lesson, as_version=4).cells[0].source
-        assert f"](figuras/{map_name(number)})" in title_cell, lesson.name
-        assert f"você está na lição {number}" in (FIGURES / map_name(number)).read_text(encoding="utf-8")
+@pytest.mark.parametrize("lesson", lessons(), ids=lambda p: p.name)
+def test_every_figure_a_lesson_shows_is_a_labelled_self_contained_svg(lesson):
+    for target, _ in lesson_images(lesson):
+        path = lesson.parent / local_path(target)
+        assert path.suffix == ".svg" and path.parent.resolve() == FIGURES.resolve(), f"{lesson.name}: {target}"
+        assert figure_problems(path) == [], f"{lesson.name}: {target}"
+
+
+def numbered_lessons() -> list[Path]:
+    return [p for p in lessons() if re.match(r"\d\d-", p.name)]
+
+
+def test_every_lesson_and_appendix_has_a_map():
+    assert sorted(int(p.name[:2]) for p in numbered_lessons()) == sorted(MAP_LESSONS)
+
+
+@pytest.mark.parametrize("lesson", numbered_lessons(), ids=lambda p: p.name)
+def test_each_lesson_opens_with_the_course_map_marking_itself(lesson):
+    number = int(lesson.name[:2])
+    title_cell = nbformat.read(lesson, as_version=4).cells[0].source
+    maps = re.findall(r"\]\(figuras/(mapa-licao-\d+\.svg)\)", title_cell)
+    assert maps == [map_name(number)], f"{lesson.name} opens with {maps}"
+    text = (FIGURES / map_name(number)).read_text(encoding="utf-8")
+    assert map_title(number) in text and text.count("você está aqui") == 1
+
+
+def marked_part(svg: str) -> str:
+    """The first text drawn after the map's one highlighted box: the name of the part marked."""
+    elements = list(ET.fromstring(svg).iter())
+    marked = [i for i, e in enumerate(elements) if local_name(e.tag) == "rect" and e.get("fill") == HERE[0]]
+    assert len(marked) == 1, f"{len(marked)} parts highlighted"
+    return next("".join(e.itertext()) for e in elements[marked[0]:] if local_name(e.tag) == "text")
+
+
+@pytest.mark.parametrize("number, part", [
+    *((n, f"Lição {n}") for n in range(1, 7)),
+    (7, "Armazenamentos (harness/stores)"),
+    (8, "Apêndice: o lado do modelo"),
+])
+def test_each_map_highlights_only_its_own_part(number, part):
+    assert marked_part(course_map_svg(number)) == part
 
 
 def test_the_course_maps_match_their_template():
@@ -206,22 +278,70 @@ def test_images_without_alt_text_or_from_the_web_are_found(tmp_path):
                                    ("figuras/c.svg", "")]
 
 
-def test_a_map_that_drifted_from_its_template_is_reported(tmp_path):
-    figures_dir = tmp_path / "lessons" / "figuras"
-    figures_dir.mkdir(parents=True)
-    for number in MAP_LESSONS:
-        (figures_dir / map_name(number)).write_text(course_map_svg(number), encoding="utf-8")
+def test_a_generated_figure_that_drifted_from_its_template_is_reported(tmp_path):
+    for path, text in expected_figures(tmp_path).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     assert check_problems(tmp_path) == []
-    edited = figures_dir / map_name(MAP_LESSONS[-1])
+    edited = tmp_path / "lessons" / "figuras" / map_name(MAP_LESSONS[-1])
     edited.write_text(edited.read_text(encoding="utf-8").replace("você está aqui", "aqui"), encoding="utf-8")
-    (figures_dir / map_name(MAP_LESSONS[0])).unlink()
+    (tmp_path / "lessons" / "figuras" / map_name(MAP_LESSONS[0])).unlink()
+    drawn = tmp_path / "lessons" / "figuras" / "licao-5-arvore-de-linhas.svg"
+    drawn.write_text(drawn.read_text(encoding="utf-8").replace("rewound-001", "rewound-002"), encoding="utf-8")
     problems = check_problems(tmp_path)
-    assert len(problems) == 2 and all("course figures" in p for p in problems)
+    assert len(problems) == 3 and all("course figures" in p for p in problems)
+
+
+# ------------------------------------------------------------------ the figures drawn from a run
+
+def alt_of(lesson_number: str, figure: str) -> str:
+    lesson = next((REPO / "lessons").glob(f"{lesson_number}-*.ipynb"))
+    return next(alt for target, alt in lesson_images(lesson) if target.endswith(figure))
+
+
+def test_lesson_2s_windows_are_the_saves_of_the_lessons_run_agent():
+    saves = turn_save_points()
+    assert [(s["turns"], bool(s["pending_tool_use"])) for s in saves] == [
+        (1, True), (1, False), (2, True), (2, False), (3, False)]
+    svg = (FIGURES / "licao-2-janelas-de-queda.svg").read_text(encoding="utf-8")
+    for state in saves[1:4]:  # B of turn 1, A of turn 2, B of turn 2: the three windows
+        assert f"turns = {state['turns']} · {len(state['messages'])} mensagens" in svg
+    call = saves[2]["pending_tool_use"][0]
+    assert f"[{call['name']} {call['id']}]" in svg
+    alt = alt_of("02", "licao-2-janelas-de-queda.svg")
+    assert all(words in alt for words in ("ponto B do turno 1", "ponto A do turno 2", "ponto B do turno 2",
+                                           call["name"]))
+
+
+def test_lesson_5s_tree_is_what_the_rewind_and_the_fork_left_in_the_folders():
+    data = rewind_and_fork()
+    assert data["rewound_folder"] == "rewound-001"
+    assert [name for name, _ in data["rewound"]] == ["turn-002-A.json", "turn-002-B.json", "turn-003-A.json"]
+    assert data["rewound"][0][1].endswith("todos@") and data["main"][2][1].endswith("team@")
+    assert data["main_timeline"]["parent"] is None and data["main_timeline"]["dry_run"] is False
+    parent = data["fork_timeline"]["parent"]
+    assert (parent["turn"], parent["point"], data["fork_timeline"]["dry_run"]) == (1, "B", True)
+    assert parent["timeline_id"] == data["main_timeline"]["timeline_id"]
+    assert data["fork"][0][0] == "turn-001-B.json" and data["fork"][2][1].startswith("[dry-run]")
+    assert data["outbox"] == ["todos@example.com", "team@example.com"]
+    alt = alt_of("05", "licao-5-arvore-de-linhas.svg")
+    assert all(words in alt for words in (f"checkpoints/{data['rewound_folder']}/", "turno 1, ponto B",
+                                           "rewind_to(principal, 1)", "todos@example.com", "dry_run"))
+
+
+def test_text_too_small_for_the_column_is_caught(tmp_path):
+    small = GOOD.replace("<svg ", '<svg width="1400" ').replace("<rect", '<text font-size="12">miúdo</text><rect')
+    assert any("px in a 700 px column" in p for p in figure_problems(write(tmp_path, small)))
+    inherited = GOOD.replace("<svg ", '<svg width="700" font-size="9" ').replace("<rect", "<g><text>x</text></g><rect")
+    assert any("under" in p for p in figure_problems(write(tmp_path, inherited)))
+    readable = GOOD.replace("<svg ", '<svg width="700" ').replace("<rect", '<text font-size="10">x</text><rect')
+    assert figure_problems(write(tmp_path, readable)) == []
 
 
 def test_the_map_refuses_a_lesson_the_course_does_not_have():
-    with pytest.raises(ValueError, match="não existe a lição 9"):
-        course_map_svg(9)
+    for missing in (0, 9):
+        with pytest.raises(ValueError, match=f"não existe a lição {missing}"):
+            course_map_svg(missing)
 
 
 def test_the_site_copies_only_regular_svg_files(tmp_path):

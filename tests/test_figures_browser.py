@@ -1,9 +1,10 @@
 """The lessons' figures load in a real browser: in JupyterLab and on the `course site` pages.
 
 JupyterLab serves a copy of lessons/ (notebooks and figuras/); headless Chromium opens
-lesson 3 and waits for its figures to load. An <img> whose file the server cannot find
-stays at naturalWidth 0, so a broken path, a figure left out of the site or an SVG the
-browser cannot decode all fail here. Screenshots go to test-artifacts/.
+every lesson and appendix that shows a figure and waits for each one to load, found by its
+alt text. An <img> whose file the server cannot find stays at naturalWidth 0, so a broken
+path, a figure left out of the site or an SVG the browser cannot decode all fail here.
+Screenshots go to test-artifacts/.
 """
 from __future__ import annotations
 
@@ -24,14 +25,19 @@ from tests.test_figures import lesson_images
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
+LESSONS = [p for p in sorted((REPO / "lessons").glob("*.ipynb")) if lesson_images(p)]
 LESSON = next((REPO / "lessons").glob("03-*.ipynb"))
 IMAGE_LOADED = "img => img.complete && img.naturalWidth > 0 && img.naturalHeight > 0"
 
 
-def expected_images() -> list[tuple[str, str]]:
-    images = lesson_images(LESSON)
-    assert images, f"{LESSON.name} shows no figure"
+def expected_images(lesson: Path = LESSON) -> list[tuple[str, str]]:
+    images = lesson_images(lesson)
+    assert images, f"{lesson.name} shows no figure"
     return images
+
+
+def test_every_lesson_and_appendix_is_checked_here():
+    assert [p.name[:2] for p in LESSONS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +56,16 @@ def lab(course_copy, tmp_path_factory):
         yield server
 
 
-def check_figures_loaded(page, container: str, artifact: str) -> None:
+@pytest.fixture(scope="module")
+def built_site(course_copy, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build_site(course_copy, out)
+    return out
+
+
+def check_figures_loaded(page, container: str, artifact: str, lesson: Path = LESSON) -> None:
     """Each image of the lesson, found by its alt text, is decoded with a real size."""
-    for target, alt in expected_images():
+    for target, alt in expected_images(lesson):
         assert '"' not in alt and "\\" not in alt, f"{target}: alt text must not need escaping in a selector"
         image = page.locator(f'{container} img[alt="{alt}"]')
         image.first.wait_for(state="attached")
@@ -65,18 +78,18 @@ def check_figures_loaded(page, container: str, artifact: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{artifact}.png"))
 
 
-def test_jupyterlab_loads_the_figures_of_lesson_3_with_their_alt_text(lab, page):
-    page.goto(lab.lab_url(LESSON.name))
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.name[:2])
+def test_jupyterlab_loads_each_lessons_figures_with_their_alt_text(lab, page, lesson):
+    page.goto(lab.lab_url(lesson.name))
     page.locator(".jp-NotebookPanel .jp-RenderedMarkdown").first.wait_for()
-    check_figures_loaded(page, ".jp-RenderedMarkdown", "jupyterlab-licao-3-figuras")
+    check_figures_loaded(page, ".jp-RenderedMarkdown", f"jupyterlab-{lesson.stem}-figuras", lesson)
 
 
-def test_the_site_page_of_lesson_3_loads_its_figures_offline(course_copy, tmp_path, page):
-    out = tmp_path / "site"
-    build_site(course_copy, out)
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.name[:2])
+def test_the_site_page_of_each_lesson_loads_its_figures_offline(built_site, page, lesson):
     offline(page)
-    page.goto((out / LESSON.with_suffix(".html").name).as_uri())
-    check_figures_loaded(page, "body", "html-licao-3-figuras")
+    page.goto((built_site / lesson.with_suffix(".html").name).as_uri())
+    check_figures_loaded(page, "body", f"html-{lesson.stem}-figuras", lesson)
 
 
 def test_a_figure_missing_from_the_site_is_caught(course_copy, tmp_path, page):
