@@ -31,6 +31,11 @@ def report(exercise: str, *checks: CheckResult, notebook_error: str | None = Non
     return GradeReport(exercise=exercise, checks=list(checks), notebook_error=notebook_error, notebook_error_kind=kind)
 
 
+def passing_every_level(exercise: str) -> list[CheckResult]:
+    """One passed check per level the manifest gives the exercise (however many it has today)."""
+    return [check(level.number, PASS, f"todos-{level.number}") for level in load_manifest().exercise(exercise).levels]
+
+
 @pytest.fixture
 def state_file(tmp_path, monkeypatch):
     path = tmp_path / ".grade-state.json"
@@ -93,12 +98,15 @@ def test_manifest_shape_errors_name_the_spot(broken, problem):
 
 
 def test_record_then_list_shows_status_and_next(state_file):
-    progress.record("exercise-1", report("exercise-1", check(1, PASS), check(2, PASS, "x"), check(2, PASS, "y")))
-    progress.record("exercise-2", report("exercise-2", check(1, PASS), check(2, FAIL), check(3, FAIL), check(3, PASS, "z")))
+    progress.record("exercise-1", report("exercise-1", *passing_every_level("exercise-1"), check(2, PASS, "x")))
+    progress.record("exercise-2", report("exercise-2", check(1, PASS), check(2, FAIL), check(3, FAIL), check(3, PASS, "z"),
+                                         *[c for c in passing_every_level("exercise-2") if c.level > 3]))
     text = progress.render_list(progress.load_state(), load_manifest())
     lines = {line.split()[1]: line for line in text.splitlines() if line.strip().startswith(("✓", "→", "◐", "·"))}
     assert lines["exercise-1"].strip().startswith("✓") and lines["exercise-1"].endswith("passou")
-    assert lines["exercise-2"].strip().startswith("→") and lines["exercise-2"].endswith("2 de 4 verificações")
+    beyond_three = len(load_manifest().exercise("exercise-2").levels) - 3
+    assert lines["exercise-2"].strip().startswith("→") and \
+        lines["exercise-2"].endswith(f"{2 + beyond_three} de {4 + beyond_three} verificações")
     assert lines["exercise-3"].endswith("nunca rodado")
     assert "Próximo: exercise-2 — Checkpoint: gravando a cena de execução" in text
     assert "Progresso: 1 de 6 exercícios concluídos" in text
@@ -234,12 +242,13 @@ def test_hint_for_a_level_without_hints_says_so():
 def test_hint_errors_for_unknown_exercise_and_level(state_file):
     assert hints.show_hint("exercise-99")[0] == 2
     assert "Exercício desconhecido" in hints.show_hint("exercise-99")[1]
-    code, text = hints.show_hint("exercise-1", level=3)
-    assert code == 2 and "não tem nível 3" in text
+    missing = len(load_manifest().exercise("exercise-1").levels) + 1
+    code, text = hints.show_hint("exercise-1", level=missing)
+    assert code == 2 and f"não tem nível {missing}" in text
 
 
 def test_hint_when_everything_passed(state_file):
-    progress.record("exercise-1", report("exercise-1", check(1, PASS), check(2, PASS)))
+    progress.record("exercise-1", report("exercise-1", *passing_every_level("exercise-1")))
     code, text = hints.show_hint("exercise-1")
     assert code == 0 and "Todos os níveis do exercise-1 passaram" in text
 
@@ -717,7 +726,9 @@ def test_hand_edited_state_with_wrong_shapes_is_tolerated(state_file):
         "hints": {"exercise-3": 5},
     }), encoding="utf-8")
     text = progress.render_list(progress.load_state(), load_manifest())
-    assert "exercise-1" in text and "1 de 1 verificações; nível 1 ainda não corrigido" in text
+    later = [level.number for level in load_manifest().exercise("exercise-1").levels if level.number != 2]
+    words = "nível" if len(later) == 1 else "níveis"
+    assert "exercise-1" in text and f"1 de 1 verificações; {words} {', '.join(map(str, later))} ainda não corrigido" in text
     code, hint = hints.show_hint("exercise-3", level=1)
     assert code == 0 and "Dica 1 de 3" in hint
     progress.record("exercise-2", report("exercise-2", check(1, PASS)))

@@ -39,6 +39,7 @@ def reconciled(ctx: Context, fixture: Fixture) -> ReconcileRun:
 
     def run() -> ReconcileRun:
         repair_run = ctx.student_function("repair_run")
+        ctx.student_function("reconcile")  # repair_run closes the calls with it: named here if still a stub
         ledger_before = copy.deepcopy(fixture.data.get("effects") or {})
         with ctx.tools(fixture, "reconcile") as spy:
             run_dir = ctx.fresh_dir(f"execucao-{fixture.name}")
