@@ -130,7 +130,16 @@ def test_level_1_incomplete_or_free_text_answers_fail(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ level 2
 
-LEDGER_CELL = '''def load_effects(path):
+LEDGER_CELL = '''TRANSITIONS = {{
+    None: ("intent", "rejected"),
+    "intent": ("intent", "committed", "rejected", "unknown"),
+    "unknown": ("intent", "committed", "rejected", "unknown"),
+    "committed": (),
+    "rejected": (),
+}}
+
+
+def load_effects(path):
 {load}
 
 

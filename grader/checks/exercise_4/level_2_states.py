@@ -164,3 +164,43 @@ def save_effect_allows_every_arrow(ctx: Context) -> None:
         raise CheckFailed("Gravar a intenção de toolu_b2 deveria deixar o recibo de toolu_a1 como estava e "
                           "acrescentar a intenção.", expected={BESIDE: "committed", CALL: "intent"},
                           observed=show(on_disk, 160))
+
+
+STATUSES = (None, "intent", "committed", "rejected", "unknown")
+
+
+@EXERCISE.check(
+    level=2,
+    title="TRANSITIONS tem exatamente as setas da figura",
+    criterion=(
+        "TRANSITIONS leva cada status (None = sem registro) aos status que podem vir depois dele, como a figura "
+        "dos estados da lição: nenhuma seta a mais, nenhuma a menos; committed e rejected não levam a nada."
+    ),
+)
+def transitions_are_the_figures_arrows(ctx: Context) -> None:
+    table = ctx.student_answer("TRANSITIONS")
+    if not isinstance(table, dict):
+        raise CheckFailed("TRANSITIONS deve ser um dicionário: de cada status, os status que podem vir depois.",
+                          expected="um dict", observed=type(table).__name__)
+    unknown_keys = [key for key in table if key not in STATUSES]
+    if unknown_keys:
+        raise CheckFailed(f"TRANSITIONS tem chaves que não são status do livro-razão: {show(unknown_keys, 120)}. "
+                          "As chaves são None (sem registro), intent, committed, rejected e unknown.",
+                          expected=show(list(STATUSES)), observed=show(list(table), 160))
+    arrows = set()
+    for before, afters in table.items():
+        if isinstance(afters, (str, bytes)) or not hasattr(afters, "__iter__"):
+            raise CheckFailed(f"TRANSITIONS[{before!r}] deve ser uma coleção de status (tupla, lista ou conjunto), "
+                              f"não {type(afters).__name__}.", expected="uma tupla de status", observed=show(afters, 80))
+        arrows.update((before, after) for after in afters)
+    missing = sorted(ALLOWED.keys() - arrows, key=str)
+    extra = sorted(arrows - ALLOWED.keys(), key=str)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append("faltam as setas " + ", ".join(f"{shown_state(a)} → {b}" for a, b in missing))
+        if extra:
+            parts.append("sobram as setas " + ", ".join(f"{shown_state(a)} → {shown_state(b)}" for a, b in extra)
+                         + " (a figura não as desenha: um recibo assentado é o fim)")
+        raise CheckFailed("TRANSITIONS não é a figura: " + "; ".join(parts) + ".",
+                          expected=f"{len(ALLOWED)} setas", observed=f"{len(arrows)} setas")

@@ -81,6 +81,7 @@ def diagnosis_names_each_way(ctx: Context, fixture: Fixture) -> None:
 def closes_every_pending_call(ctx: Context, fixture: Fixture) -> None:
     from grader.checks.conversation import require_api_accepts
 
+    ctx.student_function("reconcile")  # this check is about reconcile's answer: named first while still a stub
     run = reconciled(ctx, fixture)
     before, after = run.before["messages"], run.after["messages"]
     ids = [call["id"] for call in pending_calls(fixture)]
