@@ -50,13 +50,15 @@ LESSON_MODULES = {
     5: (["harness.timeline"], {"pick_latest_point", "rewind_to", "fork_from"},
         {"ask_someone", "crash_before_sending", "fingerprint", "fresh_world", "naive_rewind", "new_attempt"}),
     6: (["harness.crash", "harness.lifecycle", "harness.runner"],
-        {"parse_crash_after", "crash_point", "execute_run", "main", "remove_run_files", "check_fence",
-         "note_recovery_attempt", "migrate_v1_to_v2"},
-        {"as_new_process", "exactly_one_email", "files_in", "fingerprint", "restart_from_prompt", "show_outcome",
-         "EMAIL_TURN"}),
-    # The appendix shows the stores (by inspect.getsource); any function it writes must match them.
-    7: (["harness.stores.base", "harness.stores.sql", "harness.stores.sqlite", "harness.stores.postgres"], set(),
-        {"crash_after_the_send", "folder_bytes", "launch_worker", "long_run", "start_command", "NOTES"}),
+        {"parse_crash_after", "crash_point", "remove_run_files", "check_fence"},
+        {"as_new_process", "crash_points_in", "exactly_one_email", "files_in", "fingerprint", "restart_from_prompt",
+         "show_outcome", "EMAIL_TURN"}),
+    # The appendix shows the stores (by inspect.getsource) and the rules that run around the loop (status,
+    # recovery attempts, migration); any function it writes must match them.
+    7: (["harness.stores.base", "harness.stores.sql", "harness.stores.sqlite", "harness.stores.postgres",
+         "harness.lifecycle"], {"note_recovery_attempt", "migrate_v1_to_v2"},
+        {"as_new_process", "crash_after_the_send", "fingerprint", "folder_bytes", "launch_worker", "long_run",
+         "start_command", "NOTES"}),
     # The second appendix builds the model's side: retries, the streamed call, the budget, the loop with them.
     8: (["harness.model_errors", "harness.model_stream", "harness.token_budget", "harness.resilient_loop"],
         {"is_retryable", "retry_wait", "call_with_retries", "with_cache_breakpoint", "stream_model", "over_budget",
