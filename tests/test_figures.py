@@ -148,6 +148,7 @@ def test_the_lessons_have_figures():
     names = {p.name for p in figures()}
     assert {"licao-2-janelas-de-queda.svg", "licao-3-dois-mundos.svg", "licao-4-estados-do-livro-razao.svg",
             "licao-4-reconcile-tres-vias.svg", "licao-4-intencao-e-recibo.svg", "licao-5-arvore-de-linhas.svg",
+            "licao-6-lease-e-fencing.svg", "apendice-07-instantaneo-e-historico.svg",
             "apendice-o-lado-do-modelo.svg"} <= names
     assert {map_name(n) for n in MAP_LESSONS} <= names
     assert set(RUN_FIGURES) <= names
