@@ -149,7 +149,7 @@ def test_removing_the_old_file_before_the_swap_loses_it(tmp_path):
     lost = [verdict for verdict in exploration.bad() if verdict.outcome == "nenhum"]
     assert lost and not lost[0].state.returned
     words = crash_problem(lost[0], exploration.calls, first_save=False)
-    assert "`os.remove(checkpoint.json)`" in words and "o checkpoint anterior some" in words
+    assert "`os.remove(checkpoint.json)`" in words and "checkpoint anterior some" in words
 
 
 def test_writing_in_place_can_leave_an_empty_or_torn_checkpoint(tmp_path):
@@ -265,7 +265,7 @@ def test_a_ledger_removed_before_the_swap_is_named_in_the_ledger_words(tmp_path)
     lost = [verdict for verdict in exploration.bad() if verdict.outcome == "nenhum"]
     assert lost
     words = crash_problem(lost[0], exploration.calls, first_save=False, durable=LEDGER)
-    assert "`os.remove(effects.json)`" in words and "o livro-razão anterior some" in words
+    assert "`os.remove(effects.json)`" in words and "livro-razão anterior some" in words
     assert "load_effects devolve {}" in words and "checkpoint" not in words
 
 
@@ -276,7 +276,7 @@ def test_a_ledger_written_in_place_is_refused_by_its_loader_and_worded_so(tmp_pa
     bad = exploration.bad()
     assert bad and "EffectsLedgerError" in bad[0].outcome
     words = crash_problem(bad[0], exploration.calls, first_save=False, durable=LEDGER)
-    assert "o livro-razão é escrito no próprio arquivo" in words
+    assert "O livro-razão é escrito no próprio arquivo" in words
 
 
 def test_a_failed_swap_of_a_named_file_leaves_it_as_it_was(tmp_path):

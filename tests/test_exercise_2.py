@@ -249,6 +249,16 @@ def test_a_missing_field_message_that_does_not_name_the_field(tmp_path, monkeypa
     assert LOAD_CHECK.format("load-truncated") not in failed
 
 
+def test_the_learners_message_is_shown_with_the_file_name_not_the_grading_folder(tmp_path, monkeypatch):
+    """The lesson puts the path first in every message; the long grading path would hide the rest."""
+    notebook = edited(EXERCISE, LOAD, 'f"{path}: falta o campo obrigatório {field}"', 'f"{path}: está incompleto"')
+    results = results_for(notebook, tmp_path, monkeypatch, level=2)
+    observed = results[LOAD_CHECK.format("load-missing-version")]["observed"]
+    assert observed.startswith("checkpoint.json: está incompleto") and "/tmp" not in observed, observed
+    message = results[LOAD_CHECK.format("load-missing-version")]["message"]
+    assert "como o campo se chama no JSON, sem traduzir" in message
+
+
 # ------------------------------------------------------------------ level 3
 
 def level3(notebook, tmp_path, monkeypatch):

@@ -232,7 +232,7 @@ def test_level_2_writing_in_place_is_not_atomic(tmp_path, monkeypatch):
                            "n2.every_ledger_crash_state_loads", "n2.a_failed_ledger_swap_is_reported"}
     assert "direto no lugar" in failed["n2.save_effect_is_atomic"]
     assert "os recibos já gravados se perderam" in failed["n2.save_effect_survives_a_torn_write"]
-    assert "o livro-razão é escrito no próprio arquivo" in failed["n2.every_ledger_crash_state_loads"]
+    assert "O livro-razão é escrito no próprio arquivo" in failed["n2.every_ledger_crash_state_loads"]
     assert "não chamou os.replace" in failed["n2.a_failed_ledger_swap_is_reported"]
 
 

@@ -543,7 +543,7 @@ def test_a_fenced_save_in_place_is_caught_by_its_crash_states_too(tmp_path, monk
     notebook = replaced("fenced_save", 'write_json_atomic(Path(run_dir) / "checkpoint.json", state)',
                         '(Path(run_dir) / "checkpoint.json").write_text(json.dumps(state), encoding="utf-8")')
     failed = failures(graded(notebook, tmp_path, monkeypatch, 3))
-    assert "o checkpoint é escrito no próprio arquivo" in failed["n3.every_fenced_save_crash_state_loads"]
+    assert "O checkpoint é escrito no próprio arquivo" in failed["n3.every_fenced_save_crash_state_loads"]
     assert "n3.every_lease_crash_state_loads" not in failed
 
 

@@ -198,7 +198,13 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
             rule = (f"{thing} fica vazio ou pela metade: os bytes do temporário só estão no disco depois de "
                     "f.flush() e os.fsync(f.fileno()), antes do os.replace")
     before = " (a pasta começava vazia)" if first_save else ""
-    return f"{where}{before}, {what}: {rule}."
+    return f"{where}{before}, {what}. {as_sentences(rule)}."
+
+
+def as_sentences(text: str) -> str:
+    """Short sentences instead of clauses chained by colons (a beginner reads one idea at a time)."""
+    parts = text.split(": ")
+    return ". ".join(part[:1].upper() + part[1:] for part in parts)
 
 
 # --- a swap that fails -----------------------------------------------------------------------------
