@@ -151,7 +151,7 @@ def steps_html(steps):
 def matrix_table(rows):
     """A matriz de quedas como (cabeçalho, linhas de texto): uma linha por queda + retomada."""
     header = ["queda em", "modo", "saída da queda", "saída da retomada", "status", "e-mails",
-              "livro-razão × checkpoint", "pedidos órfãos", "tudo certo"]
+              "livro-razão × checkpoint", "requisições órfãs", "tudo certo"]
     lines = []
     for row in rows:
         o = row.outcome
