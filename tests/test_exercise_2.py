@@ -39,7 +39,8 @@ ERROR_FIXTURES = ["load-cut-mid-character", "load-empty", "load-messages-as-obje
                   "load-not-an-object", "load-older-version", "load-other-version", "load-pending-as-object",
                   "load-tokens-used-as-text", "load-truncated", "load-turns-as-text", "load-turns-bool",
                   "load-version-as-text", "load-version-float", "load-version-bool", "load-tokens-used-bool",
-                  "load-folder-in-place"]
+                  "load-folder-in-place", "load-missing-save-point", "load-save-point-unknown",
+                  "load-point-b-with-pending", "load-point-a-pending-not-asked"]
 
 
 solution_results = solution_results_fixture(EXERCISE)
@@ -53,7 +54,7 @@ def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
     # 12 checks of level 1, 24 load fixtures, 7 checks on each of the 5 runs (point B does not apply to the answer
     # at once), 3 checks on each of the 4 budget runs
-    assert len(solution_results) == 12 + 24 + 8 * 5 - 1 + 3 * 4
+    assert len(solution_results) == 12 + 29 + 8 * 5 - 1 + 3 * 4
 
 
 @pytest.mark.slow
@@ -61,7 +62,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 87
+    assert report.score == 1.0 and len(report.checks) == 92
 
 
 @pytest.mark.slow
@@ -362,7 +363,8 @@ def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypa
         "n1.a_save_after_a_failed_save",  # writing in place, the next save starts from an empty file: right
         "n1.saves_to_a_relative_path",
         "n1.writes_the_state",
-        "n2.loads_as_expected[load-absent]", "n2.loads_as_expected[load-valid-pending]", "n2.loads_as_expected[load-valid]",
+        "n2.loads_as_expected[load-absent]", "n2.loads_as_expected[load-valid-pending]",
+        "n2.loads_as_expected[load-valid-point-b]", "n2.loads_as_expected[load-valid]",
         "n3.final_checkpoint_is_the_returned_state[run-answer-at-once]",
         "n3.final_checkpoint_is_the_returned_state[run-pause-turn]",  # it stops at the pause, and saves what it returns
         "n3.final_checkpoint_is_the_returned_state[run-several-tools-per-turn]",
@@ -382,7 +384,7 @@ def test_a_checkpoint_in_a_message_is_one_short_line():
 
     failure = torn_checkpoint(dict(state_to_save("nova", 6), task="Tarefa " + "muito longa " * 40, extra=1, more=2))
     assert len(failure.message) < 600 and "\n" not in failure.message
-    assert "messages: [121 itens]" in failure.message and "(+2 campos)" in failure.message
+    assert "messages: [121 itens]" in failure.message and "(+3 campos)" in failure.message
     assert len(failure.observed) < 300
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from grader.checks.crash_states import explorer_state as course_explorer_state
 from grader.checks.crash_states import (
     crash_problem,
     explore,
-    explorer_state,
     failed_swap,
     loads_as,
     two_writers,
@@ -27,6 +27,11 @@ from grader.checks.framework import CheckFailed, Context, StudentProblem, descri
 from grader.checks.write_spies import bound_everywhere, observed_writes
 
 OLD, NEW = ("anterior", 3), ("nova", 4)
+
+
+def explorer_state(label: str, turns: int) -> dict:
+    """The explorer's state as this exercise's checkpoints are: saved at a point B, and saying so."""
+    return dict(course_explorer_state(label, turns), save_point="B")
 COURSE_LOADER_NOTE = (" (os estados foram lidos com o load_checkpoint do curso, porque o seu ainda não lê de volta "
                       "um checkpoint bom)")
 

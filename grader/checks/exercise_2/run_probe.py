@@ -64,9 +64,15 @@ def declared_point(save: SavePoint) -> str | None:
 
 
 def point_by_content(save: SavePoint) -> str:
-    """The point the saved conversation shows: A ends on the model's reply, B on the results."""
+    """The point the saved conversation shows: B ends on the tools' results while the run goes on;
+    anything else is A (the model's reply, or a response that ended the run without being kept)."""
     messages = save.state.get("messages") or [{}]
-    return "A" if isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant" else "B"
+    last = messages[-1] if isinstance(messages[-1], dict) else {}
+    content = last.get("content")
+    has_results = isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content)
+    running = save.state.get("status", "running") == "running"
+    return "B" if last.get("role") == "user" and has_results and running else "A"
 
 
 def point_of(save: SavePoint) -> str | None:
