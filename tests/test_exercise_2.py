@@ -54,7 +54,7 @@ def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
     # 12 checks of level 1, 24 load fixtures, 7 checks on each of the 5 runs (point B does not apply to the answer
     # at once), 3 checks on each of the 4 budget runs
-    assert len(solution_results) == 12 + 29 + 8 * 5 - 1 + 3 * 4
+    assert len(solution_results) == 13 + 29 + 8 * 5 - 1 + 3 * 4
 
 
 @pytest.mark.slow
@@ -62,7 +62,7 @@ def test_solution_scores_100_percent_in_a_real_kernel():
     report = grade_file(EXERCISE, solution_path(EXERCISE))
     assert report.notebook_error is None
     assert [c.id for c in report.checks if not c.passed] == []
-    assert report.score == 1.0 and len(report.checks) == 92
+    assert report.score == 1.0 and len(report.checks) == 93
 
 
 @pytest.mark.slow
@@ -75,8 +75,13 @@ def test_generated_exercise_fails_every_check_as_not_implemented():
 
 # ------------------------------------------------------------------ level 1
 
+# The save-point refusal every body below keeps, so each test shows its one mistake.
+REFUSES_UNLABELLED = ('    if state.get("save_point") not in ("A", "B"):\n'
+                      '        raise CheckpointError("sem ponto de gravação")\n')
+
+
 def save_as(body):
-    return replaced(EXERCISE, SAVE, SAVE + "\n" + body)
+    return replaced(EXERCISE, SAVE, SAVE + "\n" + REFUSES_UNLABELLED + body)
 
 
 def level1(body, tmp_path, monkeypatch):
