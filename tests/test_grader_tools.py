@@ -49,7 +49,7 @@ def state_file(tmp_path, monkeypatch):
 def test_manifest_lists_six_exercises_in_order_with_levels():
     manifest = load_manifest()
     assert manifest.names == [f"exercise-{n}" for n in range(1, 7)]
-    assert [len(e.levels) for e in manifest.exercises] == [3, 3, 3, 5, 4, 4]
+    assert [len(e.levels) for e in manifest.exercises] == [3, 4, 3, 5, 4, 4]
     assert manifest.exercise("exercise-3").title == "Retomando de um checkpoint: reiniciando o loop"
     for name in ("exercise-1", "exercise-2", "exercise-3"):
         for level in manifest.exercise(name).levels:

@@ -12,9 +12,6 @@ from tests.paste_from_lessons import asked_functions, imported_from_harness_note
 
 EXERCISES = [f"exercise-{n}" for n in range(1, 7)]
 PASTE_SHARE = 1 / 3
-# Exercises whose levels the lessons still show verbatim; strict, so an exercise that stops
-# giving itself away must leave this set.
-STILL_PASTEABLE = {"exercise-2"}
 
 
 def graded(exercise: str, notebook, tmp_path):
@@ -24,9 +21,7 @@ def graded(exercise: str, notebook, tmp_path):
 
 
 @pytest.mark.slow  # one real grading per exercise
-@pytest.mark.parametrize("exercise", [
-    pytest.param(exercise, marks=pytest.mark.xfail(strict=True, reason="the lesson still shows this exercise's code"))
-    if exercise in STILL_PASTEABLE else exercise for exercise in EXERCISES])
+@pytest.mark.parametrize("exercise", EXERCISES)
 def test_the_lessons_own_functions_earn_at_most_a_third(exercise, tmp_path):
     notebook, found = pasted_notebook(exercise)
     result = graded(exercise, notebook, tmp_path)

@@ -13,7 +13,9 @@ state a power loss can leave during the save, read back with the student's
 
 Level 2 runs ``load_checkpoint(path)`` on every ``load`` fixture; level 3 runs the
 student's ``run_agent(client, state, checkpoint_path, max_turns=...)`` on every ``run``
-fixture with ``save_checkpoint`` swapped for a spy that records each saved state.
+fixture with ``save_checkpoint`` swapped for a spy that records each saved state; each saved
+state must say which point it is (``save_point``: "A" or "B"), and the grader finds the points
+by what the checkpoint declares, checking it against what the saved conversation holds.
 
 Level 4, a transfer case, runs ``run_agent_within_budget(client, state, checkpoint_path,
 max_turns=...)`` on every ``budget`` fixture, resumed from a checkpoint holding exercise 1's

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from grader.checks.crash_states import explorer_state as course_explorer_state
 from grader.checks.crash_states import (
     crash_problem,
     explore,
-    explorer_state,
     failed_swap,
     loads_as,
     two_writers,
@@ -27,6 +27,11 @@ from grader.checks.framework import CheckFailed, Context, StudentProblem, descri
 from grader.checks.write_spies import bound_everywhere, observed_writes
 
 OLD, NEW = ("anterior", 3), ("nova", 4)
+
+
+def explorer_state(label: str, turns: int) -> dict:
+    """The explorer's state as this exercise's checkpoints are: saved at a point B, and saying so."""
+    return dict(course_explorer_state(label, turns), save_point="B")
 COURSE_LOADER_NOTE = (" (os estados foram lidos com o load_checkpoint do curso, porque o seu ainda não lê de volta "
                       "um checkpoint bom)")
 
@@ -242,3 +247,48 @@ def an_unwritable_state_is_refused(ctx: Context) -> None:
             "(nada de except que só imprime ou passa): deixe-o chegar a quem chamou.",
             expected="o TypeError do json chegando a quem chamou", observed="nenhuma exceção",
         )
+
+
+UNLABELLED_STATES = (
+    ("sem o campo save_point", None),
+    ("com save_point \"C\", um ponto que o turno não tem", "C"),
+)
+
+
+@EXERCISE.check(
+    level=1,
+    title="Um estado que não diz o seu ponto de gravação é recusado, sem trocar o checkpoint bom",
+    criterion=(
+        "Se o estado não traz save_point \"A\" ou \"B\" (o checkpoint que o load_checkpoint deste exercício "
+        "recusaria), save_checkpoint levanta um erro antes de tocar no disco, e o checkpoint anterior "
+        "fica byte a byte como estava."
+    ),
+)
+def an_unlabelled_state_is_refused(ctx: Context) -> None:
+    save = ctx.student_function("save_checkpoint")
+    for label, value in UNLABELLED_STATES:
+        path, _ = last_good_checkpoint(ctx, f"unlabelled-{value}")
+        before = path.read_bytes()
+        state = explorer_state(*NEW)
+        if value is None:
+            state.pop("save_point")
+        else:
+            state["save_point"] = value
+        _, raised = ctx.call_or_problem(save, state, path)
+        returned_or_raised(raised)
+        after = path.read_bytes() if path.exists() else None
+        if after != before:
+            raise CheckFailed(
+                f"save_checkpoint gravou um estado {label}, por cima do checkpoint bom: o load_checkpoint deste "
+                "exercício vai recusá-lo, e uma retomada depois de uma queda fica sem checkpoint nenhum em que "
+                "confiar. Um checkpoint que não se deixa ler é tão ruim quanto um arquivo pela metade. Confira "
+                "state.get(\"save_point\") em (\"A\", \"B\") antes de abrir qualquer arquivo e levante um erro.",
+                expected="o checkpoint anterior, byte a byte, e um erro", observed=summary(read_checkpoint_file(path)),
+            )
+        if raised is None:
+            raise CheckFailed(
+                f"save_checkpoint recebeu um estado {label}, não gravou nada e voltou normalmente: quem chama "
+                "segue em frente achando que o ponto está em disco. Levante um erro (um CheckpointError, por "
+                "exemplo) dizendo o problema.",
+                expected="um erro chegando a quem chamou", observed="nenhuma exceção",
+            )

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from grader.checks.exercise_2.fixtures import EXERCISE, expected_status, has_tool_turns, scripted_turns
 from grader.checks.exercise_2.run_probe import (
+    SAVE_POINT_FIELD,
     checkpointed_run,
+    declared_point,
     expected_points,
     find_save,
+    point_by_content,
     point_of,
+    undeclared_note,
     require_run,
     tokens_after_each_turn,
     tool_uses_of,
@@ -14,6 +18,48 @@ from grader.checks.exercise_2.run_probe import (
 from grader.checks.exercise_2.save_probe import read_checkpoint_file
 from grader.checks.framework import CheckFailed, Context, Fixture, is_kind, nothing_observed, show
 from grader.core.plural import quantity
+
+
+@EXERCISE.check(
+    level=3,
+    per_fixture=True,
+    applies=is_kind("run"),
+    title="Cada checkpoint diz qual ponto de gravação ele é",
+    criterion=(
+        "Cada estado gravado traz save_point: \"A\" quando guarda a resposta do modelo antes das ferramentas "
+        "(inclusive no turno final e num pause_turn), \"B\" quando guarda os resultados das ferramentas."
+    ),
+)
+def each_save_names_its_point(ctx: Context, fixture: Fixture) -> None:
+    run = checkpointed_run(ctx, fixture)
+    require_run(run)
+    if not run.saves:
+        raise nothing_observed(
+            "save_checkpoint nunca foi chamado, então não há checkpoint que diga o seu ponto de gravação",
+            expected="uma gravação em cada ponto A e B",
+        )
+    for number, save in enumerate(run.saves, start=1):
+        turn = save.state.get("turns")
+        declared, shown = declared_point(save), point_by_content(save)
+        value = save.state.get(SAVE_POINT_FIELD, "<ausente>")
+        if declared is None:
+            raise CheckFailed(
+                f"A gravação {number} (turno {turn}) não diz qual ponto de gravação ela é: o campo "
+                f"{SAVE_POINT_FIELD} vale {show(value, 40)}. Antes de cada save_checkpoint, registre "
+                f"state[\"{SAVE_POINT_FIELD}\"] = \"A\" (a resposta do modelo, antes das ferramentas) ou \"B\" (os "
+                "resultados): quem abre o checkpoint depois de uma queda lê ali em que ponto do turno ele foi gravado.",
+                expected=f"{SAVE_POINT_FIELD} = {shown!r}", observed=value,
+            )
+        if declared != shown:
+            why = ("a última mensagem é a resposta do modelo, ainda sem resultados: é um ponto A (o turno final "
+                   "também; o que o torna final é pending_tool_use None, não o ponto)" if shown == "A" else
+                   "a última mensagem já traz os resultados das ferramentas: é um ponto B")
+            raise CheckFailed(
+                f"A gravação {number} (turno {turn}) diz {SAVE_POINT_FIELD}={declared!r}, mas {why}. Registre o "
+                "ponto antes de cada gravação, e não depois dela: o estado gravado leva o valor que o campo tinha "
+                "naquele momento.",
+                expected=shown, observed=declared,
+            )
 
 
 @EXERCISE.check(
@@ -32,6 +78,9 @@ def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
         return
     if not run.saves:
         message = "save_checkpoint nunca foi chamado: o loop precisa gravar o checkpoint nos pontos A e B."
+    elif any(point is None for point, _ in observed):
+        message = (f"Há gravações que não dizem qual ponto são (o campo {SAVE_POINT_FIELD}): o corretor reconhece "
+                   "cada ponto pelo que o próprio checkpoint declara, como faria uma retomada.")
     elif run.saves[0].state.get("turns") == 0:
         message = "A primeira gravação aconteceu antes do primeiro turno: os pontos são A (depois da resposta) e B (depois dos resultados)."
     elif len(observed) < len(wanted) and paused_at(fixture, observed[-1][1]):
@@ -69,7 +118,7 @@ def point_a_records_the_decision(ctx: Context, fixture: Fixture) -> None:
         if save is None:
             raise CheckFailed(
                 f"Não há ponto A no turno {turn}: logo depois de acrescentar a resposta do modelo a messages "
-                "(antes de executar qualquer ferramenta), grave o checkpoint.",
+                "(antes de executar qualquer ferramenta), grave o checkpoint." + undeclared_note(run),
                 expected=f"uma gravação com turns={turn} terminando na mensagem do assistente", observed="nenhuma",
             )
         last = save.state["messages"][-1]
@@ -114,7 +163,7 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
         if save is None:
             raise nothing_observed(
                 f"não há ponto A gravado no turno {turn}, então não dá para saber se ele veio antes das "
-                "ferramentas (grave o checkpoint logo depois de acrescentar a resposta do modelo)",
+                "ferramentas (grave o checkpoint logo depois de acrescentar a resposta do modelo)" + undeclared_note(run),
                 expected=f"o ponto A do turno {turn}",
             )
         if save.tools_run != executed_before:
@@ -146,7 +195,7 @@ def tokens_used_adds_every_response(ctx: Context, fixture: Fixture) -> None:
         save = find_save(run, "A", turn)
         if save is None:
             raise nothing_observed(
-                f"não há ponto A gravado no turno {turn}, então não dá para ver o tokens_used desse turno",
+                f"não há ponto A gravado no turno {turn}, então não dá para ver o tokens_used desse turno" + undeclared_note(run),
                 expected=f"o ponto A do turno {turn} com tokens_used={wanted}",
             )
         used = save.state.get("tokens_used")
@@ -183,7 +232,7 @@ def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
         save = find_save(run, "B", turn)
         if save is None:
             raise CheckFailed(
-                f"Não há ponto B no turno {turn}: depois de acrescentar os tool_result a messages, grave o checkpoint de novo.",
+                f"Não há ponto B no turno {turn}: depois de acrescentar os tool_result a messages, grave o checkpoint de novo." + undeclared_note(run),
                 expected=f"uma gravação com turns={turn} terminando nos tool_result", observed="nenhuma",
             )
         last = save.state["messages"][-1]

@@ -53,9 +53,32 @@ def checkpointed_run(ctx: Context, fixture: Fixture) -> CheckpointedRun:
     return ctx.memo(f"checkpointed:{fixture.name}", compute)
 
 
-def point_of(save: SavePoint) -> str:
+SAVE_POINT_FIELD = "save_point"
+SAVE_POINTS = ("A", "B")
+
+
+def declared_point(save: SavePoint) -> str | None:
+    """The point the saved checkpoint says it is (``state["save_point"]``), or None."""
+    value = save.state.get(SAVE_POINT_FIELD)
+    return value if isinstance(value, str) and value in SAVE_POINTS else None
+
+
+def point_by_content(save: SavePoint) -> str:
+    """The point the saved conversation shows: B ends on the tools' results while the run goes on;
+    anything else is A (the model's reply, or a response that ended the run without being kept)."""
     messages = save.state.get("messages") or [{}]
-    return "A" if isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant" else "B"
+    last = messages[-1] if isinstance(messages[-1], dict) else {}
+    content = last.get("content")
+    has_results = isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content)
+    running = save.state.get("status", "running") == "running"
+    return "B" if last.get("role") == "user" and has_results and running else "A"
+
+
+def point_of(save: SavePoint) -> str | None:
+    """The point a save is, as the checkpoint itself declares it: the grader reads the field the
+    exercise asks the loop to write, as a resume would."""
+    return declared_point(save)
 
 
 def expected_points(fixture: Fixture) -> list[tuple[str, int]]:
@@ -70,6 +93,14 @@ def expected_points(fixture: Fixture) -> list[tuple[str, int]]:
 def tool_uses_of(response: dict) -> list[dict]:
     return [{"id": b["id"], "name": b["name"], "input": b["input"]}
             for b in response["content"] if b.get("type") == "tool_use"]
+
+
+def undeclared_note(run: CheckpointedRun) -> str:
+    """Why a save that happened is not found: it does not say which point it is."""
+    if any(declared_point(save) is None for save in run.saves):
+        return (f" Há gravações sem o campo {SAVE_POINT_FIELD} (ou com outro valor que \"A\" e \"B\"): o corretor "
+                "reconhece cada ponto pelo que o checkpoint declara.")
+    return ""
 
 
 def find_save(run: CheckpointedRun, point: str, turn: int) -> SavePoint | None:

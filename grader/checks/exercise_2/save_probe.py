@@ -32,7 +32,7 @@ def state_to_save(label: str, turns: int) -> dict:
         ]})
         messages.append({"role": "user", "content": f"Continue a partir da ata {number}. " * 20})
     return {"version": 1, "task": f"Tarefa {label}", "turns": turns, "tokens_used": 950 * turns,
-            "messages": messages, "pending_tool_use": None}
+            "messages": messages, "pending_tool_use": None, "save_point": "B"}
 
 
 @dataclass
