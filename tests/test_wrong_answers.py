@@ -22,6 +22,8 @@ KEYS = {"mistake", "cell", "function", "edit", "source", "levels", "check", "mes
 RIGHT_ANSWER_KEYS = {"answer", "cell", "function", "edit", "source"}
 CHECK_TIMEOUT = 60.0  # generous: the machine is shared; a mistake that loops forever says check_timeout
 NEGATIVE_COUNT = re.compile(r"(?:^|\s)-\d+\s+[^\W\d]")  # "-2 delas": arithmetic gone wrong in a sentence
+DOUBLED_PERIOD = re.compile(r"(?<![.])\.\.(?![.])")  # "declara.. Esta": two texts glued, one period too many
+RUN_ON = re.compile(r"\)\s+[A-ZÁÉÍÓÚÂÊÔÃÕÀÇ][a-zà-ú]")  # "(...) Há gravações": a sentence missing its period
 
 
 def mistake_files() -> list[Path]:
@@ -93,6 +95,8 @@ def test_each_mistake_loses_points_with_a_message_that_names_it(path, tmp_path, 
     assert naming, f"{mistake['mistake']}: no failed check says {mistake['message']!r}; failures: {failures}"
     counted_below_zero = {check_id: text for check_id, text in failures.items() if NEGATIVE_COUNT.search(text)}
     assert not counted_below_zero, f"{mistake['mistake']}: a message counts below zero: {counted_below_zero}"
+    glued = {check_id: text for check_id, text in failures.items() if DOUBLED_PERIOD.search(text) or RUN_ON.search(text)}
+    assert not glued, f"{mistake['mistake']}: a message glues two sentences badly: {glued}"
     for check_id in naming:  # the control: the same check passes on the solution
         level = int(check_id[1:check_id.index(".")])
         assert solution_results(exercise, level, tmp_path_factory)[check_id]["status"] == "pass", check_id

@@ -163,7 +163,7 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
         if save is None:
             raise nothing_observed(
                 f"não há ponto A gravado no turno {turn}, então não dá para saber se ele veio antes das "
-                "ferramentas (grave o checkpoint logo depois de acrescentar a resposta do modelo)" + undeclared_note(run),
+                "ferramentas (grave o checkpoint logo depois de acrescentar a resposta do modelo)" + undeclared_note(run, True),
                 expected=f"o ponto A do turno {turn}",
             )
         if save.tools_run != executed_before:
@@ -195,7 +195,8 @@ def tokens_used_adds_every_response(ctx: Context, fixture: Fixture) -> None:
         save = find_save(run, "A", turn)
         if save is None:
             raise nothing_observed(
-                f"não há ponto A gravado no turno {turn}, então não dá para ver o tokens_used desse turno" + undeclared_note(run),
+                f"não há ponto A gravado no turno {turn}, então não dá para ver o tokens_used desse turno"
+                + undeclared_note(run, True),
                 expected=f"o ponto A do turno {turn} com tokens_used={wanted}",
             )
         used = save.state.get("tokens_used")

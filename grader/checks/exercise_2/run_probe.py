@@ -95,11 +95,13 @@ def tool_uses_of(response: dict) -> list[dict]:
             for b in response["content"] if b.get("type") == "tool_use"]
 
 
-def undeclared_note(run: CheckpointedRun) -> str:
-    """Why a save that happened is not found: it does not say which point it is."""
+def undeclared_note(run: CheckpointedRun, mid_sentence: bool = False) -> str:
+    """Why a save that happened is not found: it does not say which point it is. ``mid_sentence``: the
+    text it follows has no period yet and gets one after it (``nothing_observed`` adds it)."""
     if any(declared_point(save) is None for save in run.saves):
-        return (f" Há gravações sem o campo {SAVE_POINT_FIELD} (ou com outro valor que \"A\" e \"B\"): o corretor "
-                "reconhece cada ponto pelo que o checkpoint declara.")
+        note = (f"Há gravações sem o campo {SAVE_POINT_FIELD} (ou com outro valor que \"A\" e \"B\"): o corretor "
+                "reconhece cada ponto pelo que o checkpoint declara")
+        return f". {note}" if mid_sentence else f" {note}."
     return ""
 
 
