@@ -361,3 +361,38 @@ def test_the_fsync_of_another_folder_is_not_the_checkpoint_folder_fsync(tmp_path
     bad = exploration.bad()
     assert bad and all(verdict.state.returned for verdict in bad)
     assert 'fsync de outra pasta (".", a pasta atual), não a do checkpoint' in exploration.calls
+
+
+def save_then_rewrite_in_place(state, path):
+    """A right save, then the checkpoint read and written back into itself (same bytes)."""
+    save_reference(state, path)
+    with open(path, "rb+") as file:
+        data = file.read()
+        file.seek(0)
+        file.truncate()
+        file.write(data)
+
+
+def save_then_rewrite_through_posix(state, path):
+    """A right save, then the checkpoint truncated and rewritten with the posix module's own calls."""
+    import posix
+
+    save_reference(state, path)
+    data = json.dumps(state).encode("utf-8")
+    descriptor = posix.open(os.fspath(path), posix.O_WRONLY | posix.O_TRUNC)
+    posix.write(descriptor, data)
+    posix.close(descriptor)
+
+
+@pytest.mark.parametrize("save", [save_then_rewrite_in_place, save_then_rewrite_through_posix])
+def test_reopening_the_checkpoint_for_writing_can_leave_it_torn_whatever_its_final_bytes(save, tmp_path):
+    """The bytes end as they were, but during the rewrite the file was empty or half written."""
+    exploration = explored(save, tmp_path)
+    bad = exploration.bad()
+    assert bad and any(verdict.state.returned for verdict in bad)
+    assert "aberto de novo para escrita" in crash_problem(bad[0], exploration.calls, first_save=False)
+
+
+def test_a_fresh_file_opened_for_writing_is_not_a_rewrite(tmp_path):
+    """Opening the temporary (a new name) for writing adds no torn state of the checkpoint."""
+    assert explored(save_reference, tmp_path).bad() == []

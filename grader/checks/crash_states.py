@@ -145,7 +145,10 @@ def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
 
     def before_open(file, mode):
         if isinstance(file, (str, bytes, os.PathLike)):
+            again = trace.existing(file)
             trace.before(f"`open({trace.shown(file)}, {mode!r})`")
+            if again:  # an existing file opened for writing: rewritten in place until its next fsync
+                trace.rewriting(file)
 
     with recorded_os_calls(trace) as spies, bind(spies, REAL_CALLS), opens(before_open=before_open):
         save(copy.deepcopy(new), path)
@@ -168,7 +171,8 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
     machine fell, what the disk may hold, what the loader made of it, and the rule broken."""
     state, thing, name = verdict.state, durable.thing, durable.name
     removed = [call for call in calls if call.startswith(("`os.remove(", "`os.unlink(")) and name + ")" in call]
-    in_place = [call for call in calls if call.startswith(f"`open({name},")]
+    in_place = [call for call in calls if call.startswith((f"`open({name},", f"`os.open({name},",
+                                                           f"`os.truncate({name},"))]
     where = f"Se a máquina cair {state.where()}, o disco pode ficar com {state.describe()}"
     if verdict.outcome == "nenhum":
         what = f"e {durable.loader} {durable.nothing}"
@@ -191,7 +195,12 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
         if durable != CHECKPOINT and not outcome.startswith("levanta"):
             outcome = f"devolve um conteúdo que não é nem {thing} anterior nem o novo"
         what = f"e {durable.loader} {outcome}"
-        if in_place:
+        swapped_in = [call for call in calls if call.startswith(SWAPS) and f", {name})`" in call]
+        if in_place and swapped_in and calls.index(swapped_in[0]) < calls.index(in_place[0]):
+            rule = (f"depois da troca, {thing} foi aberto de novo para escrita ({in_place[0]}). Mesmo que no fim "
+                    "ele tenha os mesmos bytes, no meio dessa reescrita ele esteve vazio ou pela metade, e uma queda "
+                    f"o deixa assim: depois do os.replace, não abra {thing} para escrever (para conferir, só leia)")
+        elif in_place:
             rule = (f"{thing} é escrito no próprio arquivo, então uma queda o deixa vazio ou pela metade: "
                     "escreva num temporário e troque-o pelo verdadeiro com os.replace")
         else:
