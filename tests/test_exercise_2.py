@@ -125,7 +125,7 @@ def test_atomic_but_without_fsync_fails_the_fsync_the_crash_states_and_two_write
                                                                                       solution_results):
     failed = level1(ATOMIC_WITHOUT_FSYNC, tmp_path, monkeypatch)
     assert set(failed) == {FSYNC, CRASHES, WRITERS}
-    assert "Nenhum os.fsync no arquivo" in failed[FSYNC]
+    assert "Nenhum os.fsync (nem os.fdatasync) no arquivo" in failed[FSYNC]
     assert "`os.replace(checkpoint.json.tmp, checkpoint.json)`" in failed[CRASHES]
     assert "vazio" in failed[CRASHES] and "os.fsync(f.fileno())" in failed[CRASHES]  # the torn state comes first
     assert "checkpoint.json.tmp" in failed[WRITERS]

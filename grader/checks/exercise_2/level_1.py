@@ -154,7 +154,7 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
     folder_syncs = [(i, e) for i, e in enumerate(run.events) if e[0] == "fsync" and e[1] == "folder" and e[2] == folder.st_ino]
     if not file_syncs:
         raise CheckFailed(
-            "Nenhum os.fsync no arquivo que virou o checkpoint: sem ele, os bytes podem estar só no cache "
+            "Nenhum os.fsync (nem os.fdatasync) no arquivo que virou o checkpoint: sem ele, os bytes podem estar só no cache "
             "do sistema quando a energia cai, e o checkpoint volta vazio. Chame f.flush() e "
             "os.fsync(f.fileno()) antes de fechar o temporário.",
             expected="os.fsync(<temporário>)", observed=[e for e in run.events if e[0] == "fsync"] or "nenhum fsync",
