@@ -15,6 +15,7 @@ from grader.checks.exercise_2.save_probe import (
     found_described,
     json_refusals,
     last_good_checkpoint,
+    os_spies,
     left_as_at_death,
     read_checkpoint_file,
     returned_or_raised,
@@ -315,7 +316,8 @@ def a_save_after_a_failed_save(ctx: Context) -> None:
     title="save_checkpoint aceita um caminho relativo",
     criterion=(
         "Com um caminho relativo (só \"checkpoint.json\", na pasta atual), save_checkpoint grava o checkpoint "
-        "ali, sem sobrar temporário: a pasta do checkpoint é a pasta atual."
+        "ali, sem sobrar temporário, e o temporário trocado por ele fica ali também: a pasta do checkpoint é a "
+        "pasta atual."
     ),
 )
 def saves_to_a_relative_path(ctx: Context) -> None:
@@ -323,12 +325,27 @@ def saves_to_a_relative_path(ctx: Context) -> None:
     folder = ctx.fresh_dir("relative")
     state = state_to_save("relativa", 2)
     here = os.getcwd()
+    events: list[tuple] = []
     os.chdir(folder)
     try:
-        _, problem = ctx.call_or_problem(save, copy.deepcopy(state), CHECKPOINT_NAME)
+        with os_spies(ctx, events):
+            _, problem = ctx.call_or_problem(save, copy.deepcopy(state), CHECKPOINT_NAME)
     finally:
         os.chdir(here)
     returned_or_raised(problem)
+    target = (folder / CHECKPOINT_NAME).resolve()
+    swaps = [(Path(folder, event[1]).resolve(), Path(folder, event[2]).resolve())
+             for event in events if event[0] in SWAP_EVENTS]
+    elsewhere = [source for source, destination in swaps
+                 if destination == target and source.parent != target.parent]
+    if elsewhere:
+        raise CheckFailed(
+            f"Com o caminho relativo \"{CHECKPOINT_NAME}\", o temporário foi criado em {elsewhere[0].parent}, "
+            "não na pasta do checkpoint (a pasta atual). Para um nome sem pasta, os.path.dirname(path) é \"\", e "
+            "tempfile.mkstemp(dir=None) usa a pasta temporária do sistema: lá, os.replace pode nem funcionar "
+            "(outro disco) e o fsync da pasta não cobre a troca. Tire a pasta de os.path.dirname(os.path.abspath(path)).",
+            expected=f"o temporário em {target.parent}", observed=f"o temporário em {elsewhere[0].parent}",
+        )
     if problem is not None:
         raise CheckFailed(
             f"Com o caminho relativo \"{CHECKPOINT_NAME}\", {problem.message} Um nome sem pasta tem "
