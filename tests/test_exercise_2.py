@@ -157,7 +157,8 @@ def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
     os.fsync(folder)
     os.close(folder)
 ''', tmp_path, monkeypatch)
-    assert set(failed) == {REPLACE} and "outra pasta" in failed[REPLACE]
+    assert set(failed) == {REPLACE, "n1.saves_to_a_relative_path"} and "outra pasta" in failed[REPLACE]
+    assert "o temporário foi criado em" in failed["n1.saves_to_a_relative_path"]
 
 
 def test_rename_instead_of_replace_and_a_copy_that_leaves_the_temporary(tmp_path, monkeypatch):
@@ -169,6 +170,22 @@ def test_rename_instead_of_replace_and_a_copy_that_leaves_the_temporary(tmp_path
                     tmp_path / "copy", monkeypatch)
     assert "checkpoint.json.tmp" in failed[NO_TMP]
     assert "não chamou os.replace" in failed[REPLACE]
+
+
+def test_a_temporary_written_through_the_mkstemp_descriptor_is_a_temporary(tmp_path, monkeypatch):
+    """Written by descriptor (os.fdopen of mkstemp's), copied onto the checkpoint, then removed:
+    there was a temporary, and the message must not say there was none."""
+    failed = level1('''    import shutil
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    shutil.copyfile(temporary, path)
+    os.remove(temporary)
+''', tmp_path, monkeypatch)
+    assert "não chamou os.replace" in failed[REPLACE]
+    assert not any("nenhum arquivo temporário" in message for message in failed.values())
 
 
 def test_a_path_object_plus_string_is_reported_with_the_line(tmp_path, monkeypatch):
