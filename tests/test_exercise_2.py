@@ -133,6 +133,17 @@ def test_atomic_but_without_fsync_fails_the_fsync_the_crash_states_and_two_write
         assert solution_results[check]["status"] == "pass"
 
 
+def test_the_fsyncs_observed_are_told_in_words(tmp_path, monkeypatch):
+    """Only the folder is fsynced: the failure lists what was fsynced in Portuguese, not as raw tuples."""
+    body = ATOMIC_WITHOUT_FSYNC + '''    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    os.fsync(folder)
+    os.close(folder)
+'''
+    results = results_for(save_as(body), tmp_path, monkeypatch, level=1)
+    observed = str(results[FSYNC]["observed"])
+    assert observed.startswith("fsync da pasta /") and "[" not in observed
+
+
 def test_fsync_before_flush_is_caught_by_the_size_at_fsync_time(tmp_path, monkeypatch):
     notebook = edited(EXERCISE, SAVE, "            file.flush()\n", "")
     failed = failing(results_for(notebook, tmp_path, monkeypatch, level=1))

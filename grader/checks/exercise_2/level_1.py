@@ -33,6 +33,21 @@ def swap_shown(event: tuple) -> str:
     return f"({Path(event[1]).name}, {Path(event[2]).name})"
 
 
+def fsyncs_shown(events: list[tuple], checkpoint_inode: int) -> str:
+    """The fsyncs a save made, in a short Portuguese line: "fsync de outro arquivo (4096 bytes);
+    fsync da pasta /x" (events as ``os_spies`` records them)."""
+    parts = []
+    for event in events:
+        if event[0] != "fsync":
+            continue
+        if event[1] == "folder":
+            parts.append(f"fsync da pasta {event[4]}")
+        else:
+            which = "do arquivo que virou o checkpoint" if event[2] == checkpoint_inode else "de outro arquivo"
+            parts.append(f"fsync {which} ({event[3]} bytes)")
+    return "; ".join(parts) or "nenhum fsync"
+
+
 @EXERCISE.check(
     level=1,
     title="save_checkpoint grava o estado inteiro em JSON",
@@ -125,7 +140,8 @@ def replaced_in_the_same_folder(ctx: Context) -> None:
     if not target:
         raise CheckFailed(
             f"os.replace foi chamado, mas nunca com o checkpoint como destino ({run.path.name}).",
-            expected=f"os.replace(temporário, .../{run.path.name})", observed=[e[1:3] for e in replaces],
+            expected=f"os.replace(temporário, .../{run.path.name})",
+            observed="; ".join(f"os.replace{swap_shown(event)}" for event in replaces),
         )
     source = Path(target[-1][1]).resolve()
     if source.parent != run.path.parent.resolve():
@@ -158,7 +174,7 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
             "Nenhum os.fsync (nem os.fdatasync) no arquivo que virou o checkpoint: sem ele, os bytes podem estar só no cache "
             "do sistema quando a energia cai, e o checkpoint volta vazio. Chame f.flush() e "
             "os.fsync(f.fileno()) antes de fechar o temporário.",
-            expected="os.fsync(<temporário>)", observed=[e for e in run.events if e[0] == "fsync"] or "nenhum fsync",
+            expected="os.fsync(<temporário>)", observed=fsyncs_shown(run.events, final.st_ino),
         )
     index, (_, _, _, size, _) = file_syncs[-1]
     if size < final.st_size:
