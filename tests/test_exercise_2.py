@@ -144,6 +144,29 @@ def test_the_fsyncs_observed_are_told_in_words(tmp_path, monkeypatch):
     assert observed.startswith("fsync da pasta /") and "[" not in observed
 
 
+def test_a_checkpoint_reformatted_in_place_after_the_swap_is_blamed_on_the_rewrite(tmp_path, monkeypatch):
+    """The fsynced temporary became the checkpoint, then the checkpoint was rewritten bigger (indent=2):
+    the cause is the rewrite in place, not a missing flush."""
+    body = '''    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    os.fsync(folder)
+    os.close(folder)
+    with open(path, "r+", encoding="utf-8") as file:
+        data = json.load(file)
+        file.seek(0)
+        file.truncate()
+        json.dump(data, file, indent=2)
+'''
+    failed = level1(body, tmp_path, monkeypatch)
+    assert "reescrito no lugar" in failed[FSYNC] and "flush" not in failed[FSYNC]
+    assert "aberto de novo para escrita" in failed[CRASHES]
+
+
 def test_fsync_before_flush_is_caught_by_the_size_at_fsync_time(tmp_path, monkeypatch):
     notebook = edited(EXERCISE, SAVE, "            file.flush()\n", "")
     failed = failing(results_for(notebook, tmp_path, monkeypatch, level=1))

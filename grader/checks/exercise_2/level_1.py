@@ -177,6 +177,16 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
             expected="os.fsync(<temporário>)", observed=fsyncs_shown(run.events, final.st_ino),
         )
     index, (_, _, _, size, _) = file_syncs[-1]
+    rewritten = replace_at is not None and run.path.resolve() in run.opened
+    if size != final.st_size and rewritten:
+        raise CheckFailed(
+            f"Depois da troca, o próprio {CHECKPOINT_NAME} foi aberto de novo para escrita e reescrito no lugar: o "
+            f"fsync foi do temporário, com {size} bytes, e o checkpoint agora tem {final.st_size}, que nenhum fsync "
+            "cobre. No meio dessa reescrita ele esteve vazio ou pela metade. Depois do os.replace, não abra o "
+            "checkpoint para escrever: se quiser outro formato (indent, por exemplo), grave-o já assim no temporário.",
+            expected=f"{final.st_size} bytes no fsync, sem reescrever o checkpoint",
+            observed=f"{size} bytes no fsync; o checkpoint reescrito no lugar depois da troca",
+        )
     if size < final.st_size:
         raise CheckFailed(
             f"O fsync aconteceu quando o arquivo tinha {size} de {final.st_size} bytes: faltou f.flush() "
