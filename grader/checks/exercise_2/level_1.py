@@ -13,6 +13,7 @@ from grader.checks.exercise_2.save_probe import (
     NotSerializable,
     folder_files,
     found_described,
+    death_at_the_first_sync_or_swap,
     json_refusals,
     last_good_checkpoint,
     os_spies,
@@ -224,7 +225,8 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
     level=1,
     title="Uma queda no meio da escrita deixa o último checkpoint bom",
     criterion=(
-        "Se a gravação morre no meio (o corretor faz a escrita parar depois de alguns bytes), o "
+        "Se a gravação morre no meio (o corretor faz a escrita parar depois de alguns bytes; se os bytes vão "
+        "por onde ele não vê, como um mmap, o processo morre logo antes do primeiro fsync ou troca), o "
         "arquivo em path continua sendo o último checkpoint bom, inteiro e legível."
     ),
 )
@@ -238,12 +240,23 @@ def survives_a_crash_mid_write(ctx: Context) -> None:
             if not budget["crashed"]:
                 raise
             returned_or_raised(raised)  # dying is fine; looping or exiting after it is not
-    if not budget["crashed"]:
-        raise CheckFailed(
-            "A gravação terminou sem escrever nada por open(), Path.write_text ou os.write, então o "
-            "corretor não conseguiu simular a queda. Escreva o JSON com open(temporário, \"w\").",
-            expected="uma escrita com open() ou os.write", observed="nenhuma",
-        )
+    if not budget["crashed"]:  # the bytes went where no write spy sees them (an mmap): die before they are kept
+        path, good = last_good_checkpoint(ctx, "crash-at-sync")
+        with death_at_the_first_sync_or_swap(ctx) as death:
+            try:
+                ctx.call(save, state_to_save("nova", 6), path)
+            except StudentProblem as raised:
+                if death["died"] is None:
+                    raise
+                returned_or_raised(raised)
+        if death["died"] is None:
+            raise nothing_observed(
+                "save_checkpoint não escreveu nada por open(), Path.write_text ou os.write, e não chamou os.fsync, "
+                "os.replace nem os.rename: o corretor não viu nenhum ponto onde fazer o processo morrer no meio da "
+                "gravação. Escreva o JSON num temporário com open(temporário, \"w\") (ou os.write) e troque-o com "
+                "os.replace",
+                expected="uma escrita com open() ou os.write, ou um os.fsync/os.replace",
+            )
     found = read_checkpoint_file(path)
     if found != good:
         raise torn_checkpoint(found)

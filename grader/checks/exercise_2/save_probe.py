@@ -121,6 +121,35 @@ def os_spies(ctx: Context, events: list) -> Iterator[None]:
                                                   REAL_MOVES["Path.replace"])
 
 
+@contextmanager
+def death_at_the_first_sync_or_swap(ctx: Context) -> Iterator[dict]:
+    """The process 'dies' (``TornWrite``) just before the save's first os.fsync, os.fdatasync,
+    os.replace, os.rename or os.link: for a save whose bytes go where no write spy sees them
+    (an mmap), the last moment before they would be made durable or swapped in."""
+    from grader.checks.write_spies import TornWrite
+
+    names = ("fsync", "fdatasync", "replace", "rename", "link")
+    real = {name: getattr(os, name) for name in names}
+    seen: dict = {"died": None}
+
+    def dying(name):
+        def spy(*args, **kwargs):
+            seen["died"] = f"os.{name}"
+            raise TornWrite(f"queda simulada logo antes de os.{name}")
+        return spy
+
+    spies = {name: dying(name) for name in names}
+    bound = [(key, spies[name]) for name, function in real.items() for key in ctx.names_bound_to(function)]
+    for name, spy in spies.items():
+        setattr(os, name, spy)
+    try:
+        with replaced_globals(ctx, bound):
+            yield seen
+    finally:
+        for name, function in real.items():
+            setattr(os, name, function)
+
+
 def read_checkpoint_file(path: Path) -> Any:
     """The parsed file, or a string saying why it is not a readable JSON object."""
     if not path.exists():
