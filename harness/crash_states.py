@@ -8,7 +8,10 @@ monta, para cada um desses pontos, os estados que uma queda de energia pode deix
 modelo conservador de um sistema de arquivos Linux (docs/modelo-de-queda.md):
 
 - um arquivo cujo conteúdo atual ainda não passou por fsync pode voltar com o conteúdo
-  durável anterior, vazio, com só um pedaço (o começo, "rasgado") ou inteiro;
+  durável anterior, vazio, com só um pedaço (o começo, "rasgado") ou inteiro; um arquivo que
+  já existia e foi aberto de novo para escrita (``open(path, "w")``, ``"r+"``, ``os.open``
+  com ``O_TRUNC``, ``os.truncate``) também, até o próximo fsync dele, mesmo que no fim ele
+  tenha os mesmos bytes de antes: no meio da reescrita ele esteve vazio ou pela metade;
 - cada nome da pasta que mudou desde o último fsync da pasta pode voltar como era
   (o arquivo antigo, ou nada) ou como ficou;
 - o que veio depois da última sincronização pode ter se perdido.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import sys
 import json
 import os
 import shutil
@@ -39,8 +43,12 @@ MAX_STATES_PER_POINT = 64
 # passar pelos espiões (nem contar como uma chamada da gravação observada).
 _io_open = io.open
 REAL_OS_CALLS = {name: getattr(os, name) for name in (
-    "replace", "rename", "link", "remove", "unlink", "fsync", "fdatasync", "truncate", "ftruncate",
+    "replace", "rename", "link", "remove", "unlink", "fsync", "fdatasync", "truncate", "ftruncate", "open",
 ) if hasattr(os, name)}
+# As mesmas funções no módulo de baixo (posix.replace é os.replace): quem chama posix.open
+# também passa pelo espião.
+_LOW = sys.modules.get("posix") or sys.modules.get("nt")
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND
 # As outras maneiras de trocar um nome: por dentro elas chamam os.rename ou os.replace (ou, no
 # shutil.move, copiam), e a chamada aparece com o nome que o aluno escreveu.
 REAL_MOVES = {"shutil.move": shutil.move, "Path.rename": Path.rename, "Path.replace": Path.replace}
@@ -65,6 +73,7 @@ class Snapshot:
     contents: dict               # chave -> bytes agora
     durable_names: dict          # nome -> chave, como estava no último fsync da pasta
     durable_contents: dict       # chave -> bytes no último fsync do arquivo
+    rewritten: frozenset = frozenset()  # chaves de arquivos que já existiam, reabertos para escrita desde o último fsync
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ class SaveTrace:
         names, contents = self._look()
         # o ponto de partida é durável: o checkpoint anterior já sobreviveu a quedas
         self._durable_names, self._durable_contents = dict(names), dict(contents)
+        self._rewritten: set[int] = set()
         self._last = START
 
     def _key(self, inode: int) -> int:
@@ -126,13 +136,14 @@ class SaveTrace:
                     contents[key] = file.read()
         return names, contents
 
-    def shown(self, path) -> str:
-        """Um caminho como a mensagem o mostra: só o nome, se está na pasta do checkpoint."""
+    def shown(self, path, dir_fd: int | None = None) -> str:
+        """Um caminho como a mensagem o mostra: só o nome, se está na pasta do checkpoint
+        (um nome relativo é relativo a ``dir_fd``, se dado, ou à pasta atual)."""
         try:
             text = os.fsdecode(path)
         except TypeError:
             return repr(path)
-        full = Path(text) if os.path.isabs(text) else Path.cwd() / text
+        full = Path(text) if os.path.isabs(text) else opened_folder(dir_fd) / text
         return full.name if full.parent.resolve() == self.folder.resolve() else text
 
     def before(self, call: str) -> None:
@@ -148,13 +159,38 @@ class SaveTrace:
     def _snapshot(self, call: str | None) -> None:
         names, contents = self._look()
         self.snapshots.append(Snapshot(self._last, call, names, contents,
-                                       dict(self._durable_names), dict(self._durable_contents)))
+                                       dict(self._durable_names), dict(self._durable_contents),
+                                       frozenset(self._rewritten)))
 
-    def unlinking(self, path) -> Callable[[], None]:
+    @staticmethod
+    def existing(path, dir_fd: int | None = None) -> bool:
+        """``path`` (relativo a ``dir_fd``, se dado) já é um arquivo."""
+        try:
+            info = os.stat(path, dir_fd=dir_fd) if dir_fd is not None else os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return False
+        return stat.S_ISREG(info.st_mode)
+
+    def rewriting(self, path=None, descriptor: int | None = None, dir_fd: int | None = None) -> None:
+        """Um arquivo que já existe foi aberto para escrita (ou truncado): até o próximo fsync
+        dele, uma queda pode deixá-lo vazio ou pela metade, qualquer que seja o conteúdo final."""
+        try:
+            if descriptor is not None:
+                info = os.fstat(descriptor)
+            elif dir_fd is not None:
+                info = os.stat(path, dir_fd=dir_fd)
+            else:
+                info = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return
+        if stat.S_ISREG(info.st_mode):
+            self._rewritten.add(self._key(info.st_ino))
+
+    def unlinking(self, path, dir_fd: int | None = None) -> Callable[[], None]:
         """Antes de um nome sumir (os.remove, o destino de os.replace): se era o último nome
         do arquivo, seu inode pode ser reusado, e a chave dele não pode ir junto."""
         try:
-            info = os.lstat(path)
+            info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
         except (OSError, TypeError, ValueError):
             return lambda: None
         if info.st_nlink != 1:
@@ -174,6 +210,7 @@ class SaveTrace:
         if not stat.S_ISREG(info.st_mode):
             return
         key = self._key(info.st_ino)
+        self._rewritten.discard(key)
         names, contents = self._look()
         if key in contents:
             self._durable_contents[key] = contents[key]
@@ -183,6 +220,23 @@ class SaveTrace:
                 self._durable_contents[key] = file.read()
         except OSError:
             pass
+
+
+def _flags_shown(flags: int) -> str:
+    """os.O_WRONLY | os.O_TRUNC, como o aluno escreveu (as principais)."""
+    names = [name for name in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_EXCL", "O_TRUNC", "O_APPEND")
+             if flags & getattr(os, name)]
+    return " | ".join(f"os.{name}" for name in names) or "os.O_RDONLY"
+
+
+def opened_folder(dir_fd: int | None) -> Path:
+    """A pasta de que um nome relativo parte: a aberta em ``dir_fd``, ou a atual."""
+    if dir_fd is None:
+        return Path.cwd()
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{dir_fd}"))
+    except (OSError, TypeError):
+        return Path.cwd()
 
 
 def folder_shown(descriptor: int) -> str:
@@ -230,9 +284,10 @@ def _content_options(snapshot: Snapshot, key: int) -> list[bytes]:
     """O conteúdo durável; vazio; um começo rasgado do que falta; tudo (sem repetir)."""
     durable = snapshot.durable_contents.get(key)
     current = snapshot.contents.get(key, durable if durable is not None else b"")
-    if durable == current:
+    rewritten = key in snapshot.rewritten
+    if durable == current and not rewritten:
         return [current]
-    kept = durable if durable is not None and current.startswith(durable) else b""
+    kept = durable if durable is not None and current.startswith(durable) and not rewritten else b""
     torn = current[: len(kept) + (len(current) - len(kept)) // 2]
     options = [durable if durable is not None else b"", b"", torn, current]
     return list(dict.fromkeys(options))
@@ -262,11 +317,13 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
 
     def moving(name):
         def spy(src, dst, *args, **kwargs):
-            trace.before(getattr(outer, "call", None) or f"`os.{name}({trace.shown(src)}, {trace.shown(dst)})`")
+            src_fd, dst_fd = kwargs.get("src_dir_fd"), kwargs.get("dst_dir_fd")
+            trace.before(getattr(outer, "call", None)
+                         or f"`os.{name}({trace.shown(src, src_fd)}, {trace.shown(dst, dst_fd)})`")
             outer.call = None
             if fail_replace:
                 raise OSError(28, "No space left on device (falha simulada na troca)")
-            forget = trace.unlinking(dst)
+            forget = trace.unlinking(dst, dst_fd)
             result = real[name](src, dst, *args, **kwargs)
             forget()
             return result
@@ -274,8 +331,8 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
 
     def removing(name):
         def spy(path, *args, **kwargs):
-            trace.before(f"`os.{name}({trace.shown(path)})`")
-            forget = trace.unlinking(path)
+            trace.before(f"`os.{name}({trace.shown(path, kwargs.get('dir_fd'))})`")
+            forget = trace.unlinking(path, kwargs.get("dir_fd"))
             result = real[name](path, *args, **kwargs)
             forget()
             return result
@@ -301,7 +358,23 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
         def spy(target, length):
             shown = "o arquivo" if isinstance(target, int) else trace.shown(target)
             trace.before(f"`os.{name}({shown}, {length})`")
-            return real[name](target, length)
+            result = real[name](target, length)
+            if isinstance(target, int):
+                trace.rewriting(descriptor=target)
+            else:
+                trace.rewriting(target)
+            return result
+        return spy
+
+    def opening(name):
+        def spy(path, flags, *args, dir_fd=None, **kwargs):
+            again = bool(flags & WRITE_FLAGS) and trace.existing(path, dir_fd)
+            if again:  # reabrir para escrita um arquivo que já existe: uma reescrita no lugar
+                trace.before(f"`os.open({trace.shown(path, dir_fd)}, {_flags_shown(flags)})`")
+            descriptor = real[name](path, flags, *args, dir_fd=dir_fd, **kwargs)
+            if again:
+                trace.rewriting(descriptor=descriptor)
+            return descriptor
         return spy
 
     def named_move(label):
@@ -318,11 +391,15 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
         return spy
 
     makers = {"replace": moving, "rename": moving, "link": moving, "remove": removing, "unlink": removing,
-              "fsync": syncing, "fdatasync": syncing, "truncate": truncating, "ftruncate": truncating}
+              "fsync": syncing, "fdatasync": syncing, "truncate": truncating, "ftruncate": truncating,
+              "open": opening}
     spies = {name: makers[name](name) for name in real}
     moves = {label: named_move(label) for label in REAL_MOVES}
+    low = [name for name in real if _LOW is not None and getattr(_LOW, name, None) is real[name]]
     for name, spy in spies.items():
         setattr(os, name, spy)
+    for name in low:
+        setattr(_LOW, name, spies[name])
     shutil.move = moves["shutil.move"]
     Path.rename, Path.replace = moves["Path.rename"], moves["Path.replace"]
     try:
@@ -330,6 +407,8 @@ def recorded_os_calls(trace: SaveTrace, fail_replace: bool = False) -> Iterator[
     finally:
         for name, function in real.items():
             setattr(os, name, function)
+        for name in low:
+            setattr(_LOW, name, real[name])
         shutil.move = REAL_MOVES["shutil.move"]
         Path.rename, Path.replace = REAL_MOVES["Path.rename"], REAL_MOVES["Path.replace"]
 

@@ -16,6 +16,7 @@ from grader.checks.crash_states import (
     explorer_state,
     failed_swap,
     loads_as,
+    short_write_problem,
     two_writers,
 )
 from harness.checkpoint import load_checkpoint, save_checkpoint
@@ -361,3 +362,69 @@ def test_the_fsync_of_another_folder_is_not_the_checkpoint_folder_fsync(tmp_path
     bad = exploration.bad()
     assert bad and all(verdict.state.returned for verdict in bad)
     assert 'fsync de outra pasta (".", a pasta atual), não a do checkpoint' in exploration.calls
+
+
+def save_then_rewrite_in_place(state, path):
+    """A right save, then the checkpoint read and written back into itself (same bytes)."""
+    save_reference(state, path)
+    with open(path, "rb+") as file:
+        data = file.read()
+        file.seek(0)
+        file.truncate()
+        file.write(data)
+
+
+def save_then_rewrite_through_posix(state, path):
+    """A right save, then the checkpoint truncated and rewritten with the posix module's own calls."""
+    import posix
+
+    save_reference(state, path)
+    data = json.dumps(state).encode("utf-8")
+    descriptor = posix.open(os.fspath(path), posix.O_WRONLY | posix.O_TRUNC)
+    posix.write(descriptor, data)
+    posix.close(descriptor)
+
+
+@pytest.mark.parametrize("save", [save_then_rewrite_in_place, save_then_rewrite_through_posix])
+def test_reopening_the_checkpoint_for_writing_can_leave_it_torn_whatever_its_final_bytes(save, tmp_path):
+    """The bytes end as they were, but during the rewrite the file was empty or half written."""
+    exploration = explored(save, tmp_path)
+    bad = exploration.bad()
+    assert bad and any(verdict.state.returned for verdict in bad)
+    assert "aberto de novo para escrita" in crash_problem(bad[0], exploration.calls, first_save=False)
+
+
+def test_a_fresh_file_opened_for_writing_is_not_a_rewrite(tmp_path):
+    """Opening the temporary (a new name) for writing adds no torn state of the checkpoint."""
+    assert explored(save_reference, tmp_path).bad() == []
+
+
+def save_with_one_os_write(state, path, loop=False):
+    """mkstemp, os.write of the whole JSON (its count ignored unless ``loop``), both fsyncs, os.replace."""
+    path = os.fspath(path)
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+    data = json.dumps(state).encode("utf-8")
+    try:
+        while data:
+            written = os.write(descriptor, data)
+            data = data[written:] if loop else b""
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
+    fsync_folder(path)
+
+
+def test_a_save_that_ignores_what_os_write_returns_is_left_short(tmp_path):
+    """os.write may write fewer bytes than given (POSIX): the explorer makes it, and the save
+    that takes one os.write for all of it returns with a short checkpoint."""
+    exploration = explored(save_with_one_os_write, tmp_path)
+    assert exploration.short_writes and any(v.state.returned for v in exploration.bad())
+    words = short_write_problem(exploration, "save_checkpoint")
+    assert words and "gravou só" in words and "while dados" in words
+
+
+def test_a_save_that_writes_until_nothing_is_left_survives_short_writes(tmp_path):
+    exploration = explored(lambda state, path: save_with_one_os_write(state, path, loop=True), tmp_path)
+    assert exploration.short_writes and exploration.bad() == []
+    assert short_write_problem(exploration, "save_checkpoint") is None

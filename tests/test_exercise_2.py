@@ -125,12 +125,46 @@ def test_atomic_but_without_fsync_fails_the_fsync_the_crash_states_and_two_write
                                                                                       solution_results):
     failed = level1(ATOMIC_WITHOUT_FSYNC, tmp_path, monkeypatch)
     assert set(failed) == {FSYNC, CRASHES, WRITERS}
-    assert "Nenhum os.fsync no arquivo" in failed[FSYNC]
+    assert "Nenhum os.fsync (nem os.fdatasync) no arquivo" in failed[FSYNC]
     assert "`os.replace(checkpoint.json.tmp, checkpoint.json)`" in failed[CRASHES]
     assert "vazio" in failed[CRASHES] and "os.fsync(f.fileno())" in failed[CRASHES]  # the torn state comes first
     assert "checkpoint.json.tmp" in failed[WRITERS]
     for check in (FSYNC, CRASHES, WRITERS):
         assert solution_results[check]["status"] == "pass"
+
+
+def test_the_fsyncs_observed_are_told_in_words(tmp_path, monkeypatch):
+    """Only the folder is fsynced: the failure lists what was fsynced in Portuguese, not as raw tuples."""
+    body = ATOMIC_WITHOUT_FSYNC + '''    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    os.fsync(folder)
+    os.close(folder)
+'''
+    results = results_for(save_as(body), tmp_path, monkeypatch, level=1)
+    observed = str(results[FSYNC]["observed"])
+    assert observed.startswith("fsync da pasta /") and "[" not in observed
+
+
+def test_a_checkpoint_reformatted_in_place_after_the_swap_is_blamed_on_the_rewrite(tmp_path, monkeypatch):
+    """The fsynced temporary became the checkpoint, then the checkpoint was rewritten bigger (indent=2):
+    the cause is the rewrite in place, not a missing flush."""
+    body = '''    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    os.fsync(folder)
+    os.close(folder)
+    with open(path, "r+", encoding="utf-8") as file:
+        data = json.load(file)
+        file.seek(0)
+        file.truncate()
+        json.dump(data, file, indent=2)
+'''
+    failed = level1(body, tmp_path, monkeypatch)
+    assert "reescrito no lugar" in failed[FSYNC] and "flush" not in failed[FSYNC]
+    assert "aberto de novo para escrita" in failed[CRASHES]
 
 
 def test_fsync_before_flush_is_caught_by_the_size_at_fsync_time(tmp_path, monkeypatch):
@@ -157,7 +191,8 @@ def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
     os.fsync(folder)
     os.close(folder)
 ''', tmp_path, monkeypatch)
-    assert set(failed) == {REPLACE} and "outra pasta" in failed[REPLACE]
+    assert set(failed) == {REPLACE, "n1.saves_to_a_relative_path"} and "outra pasta" in failed[REPLACE]
+    assert "o temporário foi criado em" in failed["n1.saves_to_a_relative_path"]
 
 
 def test_rename_instead_of_replace_and_a_copy_that_leaves_the_temporary(tmp_path, monkeypatch):
@@ -169,6 +204,22 @@ def test_rename_instead_of_replace_and_a_copy_that_leaves_the_temporary(tmp_path
                     tmp_path / "copy", monkeypatch)
     assert "checkpoint.json.tmp" in failed[NO_TMP]
     assert "não chamou os.replace" in failed[REPLACE]
+
+
+def test_a_temporary_written_through_the_mkstemp_descriptor_is_a_temporary(tmp_path, monkeypatch):
+    """Written by descriptor (os.fdopen of mkstemp's), copied onto the checkpoint, then removed:
+    there was a temporary, and the message must not say there was none."""
+    failed = level1('''    import shutil
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    shutil.copyfile(temporary, path)
+    os.remove(temporary)
+''', tmp_path, monkeypatch)
+    assert "não chamou os.replace" in failed[REPLACE]
+    assert not any("nenhum arquivo temporário" in message for message in failed.values())
 
 
 def test_a_path_object_plus_string_is_reported_with_the_line(tmp_path, monkeypatch):

@@ -8,7 +8,9 @@ what it finds in Portuguese:
 
 - ``explore``: every state a crash may leave, each read back with a loader; before the
   save returns each must be the old or the new checkpoint (or none, when there was none),
-  after it returns only the new one;
+  after it returns only the new one. Meanwhile every ``os.write`` to a file writes only
+  part of what it was given (half, at least one byte) and says so in its return value, as
+  POSIX allows: a save that ignores the count leaves a short file (``short_write_problem``);
 - ``failed_swap``: ``os.replace``/``os.rename`` raise OSError; the old checkpoint must be
   left as it was and the error must reach the caller;
 - ``two_writers``: two threads save into the same folder at once, held together just
@@ -30,6 +32,8 @@ import copy
 import io
 import json
 import os
+import stat
+import sys
 import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -119,6 +123,7 @@ def _write_old(path: Path, old: Any) -> None:
 class Exploration:
     verdicts: list[Verdict]
     calls: list[str]            # the file-system calls the save made, in order
+    short_writes: list[tuple[int, int]] = field(default_factory=list)   # (bytes asked, bytes written)
 
     def bad(self) -> list[Verdict]:
         """The states that do not load as they should, the most telling first: a torn or
@@ -145,9 +150,14 @@ def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
 
     def before_open(file, mode):
         if isinstance(file, (str, bytes, os.PathLike)):
+            again = trace.existing(file)
             trace.before(f"`open({trace.shown(file)}, {mode!r})`")
+            if again:  # an existing file opened for writing: rewritten in place until its next fsync
+                trace.rewriting(file)
 
-    with recorded_os_calls(trace) as spies, bind(spies, REAL_CALLS), opens(before_open=before_open):
+    short: list[tuple[int, int]] = []
+    with recorded_os_calls(trace) as spies, short_writes(short) as partial, \
+            bind({**spies, **partial}, {**REAL_CALLS, "write": REAL_WRITE}), opens(before_open=before_open):
         save(copy.deepcopy(new), path)
     trace.finished()
     verdicts = []
@@ -160,7 +170,58 @@ def explore(save: Callable, load: Callable, old: Any, new: Any, folder: Path,
         except Exception as raised:  # noqa: BLE001 - the loader's error is the finding
             loaded, error = None, raised
         verdicts.append(judge(state, loaded, error, old, new, place / name))
-    return Exploration(verdicts, list(trace.calls))
+    return Exploration(verdicts, list(trace.calls), short)
+
+
+REAL_WRITE = os.write
+_LOW_MODULE = sys.modules.get("posix") or sys.modules.get("nt")
+
+
+@contextmanager
+def short_writes(record: list[tuple[int, int]]) -> Iterator[dict]:
+    """Every os.write to a regular file writes half of what it was given (at least one byte)
+    and returns that count, as POSIX allows; each short write is noted in ``record``."""
+
+    def spy(descriptor, data):
+        try:
+            regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+        except (OSError, TypeError, ValueError):
+            regular = False
+        size = len(memoryview(data).cast("B")) if regular else 0
+        if size < 2:
+            return REAL_WRITE(descriptor, data)
+        part = max(1, size // 2)
+        written = REAL_WRITE(descriptor, memoryview(data).cast("B")[:part])
+        record.append((size, written))
+        return written
+
+    low = _LOW_MODULE is not None and getattr(_LOW_MODULE, "write", None) is REAL_WRITE
+    os.write = spy
+    if low:
+        _LOW_MODULE.write = spy
+    try:
+        yield {"write": spy}
+    finally:
+        os.write = REAL_WRITE
+        if low:
+            _LOW_MODULE.write = REAL_WRITE
+
+
+def short_write_problem(found: Exploration, saver: str, durable: "Durable | None" = None) -> str | None:
+    """The sentence for a save that took a short os.write for a whole one: the state left after
+    it returned is not the new one, and some os.write wrote less than it was given."""
+    name = (durable or CHECKPOINT).name
+    if not found.short_writes or any(call.startswith((f"`open({name},", f"`os.open({name},")) for call in found.calls):
+        return None  # the file itself rewritten in place: that mistake is named first (crash_problem)
+    if not any(verdict.state.returned and not verdict.acceptable for verdict in found.verdicts):
+        return None
+    thing = (durable or CHECKPOINT).thing
+    asked, written = found.short_writes[0]
+    return (f"os.write(fd, dados) gravou só {written} de {asked} bytes e devolveu esse número (o sistema pode "
+            f"fazer isso, e o número devolvido diz quantos bytes foram), mas {saver} seguiu como se tivesse gravado "
+            f"tudo: depois que a gravação voltou, {thing} ficou curto, e não é o novo. Repita o os.write com o que "
+            "faltou até acabar (while dados: n = os.write(fd, dados); dados = dados[n:]), ou escreva com "
+            "os.fdopen(fd, \"wb\"), que faz isso por você.")
 
 
 def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable: Durable = CHECKPOINT) -> str:
@@ -168,7 +229,8 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
     machine fell, what the disk may hold, what the loader made of it, and the rule broken."""
     state, thing, name = verdict.state, durable.thing, durable.name
     removed = [call for call in calls if call.startswith(("`os.remove(", "`os.unlink(")) and name + ")" in call]
-    in_place = [call for call in calls if call.startswith(f"`open({name},")]
+    in_place = [call for call in calls if call.startswith((f"`open({name},", f"`os.open({name},",
+                                                           f"`os.truncate({name},"))]
     where = f"Se a máquina cair {state.where()}, o disco pode ficar com {state.describe()}"
     if verdict.outcome == "nenhum":
         what = f"e {durable.loader} {durable.nothing}"
@@ -191,7 +253,12 @@ def crash_problem(verdict: Verdict, calls: list[str], first_save: bool, durable:
         if durable != CHECKPOINT and not outcome.startswith("levanta"):
             outcome = f"devolve um conteúdo que não é nem {thing} anterior nem o novo"
         what = f"e {durable.loader} {outcome}"
-        if in_place:
+        swapped_in = [call for call in calls if call.startswith(SWAPS) and f", {name})`" in call]
+        if in_place and swapped_in and calls.index(swapped_in[0]) < calls.index(in_place[0]):
+            rule = (f"depois da troca, {thing} foi aberto de novo para escrita ({in_place[0]}). Mesmo que no fim "
+                    "ele tenha os mesmos bytes, no meio dessa reescrita ele esteve vazio ou pela metade, e uma queda "
+                    f"o deixa assim: depois do os.replace, não abra {thing} para escrever (para conferir, só leia)")
+        elif in_place:
             rule = (f"{thing} é escrito no próprio arquivo, então uma queda o deixa vazio ou pela metade: "
                     "escreva num temporário e troque-o pelo verdadeiro com os.replace")
         else:
@@ -325,4 +392,4 @@ def loads_as(load: Callable, data: bytes | None, folder: Path,
 
 
 __all__ = ["CHECKPOINT", "Durable", "Exploration", "SwapOutcome", "WritersOutcome", "crash_problem", "explore", "explorer_state",
-           "failed_swap", "loads_as", "two_writers"]
+           "failed_swap", "loads_as", "short_write_problem", "two_writers"]

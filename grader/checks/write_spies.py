@@ -66,6 +66,15 @@ class CrashingFile:
         return getattr(self._real, name)
 
 
+def named_by_descriptor(handle) -> Path | None:
+    """The path of the file open in ``handle`` (Linux: /proc/self/fd), or None."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{handle.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(where) if where.startswith("/") and not where.endswith(" (deleted)") else None
+
+
 @contextmanager
 def bound_everywhere(ctx: Context, spies: dict[str, Any], real: dict[str, Any]) -> Iterator[None]:
     """Each spy (name -> function) also bound to every student global holding the real
@@ -91,7 +100,8 @@ def replaced_globals(ctx: Context, pairs: list[tuple[str, Any]]) -> Iterator[Non
 def observed_writes(ctx: Context, crash_after: int | None = None,
                     before_open: Callable[[Any, str], None] | None = None,
                     on_crash: Callable[[], None] | None = None) -> Iterator[dict]:
-    """Record every file opened for writing (``budget["opened"]``, resolved paths;
+    """Record every file opened for writing (``budget["opened"]``, resolved paths, by name or
+    by descriptor (``os.fdopen``);
     ``budget["opened_by"]``, (thread id, path) pairs; ``budget["modes"]``, (path, mode)
     pairs; ``budget["handles"]``, how many files were opened for writing, by name or by
     descriptor); with ``crash_after``, the writes die after that many characters in all
@@ -113,9 +123,12 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
             budget["handles"] += 1
             if named:
                 opened = Path(os.fsdecode(file)).resolve()
+                budget["modes"].append((opened, mode))
+            else:  # os.fdopen(fd) (mkstemp's): the file the descriptor names, if it still has a name
+                opened = named_by_descriptor(handle)
+            if opened is not None:
                 budget["opened"].append(opened)
                 budget["opened_by"].append((threading.get_ident(), opened))
-                budget["modes"].append((opened, mode))
             return CrashingFile(handle, budget)
         return handle
 

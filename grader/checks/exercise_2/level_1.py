@@ -13,8 +13,10 @@ from grader.checks.exercise_2.save_probe import (
     NotSerializable,
     folder_files,
     found_described,
+    death_at_the_first_sync_or_swap,
     json_refusals,
     last_good_checkpoint,
+    os_spies,
     left_as_at_death,
     read_checkpoint_file,
     returned_or_raised,
@@ -30,6 +32,21 @@ from grader.checks.write_spies import observed_writes
 def swap_shown(event: tuple) -> str:
     """("rename", "/x/checkpoint.json.tmp", "/x/checkpoint.json", via) as "(checkpoint.json.tmp, checkpoint.json)"."""
     return f"({Path(event[1]).name}, {Path(event[2]).name})"
+
+
+def fsyncs_shown(events: list[tuple], checkpoint_inode: int) -> str:
+    """The fsyncs a save made, in a short Portuguese line: "fsync de outro arquivo (4096 bytes);
+    fsync da pasta /x" (events as ``os_spies`` records them)."""
+    parts = []
+    for event in events:
+        if event[0] != "fsync":
+            continue
+        if event[1] == "folder":
+            parts.append(f"fsync da pasta {event[4]}")
+        else:
+            which = "do arquivo que virou o checkpoint" if event[2] == checkpoint_inode else "de outro arquivo"
+            parts.append(f"fsync {which} ({event[3]} bytes)")
+    return "; ".join(parts) or "nenhum fsync"
 
 
 @EXERCISE.check(
@@ -124,7 +141,8 @@ def replaced_in_the_same_folder(ctx: Context) -> None:
     if not target:
         raise CheckFailed(
             f"os.replace foi chamado, mas nunca com o checkpoint como destino ({run.path.name}).",
-            expected=f"os.replace(temporário, .../{run.path.name})", observed=[e[1:3] for e in replaces],
+            expected=f"os.replace(temporário, .../{run.path.name})",
+            observed="; ".join(f"os.replace{swap_shown(event)}" for event in replaces),
         )
     source = Path(target[-1][1]).resolve()
     if source.parent != run.path.parent.resolve():
@@ -154,12 +172,22 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
     folder_syncs = [(i, e) for i, e in enumerate(run.events) if e[0] == "fsync" and e[1] == "folder" and e[2] == folder.st_ino]
     if not file_syncs:
         raise CheckFailed(
-            "Nenhum os.fsync no arquivo que virou o checkpoint: sem ele, os bytes podem estar só no cache "
+            "Nenhum os.fsync (nem os.fdatasync) no arquivo que virou o checkpoint: sem ele, os bytes podem estar só no cache "
             "do sistema quando a energia cai, e o checkpoint volta vazio. Chame f.flush() e "
             "os.fsync(f.fileno()) antes de fechar o temporário.",
-            expected="os.fsync(<temporário>)", observed=[e for e in run.events if e[0] == "fsync"] or "nenhum fsync",
+            expected="os.fsync(<temporário>)", observed=fsyncs_shown(run.events, final.st_ino),
         )
     index, (_, _, _, size, _) = file_syncs[-1]
+    rewritten = replace_at is not None and run.path.resolve() in run.opened
+    if size != final.st_size and rewritten:
+        raise CheckFailed(
+            f"Depois da troca, o próprio {CHECKPOINT_NAME} foi aberto de novo para escrita e reescrito no lugar: o "
+            f"fsync foi do temporário, com {size} bytes, e o checkpoint agora tem {final.st_size}, que nenhum fsync "
+            "cobre. No meio dessa reescrita ele esteve vazio ou pela metade. Depois do os.replace, não abra o "
+            "checkpoint para escrever: se quiser outro formato (indent, por exemplo), grave-o já assim no temporário.",
+            expected=f"{final.st_size} bytes no fsync, sem reescrever o checkpoint",
+            observed=f"{size} bytes no fsync; o checkpoint reescrito no lugar depois da troca",
+        )
     if size < final.st_size:
         raise CheckFailed(
             f"O fsync aconteceu quando o arquivo tinha {size} de {final.st_size} bytes: faltou f.flush() "
@@ -197,7 +225,8 @@ def fsyncs_file_and_folder(ctx: Context) -> None:
     level=1,
     title="Uma queda no meio da escrita deixa o último checkpoint bom",
     criterion=(
-        "Se a gravação morre no meio (o corretor faz a escrita parar depois de alguns bytes), o "
+        "Se a gravação morre no meio (o corretor faz a escrita parar depois de alguns bytes; se os bytes vão "
+        "por onde ele não vê, como um mmap, o processo morre logo antes do primeiro fsync ou troca), o "
         "arquivo em path continua sendo o último checkpoint bom, inteiro e legível."
     ),
 )
@@ -211,12 +240,23 @@ def survives_a_crash_mid_write(ctx: Context) -> None:
             if not budget["crashed"]:
                 raise
             returned_or_raised(raised)  # dying is fine; looping or exiting after it is not
-    if not budget["crashed"]:
-        raise CheckFailed(
-            "A gravação terminou sem escrever nada por open(), Path.write_text ou os.write, então o "
-            "corretor não conseguiu simular a queda. Escreva o JSON com open(temporário, \"w\").",
-            expected="uma escrita com open() ou os.write", observed="nenhuma",
-        )
+    if not budget["crashed"]:  # the bytes went where no write spy sees them (an mmap): die before they are kept
+        path, good = last_good_checkpoint(ctx, "crash-at-sync")
+        with death_at_the_first_sync_or_swap(ctx) as death:
+            try:
+                ctx.call(save, state_to_save("nova", 6), path)
+            except StudentProblem as raised:
+                if death["died"] is None:
+                    raise
+                returned_or_raised(raised)
+        if death["died"] is None:
+            raise nothing_observed(
+                "save_checkpoint não escreveu nada por open(), Path.write_text ou os.write, e não chamou os.fsync, "
+                "os.replace nem os.rename: o corretor não viu nenhum ponto onde fazer o processo morrer no meio da "
+                "gravação. Escreva o JSON num temporário com open(temporário, \"w\") (ou os.write) e troque-o com "
+                "os.replace",
+                expected="uma escrita com open() ou os.write, ou um os.fsync/os.replace",
+            )
     found = read_checkpoint_file(path)
     if found != good:
         raise torn_checkpoint(found)
@@ -315,7 +355,8 @@ def a_save_after_a_failed_save(ctx: Context) -> None:
     title="save_checkpoint aceita um caminho relativo",
     criterion=(
         "Com um caminho relativo (só \"checkpoint.json\", na pasta atual), save_checkpoint grava o checkpoint "
-        "ali, sem sobrar temporário: a pasta do checkpoint é a pasta atual."
+        "ali, sem sobrar temporário, e o temporário trocado por ele fica ali também: a pasta do checkpoint é a "
+        "pasta atual."
     ),
 )
 def saves_to_a_relative_path(ctx: Context) -> None:
@@ -323,12 +364,27 @@ def saves_to_a_relative_path(ctx: Context) -> None:
     folder = ctx.fresh_dir("relative")
     state = state_to_save("relativa", 2)
     here = os.getcwd()
+    events: list[tuple] = []
     os.chdir(folder)
     try:
-        _, problem = ctx.call_or_problem(save, copy.deepcopy(state), CHECKPOINT_NAME)
+        with os_spies(ctx, events):
+            _, problem = ctx.call_or_problem(save, copy.deepcopy(state), CHECKPOINT_NAME)
     finally:
         os.chdir(here)
     returned_or_raised(problem)
+    target = (folder / CHECKPOINT_NAME).resolve()
+    swaps = [(Path(folder, event[1]).resolve(), Path(folder, event[2]).resolve())
+             for event in events if event[0] in SWAP_EVENTS]
+    elsewhere = [source for source, destination in swaps
+                 if destination == target and source.parent != target.parent]
+    if elsewhere:
+        raise CheckFailed(
+            f"Com o caminho relativo \"{CHECKPOINT_NAME}\", o temporário foi criado em {elsewhere[0].parent}, "
+            "não na pasta do checkpoint (a pasta atual). Para um nome sem pasta, os.path.dirname(path) é \"\", e "
+            "tempfile.mkstemp(dir=None) usa a pasta temporária do sistema: lá, os.replace pode nem funcionar "
+            "(outro disco) e o fsync da pasta não cobre a troca. Tire a pasta de os.path.dirname(os.path.abspath(path)).",
+            expected=f"o temporário em {target.parent}", observed=f"o temporário em {elsewhere[0].parent}",
+        )
     if problem is not None:
         raise CheckFailed(
             f"Com o caminho relativo \"{CHECKPOINT_NAME}\", {problem.message} Um nome sem pasta tem "

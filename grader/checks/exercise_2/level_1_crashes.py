@@ -12,6 +12,7 @@ from grader.checks.crash_states import (
     explore,
     failed_swap,
     loads_as,
+    short_write_problem,
     two_writers,
 )
 from grader.checks.exercise_2.fixtures import EXERCISE
@@ -100,7 +101,7 @@ def every_crash_state_loads(ctx: Context) -> None:
         bad = found.bad()
         if bad:
             raise CheckFailed(
-                crash_problem(bad[0], found.calls, first_save) + note,
+                (short_write_problem(found, "save_checkpoint") or crash_problem(bad[0], found.calls, first_save)) + note,
                 expected="o checkpoint anterior ou o novo em todo estado (só o novo depois que a gravação volta)",
                 observed=f"{len(bad)} de {len(found.verdicts)} estados possíveis não servem; chamadas: "
                          + " -> ".join(found.calls),

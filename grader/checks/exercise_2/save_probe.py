@@ -57,17 +57,27 @@ def os_spies(ctx: Context, events: list) -> Iterator[None]:
     """Record the swaps (os.replace, os.rename, os.link, and shutil.move, Path.rename and
     Path.replace, named as the student wrote them) and the os.fsync calls, then do them for
     real, wherever the student's code reaches them: the modules and any global bound to the
-    real function. A swap event is (kind, src, dst, via): via is "shutil.move" when the
-    os.rename came from inside one, None when the student called os.* directly. An fsync
-    event is ("fsync", "file" | "folder", inode, size, folder shown)."""
-    from harness.crash_states import REAL_MOVES, folder_shown
+    real function. A swap event is (kind, src, dst, via): src and dst as full paths when
+    given relative to a folder descriptor (src_dir_fd, dst_dir_fd); via is "shutil.move" when
+    the os.rename came from inside one, None when the student called os.* directly. An fsync
+    (or fdatasync: both make a file's bytes durable) event is ("fsync", "file" | "folder",
+    inode, size, folder shown)."""
+    from harness.crash_states import REAL_MOVES, folder_shown, opened_folder
 
-    real = {"replace": os.replace, "rename": os.rename, "link": os.link, "fsync": os.fsync}
+    real = {"replace": os.replace, "rename": os.rename, "link": os.link, "fsync": os.fsync,
+            "fdatasync": os.fdatasync}
     outer = threading.local()
+
+    def at(path, dir_fd):
+        text = os.fspath(path)
+        if dir_fd is None or os.path.isabs(text):
+            return text
+        return os.path.join(opened_folder(dir_fd), os.fsdecode(text))
 
     def swapping(name):
         def spy(src, dst, *args, **kwargs):
-            events.append((name, os.fspath(src), os.fspath(dst), getattr(outer, "via", None)))
+            events.append((name, at(src, kwargs.get("src_dir_fd")), at(dst, kwargs.get("dst_dir_fd")),
+                           getattr(outer, "via", None)))
             return real[name](src, dst, *args, **kwargs)
         return spy
 
@@ -84,14 +94,17 @@ def os_spies(ctx: Context, events: list) -> Iterator[None]:
                 outer.via = None
         return spy
 
-    def fsync(descriptor):
-        number = descriptor if isinstance(descriptor, int) else descriptor.fileno()
-        info = os.fstat(number)
-        kind = "folder" if stat.S_ISDIR(info.st_mode) else "file"
-        events.append(("fsync", kind, info.st_ino, info.st_size, folder_shown(number) if kind == "folder" else ""))
-        return real["fsync"](descriptor)
+    def syncing(name):
+        def spy(descriptor):
+            number = descriptor if isinstance(descriptor, int) else descriptor.fileno()
+            info = os.fstat(number)
+            kind = "folder" if stat.S_ISDIR(info.st_mode) else "file"
+            events.append(("fsync", kind, info.st_ino, info.st_size, folder_shown(number) if kind == "folder" else ""))
+            return real[name](descriptor)
+        return spy
 
-    spies = {"replace": swapping("replace"), "rename": swapping("rename"), "link": swapping("link"), "fsync": fsync}
+    spies = {"replace": swapping("replace"), "rename": swapping("rename"), "link": swapping("link"),
+             "fsync": syncing("fsync"), "fdatasync": syncing("fdatasync")}
     moves = {label: via(label) for label in REAL_MOVES}
     bound = [(key, spies[name]) for name, function in real.items() for key in ctx.names_bound_to(function)]
     bound += [(key, moves[label]) for label, function in REAL_MOVES.items() for key in ctx.names_bound_to(function)]
@@ -106,6 +119,35 @@ def os_spies(ctx: Context, events: list) -> Iterator[None]:
             setattr(os, name, function)
         shutil.move, Path.rename, Path.replace = (REAL_MOVES["shutil.move"], REAL_MOVES["Path.rename"],
                                                   REAL_MOVES["Path.replace"])
+
+
+@contextmanager
+def death_at_the_first_sync_or_swap(ctx: Context) -> Iterator[dict]:
+    """The process 'dies' (``TornWrite``) just before the save's first os.fsync, os.fdatasync,
+    os.replace, os.rename or os.link: for a save whose bytes go where no write spy sees them
+    (an mmap), the last moment before they would be made durable or swapped in."""
+    from grader.checks.write_spies import TornWrite
+
+    names = ("fsync", "fdatasync", "replace", "rename", "link")
+    real = {name: getattr(os, name) for name in names}
+    seen: dict = {"died": None}
+
+    def dying(name):
+        def spy(*args, **kwargs):
+            seen["died"] = f"os.{name}"
+            raise TornWrite(f"queda simulada logo antes de os.{name}")
+        return spy
+
+    spies = {name: dying(name) for name in names}
+    bound = [(key, spies[name]) for name, function in real.items() for key in ctx.names_bound_to(function)]
+    for name, spy in spies.items():
+        setattr(os, name, spy)
+    try:
+        with replaced_globals(ctx, bound):
+            yield seen
+    finally:
+        for name, function in real.items():
+            setattr(os, name, function)
 
 
 def read_checkpoint_file(path: Path) -> Any:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from grader.checks.crash_states import Durable, crash_problem, explore, failed_swap, loads_as
+from grader.checks.crash_states import Durable, crash_problem, explore, failed_swap, loads_as, short_write_problem
 from grader.checks.exercise_4.fixtures import EXERCISE
 from grader.checks.exercise_4.probes import intent, read_ledger, receipt
 from grader.checks.framework import CheckFailed, Context, StudentProblem, nothing_observed, show
@@ -112,7 +112,8 @@ def every_ledger_crash_state_loads(ctx: Context) -> None:
         bad = found.bad()
         if bad:
             raise CheckFailed(
-                crash_problem(bad[0], found.calls, first_save, LEDGER) + note,
+                (short_write_problem(found, "save_effect", LEDGER) or crash_problem(bad[0], found.calls, first_save, LEDGER))
+                + note,
                 expected="o livro-razão anterior ou o novo em todo estado (só o novo depois que save_effect volta)",
                 observed=f"{len(bad)} de {len(found.verdicts)} estados possíveis não servem; chamadas: "
                          + " -> ".join(found.calls),
