@@ -5,9 +5,9 @@ it when they end, after Ctrl-C too. Both live in one folder per user inside the 
 folder (``grade-tmp-UID``, mode 700), so looking for abandoned ones reads a handful of names,
 not a shared /tmp of thousands. Everything a batch's workers
 and kernels make goes inside the batch's folder, so the workers it had to kill (Ctrl-C, a
-submission past its deadline) leave nothing elsewhere. A process killed outright (kill -9, a
-closed terminal's SIGHUP) cannot clean up: the next grading or batch of the same user removes
-its folder, recognising it by the dead process id in the name.
+submission past its deadline) leave nothing elsewhere. A process killed outright (kill -9) cannot
+clean up, and one whose terminal closed (SIGHUP) may not: the next grading or batch of the same
+user removes its folder, recognising it by the dead process id in the name.
 """
 from __future__ import annotations
 
