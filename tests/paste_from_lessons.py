@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -158,18 +159,23 @@ def pasted_notebook(exercise: str) -> tuple[nbformat.NotebookNode, dict[str, boo
     return notebook, found
 
 
-def harness_modules_defining(name: str) -> list[str]:
-    found = []
+@functools.lru_cache(maxsize=1)
+def _harness_modules() -> tuple:
+    """Every importable harness module, loaded once (walking the package imports each of them)."""
+    loaded = []
     for module in pkgutil.walk_packages(harness.__path__, "harness."):
         if module.name.endswith("__main__"):  # importing it runs the command line
             continue
         try:
-            loaded = importlib.import_module(module.name)
+            loaded.append(importlib.import_module(module.name))
         except Exception:  # noqa: BLE001 - a module that needs an optional extra is not a source
             continue
-        if getattr(getattr(loaded, name, None), "__module__", None) == module.name:
-            found.append(module.name)
-    return found
+    return tuple(loaded)
+
+
+def harness_modules_defining(name: str) -> list[str]:
+    return [module.__name__ for module in _harness_modules()
+            if getattr(getattr(module, name, None), "__module__", None) == module.__name__]
 
 
 def imported_from_harness_notebook(exercise: str) -> tuple[nbformat.NotebookNode, list[str]]:
