@@ -254,6 +254,33 @@ def format_scaling(timings: dict[str, dict], size: int) -> str:
     return "\n".join(lines)
 
 
+def _spin(work: int) -> None:
+    total = 0
+    for number in range(work):
+        total += number * number % 7
+
+
+def machine_ceiling(work: int = 30_000_000) -> float:
+    """The most any two jobs can gain here: the same fixed pure-Python work done by one process
+    alone, then by two at once. On two free, independent cores it is 2.0; vCPUs that share a
+    physical core, or a host busy elsewhere, give less, and no ``-j 2`` can beat this figure."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    started = time.perf_counter()
+    alone = context.Process(target=_spin, args=(work,))
+    alone.start()
+    alone.join()
+    one = time.perf_counter() - started
+    started = time.perf_counter()
+    pair = [context.Process(target=_spin, args=(work,)) for _ in range(2)]
+    for process in pair:
+        process.start()
+    for process in pair:
+        process.join()
+    return 2 * one / (time.perf_counter() - started)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exercise", default="exercise-3")
@@ -267,10 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     solution = args.solution or ROOT / "solutions" / f"{args.exercise}.ipynb"
     os.environ.setdefault("GRADE_STATE_FILE", str(Path(tempfile.gettempdir()) / "bench-grade-state.json"))
     print(f"núcleos: {os.cpu_count()}  carga média antes: {os.getloadavg()[0]:.1f}")
+    ceiling = machine_ceiling()
+    print(f"teto desta máquina agora: dois processos de puro Python fazem {ceiling:.2f}x o trabalho de um "
+          f"(2,00 em dois núcleos livres e independentes; nenhum -j 2 passa disso)")
     timings = measure_batch(solution, args.exercise, args.copies, args.rounds)
     print(format_batch(timings, args.copies))
     if args.class_size > 1:
         print(format_scaling(measure_scaling(solution, args.exercise, args.class_size), args.class_size))
+        print(f"teto desta máquina no fim: {machine_ceiling():.2f}x")
     print(f"carga média depois: {os.getloadavg()[0]:.1f}")
     return 0
 
