@@ -24,7 +24,8 @@ Cada módulo do núcleo guarda uma ideia, na ordem em que as lições a ensinam:
 - ``effects``, ``approval`` e ``tool_runner`` (lição 4): livro-razão de efeitos,
   registro de intenção, válvula de aprovação e a ordem de cada chamada;
 - ``timeline`` (lição 5): a sequência de checkpoints, rebobinar e bifurcar (e
-  ``timeline_commands``: os mesmos passos pela linha de comando, com posse e mundo);
+  ``timeline_commands``: os mesmos passos pela linha de comando, em qualquer armazenamento,
+  pelo contrato ``RunStore``);
 - ``crash``, ``lifecycle`` e ``runner`` (lição 6): quedas sob encomenda, status da
   execução, lease com fencing token, migração v1 -> v2 e o loop durável completo;
 - ``worker`` (apêndice 1): vários workers dividindo execuções num PostgreSQL;

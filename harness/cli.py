@@ -34,11 +34,10 @@ import anthropic
 
 from harness.approval import ApprovalError
 from harness.cli_text import INTERRUPTED, ArgumentParser, seconds, seconds_or_zero
-from harness.checkpoint import CheckpointError, load_checkpoint
+from harness.checkpoint import CheckpointError
 from harness.crash import check_crash_variables
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import (
-    CHECKPOINT_FILE,
     LEASE_SECONDS,
     MAX_RECOVERY_ATTEMPTS,
     LeaseFileError,
@@ -47,7 +46,6 @@ from harness.lifecycle import (
     check_lease_seconds,
     control_run,
     lease_from_a_clock_ahead,
-    load_run_checkpoint,
     owner_is_gone,
 )
 from harness.runner import (
@@ -65,27 +63,9 @@ from harness.state_json import StateFileError
 from harness.stopping import describe_api_error, describe_disk_error, pause_stopped_run
 from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
 from harness.stores.addresses import without_password
-from harness.timeline import (
-    CHECKPOINTS_DIR,
-    TimelineError,
-    check_fork_target,
-    declared_version,
-    list_points,
-    load_timeline,
-    timeline_frames,
-)
-from harness.timeline_commands import (
-    REWIND_JOURNAL,
-    fork_in_store,
-    fork_preview,
-    fork_run,
-    parse_point_spec,
-    point_in_store,
-    require_run_dir,
-    rewind_in_store,
-    rewind_run,
-    settle_interrupted_rewind,
-)
+from harness.stores.files import REWIND_JOURNAL, settle_interrupted_rewind
+from harness.timeline import TimelineError, check_fork_target
+from harness.timeline_commands import fork_in_store, parse_point_spec, rewind_in_store
 
 
 class UsageError(Exception):
@@ -204,71 +184,43 @@ def require_postgres(args: argparse.Namespace) -> None:
                          f"--store postgresql://... (recebi {without_password(args.store)!r})")
 
 
-def show_store_timeline(args: argparse.Namespace) -> int:
-    """``timeline`` num banco: os pontos da linha do tempo ativa e onde a cabeça está."""
+def show_timeline(args: argparse.Namespace) -> int:
+    """``timeline``: os pontos da linha do tempo ativa e onde a cabeça está, com o que o armazenamento
+    sabe de cada um (os arquivos leem a cena de cada ponto; um banco lista a sequência)."""
     with store_from(args) as store:
-        if not store.exists():
+        view = store.timeline_view()
+        if view is None:
             raise no_run_here(store)
-        state = store.load()
-        if state is None:
-            raise NoCheckpoint(f"não há checkpoint em {store.describe()}")
-        info = store.timeline()
-        parent = info.get("parent")
+        parent = view.timeline.get("parent")
         origin = (f", bifurcada de {parent['timeline_id']} no turno {parent['turn']} (ponto {parent['point']})"
                   if parent else "")
-        print(f"linha do tempo {info['timeline_id']} em {store.describe()}{origin}; "
-              f"dry-run: {'sim' if info['dry_run'] else 'não'}")
-        points = store.points()
-        if not points:
+        print(f"linha do tempo {view.timeline['timeline_id']} em {view.where}{origin}; "
+              f"dry-run: {'sim' if view.timeline['dry_run'] else 'não'}")
+        if not view.frames:
             print("  nenhum ponto gravado na sequência")
-        for saved in points:
-            moment = "A decisão  " if saved.point == "A" else "B resultado"
-            print(f"  {saved.id}  turno {saved.turn:>3}  {moment}")
-        print(f"cena atual: turno {state['turns']}, status {state['status']}; {pending_note(state)}")
+        for frame in view.frames:
+            print(frame_line(frame))
+        for where, count in view.set_aside:
+            print(f"  guardados por uma rebobinagem: {where} ({count} pontos)")
+        head = store.head_scene()  # depois da lista: uma cena ilegível não esconde os pontos
+        if head is not None:
+            name, scene = head
+            status = f", status {scene['status']}" if "status" in scene else ""
+            print(f"{name}: turno {scene['turns']}{status}; {pending_note(scene)}")
     return 0
 
 
-def lesson_files_workdir(args: argparse.Namespace) -> Path:
-    """A pasta de uma execução em arquivos (timeline, rewind e fork da lição 5 precisam dela)."""
-    if not args.workdir:
-        raise UsageError("diga a pasta da execução: --workdir PASTA")
-    refuse_another_stores_run("files", args.workdir)
-    return Path(args.workdir)
-
-
-def show_timeline(args: argparse.Namespace) -> int:
-    if args.store != "files":
-        return show_store_timeline(args)
-    workdir = lesson_files_workdir(args)
-    require_run_dir(workdir)
-    if not ((workdir / CHECKPOINT_FILE).exists() or list_points(workdir)):  # uma pasta vazia não é uma linha do tempo
-        raise NoCheckpoint(f"não há execução em {workdir}: nem {CHECKPOINT_FILE} nem pontos em {CHECKPOINTS_DIR}/; "
-                           f"confira a pasta (--workdir)")
-    info = load_timeline(workdir)
-    parent = info.get("parent")
-    origin = (f", bifurcada de {parent['timeline_id']} no turno {parent['turn']} (ponto {parent['point']})"
-              if parent else "")
-    print(f"linha do tempo {info['timeline_id']} em {workdir}{origin}; dry-run: {'sim' if info['dry_run'] else 'não'}")
-    frames = timeline_frames(workdir)
-    if not frames:
-        print("  nenhum ponto gravado na sequência")
-    for frame in frames:
-        if frame["error"]:
-            print(f"  {frame['name']}  ILEGÍVEL: {frame['error']}")
-            continue
-        moment = "A decisão  " if frame["point"] == "A" else "B resultado"
-        pending = f"  pendente: {', '.join(frame['pending'])}" if frame["pending"] else ""
-        print(f"  {frame['name']}  turno {frame['turn']:>3}  {moment}  tokens_used={frame['tokens_used']:<6} "
-              f"mensagens={frame['message_count']}{pending}")
-    folder = workdir / CHECKPOINTS_DIR
-    for aside in sorted(folder.glob("rewound-*")) if folder.is_dir() else []:
-        print(f"  guardados por uma rebobinagem: {CHECKPOINTS_DIR}/{aside.name}/ ({len(list(aside.glob('*.json')))} pontos)")
-    scene = load_run_checkpoint(workdir / CHECKPOINT_FILE) if declared_version(workdir / CHECKPOINT_FILE) == 2 \
-        else load_checkpoint(workdir / CHECKPOINT_FILE)
-    if scene is not None:
-        status = f", status {scene['status']}" if "status" in scene else ""
-        print(f"checkpoint.json: turno {scene['turns']}{status}; {pending_note(scene)}")
-    return 0
+def frame_line(frame) -> str:
+    """A linha de um ponto na ``timeline``: id, turno e momento, e o resumo da cena quando há."""
+    if frame.error:
+        return f"  {frame.id}  ILEGÍVEL: {frame.error}"
+    moment = "A decisão  " if frame.point == "A" else "B resultado"
+    line = f"  {frame.id}  turno {frame.turn:>3}  {moment}"
+    if frame.summary is None:
+        return line
+    summary = frame.summary
+    pending = f"  pendente: {', '.join(summary['pending'])}" if summary["pending"] else ""
+    return f"{line}  tokens_used={summary['tokens_used']:<6} mensagens={summary['message_count']}{pending}"
 
 
 def pending_note(scene: dict) -> str:
@@ -282,11 +234,8 @@ def pending_note(scene: dict) -> str:
 
 def rewind(args: argparse.Namespace) -> int:
     turn, point = parse_point_spec(args.to)
-    if args.store == "files":
-        scene = rewind_run(lesson_files_workdir(args), turn, point)
-    else:
-        with store_from(args) as store:
-            scene = rewind_in_store(store, turn, point)
+    with store_from(args) as store:
+        scene = rewind_in_store(store, turn, point)
     status = f", status {scene['status']}" if "status" in scene else ""
     print(f"rebobinada para o turno {turn}{status}; {pending_note(scene)}")
     with run_store(args) as store:
@@ -316,39 +265,22 @@ def resume_command(args: argparse.Namespace, store, workdir=None) -> str:
 
 
 def fork(args: argparse.Namespace) -> int:
+    """``fork``: a nova linha vai para --into (nos arquivos e no SQLite, a pasta; no PostgreSQL, o nome
+    da pasta vira o nome da nova execução)."""
     turn, point = parse_point_spec(args.to)
-    if args.store != "files":
-        return fork_in_database(args, turn, point)
-    lesson_files_workdir(args)
-    if args.dry_run:
-        path, parent, scene = fork_preview(args.workdir, turn, args.into, point)
-        print(f"--dry-run: nada foi gravado. A bifurcação copiaria {path.name} (turno {scene['turns']}) da linha "
-              f"{parent['timeline_id']} para {args.into}, com dry-run ligado e, no livro-razão, só os registros que a original tem das chamadas pendentes; "
-              f"{pending_note(scene)}")
-        return 0
-    info = fork_run(args.workdir, turn, args.into, point, say=lambda text: print(text, file=sys.stderr))
-    origin = info["parent"]
-    print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
-          f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")
-    with run_store(args, args.into) as store:
-        print(f"continue com: {resume_command(args, store, args.into)}")
-    return 0
-
-
-def fork_in_database(args: argparse.Namespace, turn: int, point) -> int:
-    """``fork`` num banco: a nova linha é outra execução (--into: a pasta no SQLite; no PostgreSQL,
-    o nome da pasta vira o nome da execução)."""
-    check_fork_target(args.workdir, args.into)  # antes de abrir o destino: abrir já cria o banco
-    if not Path(args.into).resolve().name:
-        raise TimelineError(f"{args.into} não dá nome à nova execução; escolha uma pasta com nome")
     with store_from(args) as store:
+        check_fork_target(args.workdir, args.into)  # antes de abrir o destino: abrir um banco já o cria
+        if not Path(args.into).resolve().name:
+            raise TimelineError(f"{args.into} não dá nome à nova execução; escolha uma pasta com nome")
         if args.dry_run:
-            target = point_in_store(store, turn, point)
-            print(f"--dry-run: nada foi gravado. A bifurcação copiaria {target.id} (turno {target.turn}) para "
-                  f"{args.into}, com dry-run ligado e, no livro-razão, só os registros que a original tem das chamadas pendentes; {pending_note(store.read_point(target.id))}")
+            preview = store.fork_preview(store.find_point(turn, point))
+            line = f" da linha {preview.line}" if preview.line else ""
+            print(f"--dry-run: nada foi gravado. A bifurcação copiaria {preview.point.id} (turno "
+                  f"{preview.scene['turns']}){line} para {args.into}, com dry-run ligado e, no livro-razão, só os "
+                  f"registros que a original tem das chamadas pendentes; {pending_note(preview.scene)}")
             return 0
         with open_store(args.store, args.into, run=Path(args.into).name) as new_store:
-            info = fork_in_store(store, turn, new_store, point)
+            info = fork_in_store(store, turn, new_store, point, say=lambda text: print(text, file=sys.stderr))
     origin = info["parent"]
     print(f"nova linha {info['timeline_id']} em {args.into}, bifurcada de {origin['timeline_id']} no turno "
           f"{origin['turn']} (ponto {origin['point']}); dry-run: ferramentas de alto impacto não tocam o mundo")

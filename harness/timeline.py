@@ -33,7 +33,7 @@ from pathlib import Path
 from harness.approval import WaitingForApproval
 from harness.checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpoint, save_checkpoint, write_json_atomic
 from harness.effects import EFFECTS_FILE, load_effects
-from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint, write_compact_atomic
+from harness.lifecycle import MAIN_TIMELINE_ID, load_run_checkpoint, new_run_checkpoint, set_status, write_compact_atomic
 from harness.loop import MAX_TURNS, call_model, has_ended, take_response
 from harness.resume import orphan_ids
 from harness.state_json import StateFileError, read_state_json, read_state_object
@@ -340,6 +340,29 @@ def fork_from(run_dir, turn, new_run_dir, point=None):
     save_point(new_run_dir, state, source_point)
     save_checkpoint(state, new_run_dir / CHECKPOINT_FILE)
     return info
+
+
+def forked_run(source, scene, point_id, timeline):
+    """A cena v2 de uma bifurcação (lição 6): outra execução, com run_id próprio e a origem registrada.
+
+    Leva da original o cenário e a exigência de aprovação, e a cena do ponto copiado. O status
+    é o que a execução tinha naquele ponto: se ele é o último da original e o modelo já tinha
+    encerrado ali (completed, refused), a nova linha também terminou; em qualquer outro caso
+    a execução seguiu depois do ponto (um pause_turn, uma queda, uma aprovação à espera...),
+    e a nova linha fica pausada, pronta para --resume. Todo armazenamento bifurca com ela.
+    """
+    source = source or {}
+    state = new_run_checkpoint(scene["task"], timeline=timeline,
+                               requires_approval=source.get("requires_approval", False))
+    state.update({field: scene[field] for field in SCENE_FIELDS})
+    if source.get("scenario"):
+        state["scenario"] = source["scenario"]
+    at_the_end = all(source.get(field) == scene[field] for field in SCENE_FIELDS)
+    if at_the_end and source.get("status") in ("completed", "refused"):
+        set_status(state, source["status"], source.get("status_reason"))
+    else:
+        set_status(state, "paused", f"bifurcada de {point_id}")
+    return state
 
 
 # --- Continuar uma linha do tempo ---------------------------------------------------------

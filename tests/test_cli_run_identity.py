@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from harness import cli, timeline_commands
+from harness.stores import sql
 from harness.crash import reset_crash_counts
 from harness.fake_endpoint import ScriptedEndpoint
 from harness.runner import EXIT_BAD_INPUT, EXIT_CODES, run_durable
 from harness.scenarios import Scenario
 from harness.stores import open_store
-from harness.timeline_commands import fork_run
+from harness.stores.files import fork_run
 
 
 def suggested_command(output: str) -> list[str]:
@@ -167,7 +168,7 @@ def test_a_fork_right_after_a_pause_turn_continues_the_turn(tmp_path, monkeypatc
     if store == "files":
         fork_run(source, 1, into, "A")
     else:
-        monkeypatch.setattr(timeline_commands, "load_scenario", {"pausa": PAUSING}.get)
+        monkeypatch.setattr(sql, "load_scenario", {"pausa": PAUSING}.get)
         with open_store(store, source) as opened, open_store(store, into) as new_store:
             timeline_commands.fork_in_store(opened, 1, new_store, "A")
     forked = run_state(store, into)

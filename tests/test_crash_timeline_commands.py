@@ -3,9 +3,12 @@
 A command killed at any step must leave either nothing or the whole result: a fork target
 that exists resumes to exactly the world it copied, and a rewind is either not begun or
 finished by the next command, with the checkpoint and the sequence telling the same story.
+The rewind goes through the store contract (``rewind_in_store`` and ``FileStore.rewind``), and
+a rewind cut between its plan (rewind.json) and the swap is finished by whatever command comes next.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -13,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.crash import SimulatedCrash
 from harness.stores.files import FileStore
+from harness.timeline_commands import rewind_in_store
 from tests.durability_checks import (
     emails,
     filesystem_calls,
@@ -156,3 +161,54 @@ def test_an_unreadable_rewind_plan_is_bad_input_and_moves_nothing(finished, caps
         err = capsys.readouterr().err
         assert "rewind.json ilegível" in err and "apague o rewind.json e rebobine de novo" in err, err
     assert point_names(finished) == before
+
+
+def cut_at_the_swap(monkeypatch):
+    """The rewind dies at its first move of a point aside: rewind.json is written, nothing moved yet."""
+    real_replace = os.replace
+
+    def replace(source, target, *args, **kwargs):
+        if not kwargs and "rewound-" in str(target):
+            raise SimulatedCrash("queda entre o plano e a troca")
+        return real_replace(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+@pytest.fixture
+def cut_rewind(tmp_path, monkeypatch):
+    """A completed run whose rewind to 2-A (through the store contract) died between its plan and the swap."""
+    from harness import cli
+
+    run_dir = tmp_path / "original"
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", str(run_dir)]) == 0
+    every_point = point_names(run_dir)["checkpoints"]
+    with monkeypatch.context() as patched:
+        cut_at_the_swap(patched)
+        with pytest.raises(SimulatedCrash):
+            rewind_in_store(FileStore(run_dir), 2, "A")
+    assert (run_dir / "rewind.json").exists() and point_names(run_dir) == {"checkpoints": every_point}
+    return run_dir
+
+
+@pytest.mark.parametrize("command", [["timeline"], ["status"], ["rewind", "--to", "1"], ["run", "--resume"],
+                                     ["fork", "--to", "1", "--into", "RAMO"]])
+def test_a_rewind_cut_between_its_plan_and_the_swap_is_finished_by_the_next_command(cut_rewind, capsys, command):
+    from harness import cli
+
+    command = [str(cut_rewind.parent / "ramo") if word == "RAMO" else word for word in command]
+    capsys.readouterr()
+    assert cli.main([*command, "--workdir", str(cut_rewind)]) == 0
+    err = capsys.readouterr().err
+    assert "uma rebobinagem para turn-002-A.json tinha sido interrompida no meio; ela foi concluída agora" in err, err
+    assert not (cut_rewind / "rewind.json").exists()
+    assert point_names(cut_rewind)["checkpoints/rewound-001"] == ["turn-002-B.json", "turn-003-A.json"]
+
+
+def test_the_next_rewind_through_the_store_finishes_a_cut_one_first(cut_rewind):
+    scene = rewind_in_store(FileStore(cut_rewind), 1)
+    assert scene["turns"] == 1 and not (cut_rewind / "rewind.json").exists()
+    assert point_names(cut_rewind) == {"checkpoints": ["turn-001-A.json", "turn-001-B.json"],
+                                       "checkpoints/rewound-001": ["turn-002-B.json", "turn-003-A.json"],
+                                       "checkpoints/rewound-002": ["turn-002-A.json"]}
+    assert FileStore(cut_rewind).load()["status_reason"] == "rebobinada para turn-001-B.json"

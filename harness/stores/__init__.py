@@ -1,7 +1,9 @@
 """Onde uma execução grava o que precisa sobreviver: arquivos, SQLite ou PostgreSQL.
 
 Os três cumprem o mesmo contrato (``base.RunStore``): a cena, a sequência de pontos, o
-livro-razão, as aprovações e a posse com fencing token.
+livro-razão, as aprovações, a posse com fencing token e a rebobinagem e a bifurcação da
+lição 5 (cada um à prova de queda do seu jeito: um banco numa transação, os arquivos com o
+plano em rewind.json e a pasta de obra da bifurcação).
 
     open_store("files", pasta)                  os arquivos que as lições 2 a 6 constroem
     open_store("sqlite", pasta)                 um arquivo pasta/run.sqlite3 (WAL, synchronous=FULL)

@@ -11,7 +11,12 @@ escrita leva o fencing token de quem escreve:
 - o livro-razão e as aprovações: ``effects`` e ``approvals`` leem; ``tool_phase`` dá às
   ferramentas de um turno o contexto onde elas gravam; ``save_approval`` grava a decisão
   de uma pessoa;
-- o mundo e os pedidos de fora: ``world``, ``request_control``, ``pending_control``.
+- o mundo e os pedidos de fora: ``world``, ``request_control``, ``pending_control``;
+- a linha do tempo da lição 5 (``python -m harness timeline``, ``rewind``, ``fork``):
+  ``timeline_view`` e ``head_scene`` mostram, ``find_point`` acha o ponto de ``--to``,
+  ``rewound_state`` e ``rewind`` rebobinam, ``fork_preview`` e ``fork`` bifurcam. A linha de
+  comando só chama estes métodos: o que só um armazenamento faz (nos arquivos, o plano da
+  rebobinagem e a pasta de obra da bifurcação) fica dentro dele.
 
 Três implementações: ``files`` (os arquivos que as lições constroem), ``sqlite`` e
 ``postgres``. Nas duas últimas a cerca é conferida pelo próprio banco, na mesma
@@ -33,6 +38,41 @@ class SavePoint(NamedTuple):
     id: str
     turn: int
     point: str
+
+
+class TimelineFrame(NamedTuple):
+    """Um ponto como ``python -m harness timeline`` o mostra.
+
+    ``summary`` (``tokens_used``, ``message_count``, ``pending``) vem quando o armazenamento lê a
+    cena de cada ponto para listar (os arquivos leem; um banco lista só a sequência); ``error``
+    diz por que um ponto não se deixa ler, e a lista segue assim mesmo.
+    """
+
+    id: str
+    turn: int
+    point: str
+    summary: dict | None = None
+    error: str | None = None
+
+
+class TimelineView(NamedTuple):
+    """O que ``timeline`` mostra antes da cena atual: onde a execução mora, a identidade da linha
+    (a de ``timeline()``), os pontos ativos (``TimelineFrame``) e os que rebobinagens guardaram
+    fora da linha ativa, como ``(onde, quantos pontos)``."""
+
+    where: str
+    timeline: dict
+    frames: list
+    set_aside: list
+
+
+class ForkPreview(NamedTuple):
+    """O que uma bifurcação copiaria: o ponto, a cena dele e, quando o armazenamento a confere
+    para a cópia, a linha de origem (``timeline_id``; None quando ele só lê o ponto)."""
+
+    point: SavePoint
+    scene: dict
+    line: str | None
 
 
 class RunStore(abc.ABC):
@@ -156,6 +196,59 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def timeline(self):
         """``{"timeline_id", "parent", "dry_run"}`` desta execução."""
+
+    # --- timeline, rewind e fork (lição 5) --------------------------------------------------
+
+    @abc.abstractmethod
+    def timeline_view(self):
+        """O que ``timeline`` lista (``TimelineView``), lido e conferido; None se não há execução aqui.
+
+        A cena atual vem à parte (``head_scene``), lida depois da lista: um checkpoint ilegível
+        não esconde os pontos para onde dá para rebobinar.
+        """
+
+    @abc.abstractmethod
+    def head_scene(self):
+        """A cena atual e o nome que a linha do tempo lhe dá, ``(nome, cena)``; None se não há."""
+
+    @abc.abstractmethod
+    def find_point(self, turn, point=None):
+        """O ponto ativo que ``--to`` indica (``SavePoint``): o último do turno ``turn`` ou, com
+        ``point`` ("A" ou "B"), esse ponto dele. TimelineError, dizendo os que há, se não existe."""
+
+    @abc.abstractmethod
+    def rewound_state(self, point_id):
+        """A cena que a rebobinagem para ``point_id`` grava, lida e conferida sem gravar nada.
+
+        Numa execução v2, é a cena do ponto dentro da execução (run_id e regras ficam), pausada,
+        pronta para --resume; numa linha do tempo v1 da lição 5, a própria cena. Quem rebobina a
+        calcula antes de tomar a posse: um pedido impossível não toca em nada.
+        """
+
+    @abc.abstractmethod
+    def rewind(self, lease, point_id, state):
+        """Volta a linha do tempo ativa a ``point_id`` e grava ``state`` (o de ``rewound_state``)
+        sob o token de ``lease``; devolve a cena gravada.
+
+        Só move estado: nenhuma ferramenta roda, e nada é apagado (os pontos depois dele saem da
+        linha ativa). Uma queda no meio deixa a troca inteira ou nenhuma: num banco, é uma
+        transação; nos arquivos, o plano gravado antes, que o próximo comando termina.
+        """
+
+    @abc.abstractmethod
+    def fork_preview(self, saved):
+        """O que ``fork(saved, ...)`` copiaria (``ForkPreview``), sem criar nada."""
+
+    @abc.abstractmethod
+    def fork(self, saved, new_store, say=print):
+        """Abre em ``new_store`` (vazio) uma nova linha do tempo, em dry-run, a partir do ponto ``saved``.
+
+        A nova linha é outra execução (run_id próprio, a origem registrada em ``parent``) e leva
+        a cena do ponto, com as chamadas pendentes e os registros que a original tem delas. A
+        original só é lida. Tudo ou nada: uma queda no meio não deixa uma execução pela metade
+        no destino. ``say`` conta o que a bifurcação arrumou antes de começar (a obra de uma
+        bifurcação anterior interrompida). Devolve ``{"timeline_id", "parent", "dry_run"}``.
+        """
 
     def scenario_name(self):
         """O nome do cenário que a execução gravou ao começar; None se ela não gravou (v1, lição 5)."""

@@ -47,9 +47,11 @@ from harness.lifecycle import (
     now_iso,
     process_identity,
 )
+from harness.scenarios import load_scenario
 from harness.state_json import StateFileError, parse_state_json
-from harness.stores.base import RunStore, SavePoint
+from harness.stores.base import ForkPreview, RunStore, SavePoint, StoreError, TimelineFrame, TimelineView
 from harness.stores.database_world import DatabaseWorld
+from harness.timeline import TimelineError, forked_run, inherited_receipts, new_timeline_id
 from harness.tool_runner import ToolContext
 from harness.tools import workspace_in_use
 
@@ -481,7 +483,7 @@ class SqlStore(RunStore):
 
         Nada é apagado: os pontos depois dele só saem da linha do tempo ativa (a cadeia de
         pais que parte da cabeça não passa mais por eles). Se ``state`` acrescenta algo à
-        cena do ponto, entra uma gravação nova, filha dele.
+        cena do ponto, entra uma gravação nova, filha dele. Devolve ``state``, a cena gravada.
         """
         with self._reading():
             row = self._run_row()
@@ -492,6 +494,7 @@ class SqlStore(RunStore):
         scene = {"messages": messages, "turns": rows[-1][2], "tokens_used": rows[-1][3],
                  "pending_tool_use": self._pending_of(rows[-1])}
         self._commit(lease, state, None, self._head_of(seq, scene), row[3], crash_points=False)
+        return state
 
     def _commit(self, lease, state, point, parent, expected_head_seq, crash_points):
         """A transação de uma gravação: a linha nova em ``saves`` (se a cena mudou), a execução
@@ -675,6 +678,62 @@ class SqlStore(RunStore):
         if row is None:
             return {"timeline_id": "principal", "parent": None, "dry_run": False}
         return self._timeline_of(row[5])
+
+    # --- timeline, rewind e fork (lição 5) ---------------------------------------------------
+
+    def timeline_view(self):
+        """A sequência ativa (a cadeia de pais que parte da cabeça); nada fica guardado à parte."""
+        if not self.exists() or self.load() is None:  # load: uma cena ilegível é dita antes da lista
+            return None
+        return TimelineView(self.describe(), self.timeline(),
+                            [TimelineFrame(saved.id, saved.turn, saved.point) for saved in self.points()], [])
+
+    def head_scene(self):
+        state = self.load()
+        return None if state is None else ("cena atual", state)
+
+    def find_point(self, turn, point=None):
+        points = self.points()
+        chosen = [saved for saved in points if saved.turn == turn and (point is None or saved.point == point)]
+        if not chosen:
+            available = ", ".join(str(number) for number in sorted({saved.turn for saved in points})) or "nenhum"
+            asked = f"{turn}-{point}" if point else str(turn)
+            raise TimelineError(f"não há ponto gravado para {asked} em {self.describe()}; turnos disponíveis: {available}")
+        return chosen[-1]
+
+    def rewound_state(self, point_id):
+        """A execução como está, com a cena do ponto e pausada (``rewind`` só move a cabeça até ele)."""
+        scene = self.read_point(point_id)
+        state = self.load()
+        state.update({field: scene[field] for field in SCENE_FIELDS})
+        state.update(status="paused", status_reason=f"rebobinada para {point_id}", recovery_attempts=0,
+                     pending_approval=None)
+        return state
+
+    def fork_preview(self, saved):
+        return ForkPreview(saved, self.read_point(saved.id), None)  # só o ponto: a origem é lida ao bifurcar
+
+    def fork(self, saved, new_store, say=print):
+        """A nova linha é outra execução no banco, começada com a cena do ponto numa transação só
+        (``start``): ou ela existe inteira, ou não existe."""
+        if not isinstance(new_store, SqlStore):
+            raise StoreError(f"uma execução num banco bifurca para outra execução num banco, não para "
+                             f"{new_store.describe()}")
+        scene = self.read_point(saved.id)
+        inherited = inherited_receipts(self.effects(), scene)
+        if new_store.exists():
+            raise TimelineError(f"{new_store.describe()} já tem uma execução; escolha um destino novo")
+        parent = self.timeline()
+        timeline = {"timeline_id": new_timeline_id(),
+                    "parent": {"timeline_id": parent["timeline_id"], "turn": saved.turn, "point": saved.point}}
+        state = forked_run(self.load(), scene, saved.id, timeline)
+        lease = new_store.acquire_lease(owner=f"{os.getpid()}:bifurcar")
+        try:
+            new_store.start(lease, state, load_scenario(self.scenario_name()), timeline={**timeline, "dry_run": True},
+                            point=saved.point, effects=inherited)
+        finally:
+            new_store.release_lease(lease)
+        return {**timeline, "dry_run": True}
 
     def _timeline_of(self, text):
         timeline = self._json_object(text, "runs.timeline")
