@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from typing import Any, Iterable
+from typing import Iterable
 
 import anthropic
 import httpx2

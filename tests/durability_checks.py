@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from harness.checkpoint import CheckpointError
+from harness.display.crash_lab import wait_or_kill
 from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import validate_messages
 from harness.request_log import read_requests
@@ -202,16 +203,10 @@ def fork_harness(args, env_updates=None, output_path=None, in_child=None) -> int
 
 def wait_child(pid, timeout=60.0) -> int:
     """The child's exit code, or minus the signal that killed it (-9 for SIGKILL)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise AssertionError(f"child {pid} did not finish in {timeout} s")
-        time.sleep(0.002)
+    code, killed = wait_or_kill(pid, timeout, poll=0.002)
+    if killed:
+        raise AssertionError(f"child {pid} did not finish in {timeout} s")
+    return code
 
 
 def run_forked(args, env_updates=None, output_path=None, timeout=60.0, in_child=None) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import signal
+import time
 
 import pytest
 
@@ -23,6 +25,7 @@ from harness.display.crash_lab import (
     resume_run,
     run_outcome,
     start_frozen,
+    wait_or_kill,
 )
 from harness.display.show import Rendered
 from harness.display.widgets import (
@@ -49,6 +52,26 @@ def test_exit_codes_are_explained_and_the_shell_status_of_a_kill_is_137():
     assert Step("rodar", "after-save-A:1", "sigkill", -9).shell_status == 137
     assert Step("rodar", "after-save-A:1", "simulada", 137).shell_status == 137
     assert Step("retomar", None, "simulada", 0).shell_status == 0
+
+
+def forked_child(seconds: float, code: int) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            time.sleep(seconds)
+        finally:
+            os._exit(code)
+    return pid
+
+
+def test_wait_or_kill_gives_the_exit_code_or_kills_and_reaps_a_child_past_its_time():
+    assert wait_or_kill(forked_child(0.0, 3), 30.0) == (3, False)
+    overstaying = forked_child(60.0, 0)
+    started = time.monotonic()
+    assert wait_or_kill(overstaying, 0.3) == (-signal.SIGKILL, True)
+    assert time.monotonic() - started < 10
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left behind
+        os.waitpid(overstaying, os.WNOHANG)
 
 
 def test_passes_per_label_are_the_windows_of_a_clean_run(tmp_path):

@@ -9,6 +9,7 @@ Two gradings go through a real kernel; the wrong answers run the same checks in-
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import nbformat
 import pytest
@@ -78,6 +79,35 @@ def test_generated_exercise_fails_every_check_as_not_implemented():
 # ----------------------------------------------------------------- the seeded defects are real
 
 
+def corrupt_the_ledger(run_dir: Path) -> None:
+    (run_dir / EFFECTS_FILE).write_text('{"toolu_01TE2": {"sta')
+
+
+class AfterResume(NamedTuple):
+    crashed: int     # the crashed run's exit code
+    resumed: int     # the resume's exit code
+    outcome: Any     # run_outcome() of the folder after the resume
+
+
+# Each scenario: the run folder, where the first run crashes, what is done to the folder before
+# the resume, and each symptom with what shows it after the resume.
+CRASH_AND_RESUME = [
+    ("envio", "after-tool-run:1", None, {"crash code": lambda after: after.crashed != 137,
+                                         "duplicate": lambda after: after.outcome.emails > 1}),
+    ("recibo", "after-effect-write:1", None, {"no email": lambda after: after.outcome.emails == 0,
+                                              "receipt disagreement": lambda after: bool(after.outcome.disagreements)}),
+    ("antes-do-efeito", "after-save-A:2", None, {"never sent": lambda after: after.outcome.emails == 0,
+                                                 "orphan request": lambda after: bool(after.outcome.orphans)}),
+    ("resposta-perdida", "after-model-response:2", None, {
+        "counters after a lost response": lambda after: (after.outcome.turns, after.outcome.tokens_used) != (3, 2016)}),
+    ("contadores", "after-save-B:2", None, {
+        "counters": lambda after: (after.outcome.turns, after.outcome.tokens_used) != (3, 2016),
+        "disagreement": lambda after: bool(after.outcome.disagreements)}),
+    ("meio-da-gravacao", "mid-checkpoint-write:3", None, {"torn checkpoint": lambda after: after.resumed != 0}),
+    ("livro-corrompido", "after-effect-write:1", corrupt_the_ledger, {"fails open": lambda after: after.resumed == 0}),
+]
+
+
 @pytest.mark.parametrize("name", [REFERENCE, *defects()])
 def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_path):
     """Drive each harness through every scenario and observe the symptoms directly (the
@@ -85,56 +115,14 @@ def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_p
     harness = make_harness(name, root=tmp_path)
     symptoms = set()
 
-    run_dir = harness.new_run_dir("envio")
-    if harness.run(run_dir, crash_after="after-tool-run:1") != 137:
-        symptoms.add("crash code")
-    harness.resume(run_dir)
-    if run_outcome(run_dir).emails > 1:
-        symptoms.add("duplicate")
-
-    run_dir = harness.new_run_dir("recibo")
-    harness.run(run_dir, crash_after="after-effect-write:1")
-    harness.resume(run_dir)
-    outcome = run_outcome(run_dir)
-    if outcome.emails == 0:
-        symptoms.add("no email")
-    if outcome.disagreements:
-        symptoms.add("receipt disagreement")
-
-    run_dir = harness.new_run_dir("antes-do-efeito")
-    harness.run(run_dir, crash_after="after-save-A:2")
-    harness.resume(run_dir)
-    outcome = run_outcome(run_dir)
-    if outcome.emails == 0:
-        symptoms.add("never sent")
-    if outcome.orphans:
-        symptoms.add("orphan request")
-
-    run_dir = harness.new_run_dir("resposta-perdida")
-    harness.run(run_dir, crash_after="after-model-response:2")
-    harness.resume(run_dir)
-    if (run_outcome(run_dir).turns, run_outcome(run_dir).tokens_used) != (3, 2016):
-        symptoms.add("counters after a lost response")
-
-    run_dir = harness.new_run_dir("contadores")
-    harness.run(run_dir, crash_after="after-save-B:2")
-    harness.resume(run_dir)
-    outcome = run_outcome(run_dir)
-    if (outcome.turns, outcome.tokens_used) != (3, 2016):
-        symptoms.add("counters")
-    if outcome.disagreements:
-        symptoms.add("disagreement")
-
-    run_dir = harness.new_run_dir("meio-da-gravacao")
-    harness.run(run_dir, crash_after="mid-checkpoint-write:3")
-    if harness.resume(run_dir) != 0:
-        symptoms.add("torn checkpoint")
-
-    run_dir = harness.new_run_dir("livro-corrompido")
-    harness.run(run_dir, crash_after="after-effect-write:1")
-    (run_dir / EFFECTS_FILE).write_text('{"toolu_01TE2": {"sta')
-    if harness.resume(run_dir) == 0:
-        symptoms.add("fails open")
+    for folder, crash_after, tamper, shown_by in CRASH_AND_RESUME:
+        run_dir = harness.new_run_dir(folder)
+        crashed = harness.run(run_dir, crash_after=crash_after)
+        if tamper is not None:
+            tamper(run_dir)
+        resumed = harness.resume(run_dir)
+        after = AfterResume(crashed, resumed, run_outcome(run_dir))
+        symptoms |= {symptom for symptom, shows in shown_by.items() if shows(after)}
 
     run_dir = harness.new_run_dir("cancelada")
     assert harness.run(run_dir, max_turns=1) == 10

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.checkpoint import CheckpointError
+from harness.display.crash_lab import wait_or_kill
 from harness.effects import EffectsLedgerError
 from harness.runner import ENDPOINT_LOG_ENV, make_run_client, run_durable
 from harness.scenarios import load_scenario
@@ -81,14 +82,7 @@ def start_or_resume(case, run_dir: Path, log: Path, out: Path) -> int:
 
 def kill_after(pid: int, delay: float) -> int:
     """SIGKILL ``pid`` once ``delay`` seconds have passed, unless it exits first; its exit code."""
-    deadline = time.monotonic() + delay
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.001)
-    os.kill(pid, signal.SIGKILL)  # harmless if it exited a moment ago (a zombie until reaped)
-    return wait_child(pid)
+    return wait_or_kill(pid, delay, poll=0.001)[0]
 
 
 def warm_up(case, run_dir: Path) -> None:

@@ -30,9 +30,6 @@ class ToolSpy:
     workspace: Any  # harness.tools.Workspace
     calls: list[ToolCall] = field(default_factory=list)
 
-    def calls_to(self, name: str) -> list[ToolCall]:
-        return [call for call in self.calls if call.name == name]
-
     def emails(self) -> list[dict]:
         return self.workspace.emails()
 

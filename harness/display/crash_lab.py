@@ -416,16 +416,26 @@ def _fork_step(args, crash_after, crash_mode, log_path, output_path):
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    deadline = time.monotonic() + STEP_TIMEOUT
+    code, killed = wait_or_kill(pid, STEP_TIMEOUT)
+    if killed:
+        raise TimeoutError(f"o passo {args} não terminou em {STEP_TIMEOUT:.0f} s")
+    return code
+
+
+def wait_or_kill(pid, timeout, poll=0.005):
+    """Espera o processo filho ``pid`` terminar; se ``timeout`` segundos passam antes, derruba-o
+    com SIGKILL. Devolve (código de saída, se foi derrubado); o código é o de
+    ``os.waitstatus_to_exitcode``: menos o sinal que matou o processo (-9 para SIGKILL)."""
+    deadline = time.monotonic() + timeout
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            return os.waitstatus_to_exitcode(status)
+            return os.waitstatus_to_exitcode(status), False
         if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise TimeoutError(f"o passo {args} não terminou em {STEP_TIMEOUT:.0f} s")
-        time.sleep(0.005)
+            os.kill(pid, signal.SIGKILL)  # inofensivo se ele acabou de sair (um zumbi até ser colhido)
+            _, status = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(status), True
+        time.sleep(poll)
 
 
 def matrix_case(base_dir, label, n, mode, scenario="team-email", resume_scenario=None):

@@ -11,7 +11,6 @@ from grader.checks.exercise_2.run_probe import (
     point_by_content,
     point_of,
     undeclared_note,
-    require_run,
     tokens_after_each_turn,
     tool_uses_of,
 )
@@ -32,7 +31,6 @@ from grader.core.plural import quantity
 )
 def each_save_names_its_point(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     if not run.saves:
         raise nothing_observed(
             "save_checkpoint nunca foi chamado, então não há checkpoint que diga o seu ponto de gravação",
@@ -71,7 +69,6 @@ def each_save_names_its_point(ctx: Context, fixture: Fixture) -> None:
 )
 def saves_twice_per_tool_turn(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     wanted = expected_points(fixture)
     observed = [(point_of(save), save.state.get("turns")) for save in run.saves]
     if observed == wanted:
@@ -112,7 +109,6 @@ def paused_at(fixture: Fixture, turn: object) -> bool:
 )
 def point_a_records_the_decision(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     for turn, response in enumerate(scripted_turns(fixture.data), start=1):
         save = find_save(run, "A", turn)
         if save is None:
@@ -156,7 +152,6 @@ def point_a_records_the_decision(ctx: Context, fixture: Fixture) -> None:
 )
 def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     executed_before = 0
     for turn, response in enumerate(scripted_turns(fixture.data), start=1):
         save = find_save(run, "A", turn)
@@ -189,7 +184,6 @@ def point_a_comes_before_the_tools(ctx: Context, fixture: Fixture) -> None:
 )
 def tokens_used_adds_every_response(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     before = 0
     for turn, wanted in enumerate(tokens_after_each_turn(fixture), start=1):
         save = find_save(run, "A", turn)
@@ -224,7 +218,6 @@ def tokens_used_adds_every_response(ctx: Context, fixture: Fixture) -> None:
 )
 def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     turns = scripted_turns(fixture.data)
     for turn, response in enumerate(turns, start=1):
         calls = tool_uses_of(response) if response.get("stop_reason") == "tool_use" else []
@@ -266,7 +259,6 @@ def point_b_records_the_results(ctx: Context, fixture: Fixture) -> None:
 )
 def final_checkpoint_is_the_returned_state(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     if not isinstance(run.state, dict):
         raise CheckFailed(
             f"run_agent deveria devolver o estado, mas devolveu {show(run.state, 120)}.",
@@ -295,7 +287,6 @@ def final_checkpoint_is_the_returned_state(ctx: Context, fixture: Fixture) -> No
 )
 def records_the_status(ctx: Context, fixture: Fixture) -> None:
     run = checkpointed_run(ctx, fixture)
-    require_run(run)
     wanted = expected_status(fixture.data)
     returned = run.state.get("status") if isinstance(run.state, dict) else None
     on_disk = read_checkpoint_file(run.path)

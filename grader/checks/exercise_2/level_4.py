@@ -10,12 +10,12 @@ and reads the checkpoint left behind.
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader.checks.exercise_2.fixtures import EXERCISE, budget_run
+from grader.checks.exercise_2.run_probe import require_run, run_with_saves_spied
 from grader.checks.exercise_2.save_probe import CHECKPOINT_NAME, found_described, read_checkpoint_file, summary
 from grader.checks.framework import CheckFailed, Context, Fixture, StudentProblem, is_kind, response_tokens
 from grader.core.plural import quantity
@@ -28,12 +28,12 @@ class BudgetOutcome:
     calls: int                      # requests the scripted model received
     returned: Any
     path: Path
-    saves: list[dict] = field(default_factory=list)
     problem: StudentProblem | None = None
 
 
 def budget_outcome(ctx: Context, fixture: Fixture) -> BudgetOutcome:
-    """The student's loop resumed from this fixture's checkpoint under its budget (memoized)."""
+    """The student's loop resumed from this fixture's checkpoint under its budget (memoized); what
+    the student's code raised is raised again here, for each check that reads the run."""
 
     def compute() -> BudgetOutcome:
         from grader.checks.reference import new_run_state, write_json_atomic
@@ -46,25 +46,10 @@ def budget_outcome(ctx: Context, fixture: Fixture) -> BudgetOutcome:
         state["token_budget"] = fixture.data["token_budget"]
         write_json_atomic(path, state)  # the checkpoint the run is resumed from
         endpoint = ScriptedEndpoint(fixture.data["responses"])
-        options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
-        saves: list[dict] = []
-        with ctx.tools(fixture, FUNCTION):
+        _, returned, problem = run_with_saves_spied(ctx, fixture, run, FUNCTION, endpoint.client(), state, path)
+        return BudgetOutcome(len(endpoint.requests), returned, path, problem)
 
-            def save_checkpoint(state, checkpoint_path):
-                """The grader's spy: records a copy of each saved state, then saves for real."""
-                saves.append(copy.deepcopy(state))
-                write_json_atomic(checkpoint_path, state)
-
-            with ctx.replaced_global("save_checkpoint", save_checkpoint):
-                returned, problem = ctx.call_or_problem(run, endpoint.client(), state, path, **options)
-        return BudgetOutcome(len(endpoint.requests), returned, path, saves, problem)
-
-    return ctx.memo(f"budget:{fixture.name}", compute)
-
-
-def ran(outcome: BudgetOutcome) -> None:
-    if outcome.problem is not None:
-        raise outcome.problem
+    return require_run(ctx.memo(f"budget:{fixture.name}", compute))
 
 
 def spent_before(fixture: Fixture) -> str:
@@ -85,7 +70,6 @@ def spent_before(fixture: Fixture) -> str:
 )
 def calls_the_model_within_the_budget(ctx: Context, fixture: Fixture) -> None:
     outcome = budget_outcome(ctx, fixture)
-    ran(outcome)
     wanted = budget_run(fixture.data)
     budget = fixture.data["token_budget"]
     if outcome.calls == wanted.calls:
@@ -129,7 +113,6 @@ def calls_the_model_within_the_budget(ctx: Context, fixture: Fixture) -> None:
 )
 def checkpoint_keeps_the_budget(ctx: Context, fixture: Fixture) -> None:
     outcome = budget_outcome(ctx, fixture)
-    ran(outcome)
     wanted = budget_run(fixture.data)
     budget = fixture.data["token_budget"]
     returned = outcome.returned
@@ -174,7 +157,6 @@ def checkpoint_keeps_the_budget(ctx: Context, fixture: Fixture) -> None:
 )
 def counts_every_token(ctx: Context, fixture: Fixture) -> None:
     outcome = budget_outcome(ctx, fixture)
-    ran(outcome)
     already = fixture.data.get("tokens_already_used", 0)
     # what this run's own calls cost: judged on the calls it made, whether or not they were right
     made = fixture.data["responses"][:outcome.calls]

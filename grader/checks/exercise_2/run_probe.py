@@ -1,14 +1,17 @@
-"""Level 3's probe: the student's ``run_agent`` run on a scripted conversation, every save point it writes recorded."""
+"""Levels 3 and 4's probe: the student's loop run on a scripted conversation, every save point it writes recorded."""
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from grader.checks.exercise_2.fixtures import scripted_turns
 from grader.checks.exercise_2.save_probe import CHECKPOINT_NAME
 from grader.checks.framework import Context, Fixture, StudentProblem, response_tokens
+
+
+RunT = TypeVar("RunT")
 
 
 @dataclass
@@ -26,31 +29,41 @@ class CheckpointedRun:
 
 
 def checkpointed_run(ctx: Context, fixture: Fixture) -> CheckpointedRun:
-    """The student's run_agent on this fixture with save_checkpoint spied on (memoized)."""
+    """The student's run_agent on this fixture with save_checkpoint spied on (memoized); what the
+    student's code raised is raised again here, for each check that reads the run."""
 
     def compute() -> CheckpointedRun:
-        from grader.checks.reference import make_stub_client, new_run_state, write_json_atomic
+        from grader.checks.reference import make_stub_client, new_run_state
 
         run_agent = ctx.student_function("run_agent")
-        folder = ctx.fresh_dir(f"run-{fixture.name}")
-        path = folder / CHECKPOINT_NAME
+        path = ctx.fresh_dir(f"run-{fixture.name}") / CHECKPOINT_NAME
         client = make_stub_client(fixture.data["responses"])
-        options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
-        saves: list[SavePoint] = []
-        with ctx.tools(fixture, "run_agent") as tools:
+        saves, state, problem = run_with_saves_spied(ctx, fixture, run_agent, "run_agent", client,
+                                                     new_run_state(fixture.data["task"]), path)
+        return CheckpointedRun(saves, state, path, problem)
 
-            def save_checkpoint(state, checkpoint_path):
-                """The grader's spy: records a copy of each saved state, then saves for real."""
-                saves.append(SavePoint(copy.deepcopy(state), len(tools.calls)))
-                write_json_atomic(checkpoint_path, state)
+    return require_run(ctx.memo(f"checkpointed:{fixture.name}", compute))
 
-            with ctx.replaced_global("save_checkpoint", save_checkpoint):
-                state, problem_found = ctx.call_or_problem(
-                    run_agent, client, new_run_state(fixture.data["task"]), path, **options
-                )
-        return CheckpointedRun(saves, state, path, problem_found)
 
-    return ctx.memo(f"checkpointed:{fixture.name}", compute)
+def run_with_saves_spied(ctx: Context, fixture: Fixture, loop: Any, name: str, client: Any, state: dict,
+                         path: Path) -> tuple[list[SavePoint], Any, StudentProblem | None]:
+    """``loop(client, state, path)`` (with the fixture's max_turns, if it has one) among the fixture's
+    tools, the student's save_checkpoint replaced by a spy: every save it makes, what it returned,
+    and what it raised."""
+    from grader.checks.reference import write_json_atomic
+
+    options = {"max_turns": fixture.data["max_turns"]} if "max_turns" in fixture.data else {}
+    saves: list[SavePoint] = []
+    with ctx.tools(fixture, name) as tools:
+
+        def save_checkpoint(state, checkpoint_path):
+            """The grader's spy: records a copy of each saved state, then saves for real."""
+            saves.append(SavePoint(copy.deepcopy(state), len(tools.calls)))
+            write_json_atomic(checkpoint_path, state)
+
+        with ctx.replaced_global("save_checkpoint", save_checkpoint):
+            returned, problem = ctx.call_or_problem(loop, client, state, path, **options)
+    return saves, returned, problem
 
 
 SAVE_POINT_FIELD = "save_point"
@@ -112,9 +125,11 @@ def find_save(run: CheckpointedRun, point: str, turn: int) -> SavePoint | None:
     return None
 
 
-def require_run(run: CheckpointedRun) -> None:
+def require_run(run: RunT) -> RunT:
+    """``run``, unless the student's code failed during it: then that failure."""
     if run.problem is not None:
         raise run.problem
+    return run
 
 
 def tokens_after_each_turn(fixture: Fixture) -> list[int]:

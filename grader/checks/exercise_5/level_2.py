@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 from grader.checks.exercise_5.fixtures import EXERCISE, RUN_FOLDER, _point, active_point_name, write_run_dir
-from grader.checks.exercise_5.probes import differences, files_of, snapshot
+from grader.checks.exercise_5.probes import (
+    ask_a_missing_decision,
+    files_of,
+    require_folder_untouched,
+    require_timeline_error,
+    snapshot,
+)
 from grader.checks.exercise_5.rewind_probe import (
     TORN_AFTER_CHARACTERS,
     has_later_points,
@@ -11,7 +17,7 @@ from grader.checks.exercise_5.rewind_probe import (
     returned_scene,
     rewound,
 )
-from grader.checks.framework import CheckFailed, Context, Fixture, describe_error, nothing_observed, show
+from grader.checks.framework import CheckFailed, Context, Fixture, nothing_observed, show
 from grader.core.plural import quantity
 
 
@@ -217,29 +223,14 @@ def checkpoint_json_is_the_scene(ctx: Context, fixture: Fixture) -> None:
     ),
 )
 def unknown_decision_is_refused(ctx: Context, fixture: Fixture) -> None:
-    from harness.timeline import TimelineError
-
-    undo_decision = ctx.student_function("undo_decision")
-    tool = fixture.expect["undo_missing_tool"]
-    with ctx.tools(fixture, "rewind-missing") as spy:
-        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
-        before = snapshot(run_dir)
-        returned, error = ctx.call_catching(undo_decision, run_dir, tool)
-        changed = differences(before, snapshot(run_dir))
+    tool, returned, error, changed, _ = ask_a_missing_decision(ctx, fixture, "undo_decision", "rewind-missing")
     aside = any("/rewound-" in path for path in fixture.data["run_dir"])
-    if error is None:
-        raise CheckFailed(
-            f"undo_decision(run_dir, {tool!r}) devolveu {show(returned, 80)}, mas na sequência ativa o modelo "
-            f"nunca pediu {tool}" + (" (os pontos em rewound-NNN/ são de uma história abandonada: não contam)"
-                                     if aside else "") + ": levante TimelineError dizendo isso.",
-            expected="TimelineError", observed=show(returned, 80),
-        )
-    if not isinstance(error, TimelineError):
-        raise CheckFailed(
-            f"undo_decision(run_dir, {tool!r}) levantou {describe_error(error)}. Uma decisão que não existe "
-            "merece um erro que explique isso (TimelineError), não um erro qualquer de Python.",
-            expected="TimelineError", observed=type(error).__name__,
-        )
-    if changed:
-        raise CheckFailed(f"O pedido impossível mexeu na pasta ({changed}): recuse antes de mudar qualquer coisa.",
-                          expected="pasta intacta", observed=changed)
+    abandoned = " (os pontos em rewound-NNN/ são de uma história abandonada: não contam)" if aside else ""
+    require_timeline_error(
+        returned, error, 80,
+        lambda shown: f"undo_decision(run_dir, {tool!r}) devolveu {shown}, mas na sequência ativa o modelo "
+                      f"nunca pediu {tool}{abandoned}: levante TimelineError dizendo isso.",
+        lambda described: f"undo_decision(run_dir, {tool!r}) levantou {described}. Uma decisão que não existe "
+                          "merece um erro que explique isso (TimelineError), não um erro qualquer de Python.",
+    )
+    require_folder_untouched(changed, "recuse antes de mudar qualquer coisa.")

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 
-from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE, FORK_FOLDER, RUN_FOLDER, write_run_dir
+from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE
 from grader.checks.exercise_5.fork_probe import creation_time_problem, fork_timeline, forked, has_fork
-from grader.checks.exercise_5.probes import differences, files_of, snapshot
-from grader.checks.framework import CheckFailed, Context, Fixture, describe_error, nothing_observed, show
+from grader.checks.exercise_5.probes import ask_a_missing_decision, differences, files_of, require_timeline_error
+from grader.checks.framework import CheckFailed, Context, Fixture, nothing_observed, show
 
 
 @EXERCISE.check(
@@ -227,25 +227,15 @@ def dry_run_keeps_the_world(ctx: Context, fixture: Fixture) -> None:
     ),
 )
 def fork_without_decision_is_refused(ctx: Context, fixture: Fixture) -> None:
-    from harness.timeline import TimelineError
-
-    fork_at_decision = ctx.student_function("fork_at_decision")
-    tool = fixture.expect["undo_missing_tool"]
-    with ctx.tools(fixture, "fork-missing") as spy:
-        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
-        new_dir = spy.workspace.root / FORK_FOLDER
-        before = snapshot(run_dir)
-        returned, error = ctx.call_catching(fork_at_decision, run_dir, tool, new_dir)
-        changed, created = differences(before, snapshot(run_dir)), snapshot(new_dir)
-    if error is None:
-        raise CheckFailed(
-            f"fork_at_decision(run_dir, {tool!r}, ...) devolveu {show(returned, 80)}, mas o modelo nunca pediu "
-            f"{tool} na sequência ativa: não há ponto A de onde bifurcar. Levante TimelineError.",
-            expected="TimelineError", observed=show(returned, 80),
-        )
-    if not isinstance(error, TimelineError):
-        raise CheckFailed(f"fork_at_decision levantou {describe_error(error)}; uma decisão que não existe merece "
-                          "um TimelineError que diga isso.", expected="TimelineError", observed=type(error).__name__)
+    tool, returned, error, changed, created = ask_a_missing_decision(ctx, fixture, "fork_at_decision",
+                                                                     "fork-missing", fork=True)
+    require_timeline_error(
+        returned, error, 80,
+        lambda shown: f"fork_at_decision(run_dir, {tool!r}, ...) devolveu {shown}, mas o modelo nunca pediu "
+                      f"{tool} na sequência ativa: não há ponto A de onde bifurcar. Levante TimelineError.",
+        lambda described: f"fork_at_decision levantou {described}; uma decisão que não existe merece "
+                          "um TimelineError que diga isso.",
+    )
     if changed or any(not path.endswith("/") for path in created):
         raise CheckFailed(
             "O pedido impossível deixou rastro (" + (changed or "criou " + ", ".join(sorted(created))) + "): "

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE, RUN_FOLDER, _point, write_run_dir
-from grader.checks.exercise_5.probes import active_points, differences, snapshot, world_snapshot
+from grader.checks.exercise_5.probes import (
+    active_points,
+    differences,
+    require_folder_untouched,
+    require_timeline_error,
+    snapshot,
+    world_snapshot,
+)
 from grader.checks.framework import CheckFailed, Context, Fixture, describe_error, nothing_observed, show
 
 MARKER = "rewind.json"
@@ -230,20 +237,13 @@ def finish_survives_its_own_crash(ctx: Context, fixture: Fixture) -> None:
     criterion="Se rewind.json aponta para um ponto que não está na sequência ativa, finish_rewind levanta TimelineError e não mexe em nada.",
 )
 def impossible_target_is_refused(ctx: Context, fixture: Fixture) -> None:
-    from harness.timeline import TimelineError
-
     run = finished(ctx, fixture)
     to = fixture.data["run_dir"][MARKER]["to"]
-    if run.problem is None:
-        raise CheckFailed(f"{MARKER} aponta para {to}, que não existe, e finish_rewind devolveu {show(run.returned, 60)}: "
-                          "levante TimelineError dizendo que o destino não está na sequência.",
-                          expected="TimelineError", observed=show(run.returned, 60))
-    if not isinstance(run.problem, TimelineError):
-        raise CheckFailed(f"finish_rewind levantou {describe_error(run.problem)}; um destino que não existe merece um "
-                          "TimelineError que diga isso.", expected="TimelineError", observed=type(run.problem).__name__)
-    changed = differences(run.before, run.after)
-    if changed:
-        raise CheckFailed(f"O pedido impossível mexeu na pasta ({changed}): confira o destino antes de mover qualquer ponto.",
-                          expected="pasta intacta", observed=changed)
-
-
+    require_timeline_error(
+        run.returned, run.problem, 60,
+        lambda shown: f"{MARKER} aponta para {to}, que não existe, e finish_rewind devolveu {shown}: "
+                      "levante TimelineError dizendo que o destino não está na sequência.",
+        lambda described: f"finish_rewind levantou {described}; um destino que não existe merece um "
+                          "TimelineError que diga isso.",
+    )
+    require_folder_untouched(differences(run.before, run.after), "confira o destino antes de mover qualquer ponto.")

@@ -1,12 +1,14 @@
-"""Looking at folders before and after the student's code: snapshots, their differences, the active save points."""
+"""Looking at folders before and after the student's code: snapshots, their differences, the active save
+points, and what is left of a request the student's function must refuse (a decision or a target the
+active sequence does not have)."""
 from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from grader.checks.exercise_5.fixtures import CHECKPOINTS, _point
-from grader.checks.framework import Fixture
+from grader.checks.exercise_5.fixtures import CHECKPOINTS, FORK_FOLDER, RUN_FOLDER, _point, write_run_dir
+from grader.checks.framework import CheckFailed, Context, Fixture, describe_error, show
 
 
 FOLDER = b"<pasta>"  # what a folder looks like in a snapshot
@@ -64,3 +66,37 @@ def active_points(run_dir: Path) -> list[str]:
 def point_file(fixture: Fixture, turn: int, point: str) -> dict:
     return copy.deepcopy(fixture.data["run_dir"][f"{CHECKPOINTS}/turn-{turn:03d}-{point}.json"])
 
+
+def ask_a_missing_decision(ctx: Context, fixture: Fixture, function_name: str, label: str,
+                           fork: bool = False) -> tuple[str, Any, Exception | None, str, dict[str, bytes]]:
+    """``function_name(run_dir, tool)`` (``fork``: ``..., new_run_dir``) for the fixture's tool the model never
+    asked for in the active sequence: the tool, what it returned, what it raised, what it changed in the
+    run folder and what it left in new_run_dir."""
+    function = ctx.student_function(function_name)
+    tool = fixture.expect["undo_missing_tool"]
+    with ctx.tools(fixture, label) as spy:
+        run_dir = write_run_dir(fixture.data, spy.workspace.root / RUN_FOLDER)
+        new_dir = spy.workspace.root / FORK_FOLDER
+        before = snapshot(run_dir)
+        returned, error = ctx.call_catching(function, run_dir, tool, *([new_dir] if fork else []))
+        return tool, returned, error, differences(before, snapshot(run_dir)), snapshot(new_dir)
+
+
+def require_timeline_error(returned: Any, error: Exception | None, width: int,
+                           returned_message: Callable[[str], str], raised_message: Callable[[str], str]) -> None:
+    """Fail unless ``error`` is a TimelineError: ``returned_message`` gets the value returned instead
+    (shown in ``width`` characters), ``raised_message`` the other error described."""
+    from harness.timeline import TimelineError
+
+    if error is None:
+        raise CheckFailed(returned_message(show(returned, width)), expected="TimelineError",
+                          observed=show(returned, width))
+    if not isinstance(error, TimelineError):
+        raise CheckFailed(raised_message(describe_error(error)), expected="TimelineError",
+                          observed=type(error).__name__)
+
+
+def require_folder_untouched(changed: str, advice: str) -> None:
+    if changed:
+        raise CheckFailed(f"O pedido impossível mexeu na pasta ({changed}): {advice}",
+                          expected="pasta intacta", observed=changed)

@@ -24,8 +24,11 @@ def renew(ctx: Context, run_dir: Path, owner: str, token: Any, now: float, secon
     return ctx.call_catching(renew_lease, run_dir, owner, token, now, seconds, label="renew_lease")
 
 
-def refused_without_writing(run_dir: Path, before: bytes | None, value: Any, error: Any, wanted: type,
-                            situation: str, why: str) -> None:
+def renewal_refused_without_writing(ctx: Context, run_dir: Path, token: Any, now: float, wanted: type,
+                                    situation: str, why: str) -> None:
+    """renew_lease(run_dir, A, token, now) raises ``wanted`` and leaves lease.json as it was, byte for byte."""
+    before = _bytes(run_dir)
+    value, error = renew(ctx, run_dir, A, token, now)
     after = _bytes(run_dir)
     if error is None:
         back = ""
@@ -87,10 +90,8 @@ def late_owner_cannot_renew(ctx: Context) -> None:
     run_dir = ctx.fresh_dir("renova-atrasado") / "run"
     old = acquire(ctx, run_dir, A, 1000.0, SECONDS)
     current = acquire(ctx, run_dir, B, 1035.0, SECONDS)
-    before = _bytes(run_dir)
-    value, error = renew(ctx, run_dir, A, old["token"], 1040.0)
-    refused_without_writing(
-        run_dir, before, value, error, lease_lost_error(),
+    renewal_refused_without_writing(
+        ctx, run_dir, old["token"], 1040.0, lease_lost_error(),
         f"{A} (token {old['token']}) acordou atrasado e pediu para renovar, mas {B} já tem a posse com o token "
         f"{current['token']}",
         "Gravar o token antigo de volta faria a cerca aceitar o dono antigo outra vez: os dois gravariam o mesmo "
@@ -114,10 +115,8 @@ def expired_lease_is_not_renewed(ctx: Context) -> None:
     run_dir = ctx.fresh_dir("renova-vencida") / "run"
     lease = acquire(ctx, run_dir, A, 1000.0, SECONDS)
     for now in (1030.0, 1045.0):
-        before = _bytes(run_dir)
-        value, error = renew(ctx, run_dir, A, lease["token"], now)
-        refused_without_writing(
-            run_dir, before, value, error, lease_lost_error(),
+        renewal_refused_without_writing(
+            ctx, run_dir, lease["token"], now, lease_lost_error(),
             f"A posse de {A} venceu em 1030 e ele pediu para renovar no instante {now:g}",
             "Depois do prazo, outro worker pode estar tomando a posse neste instante, com o token seguinte; uma "
             "renovação atrasada daria dois donos. Quem quer continuar toma de novo (acquire_lease), com um token novo.")
@@ -133,17 +132,14 @@ def expired_lease_is_not_renewed(ctx: Context) -> None:
 )
 def nothing_to_renew_writes_nothing(ctx: Context) -> None:
     run_dir = ctx.fresh_dir("renova-sem-posse")
-    value, error = renew(ctx, run_dir, A, 1, 1000.0)
-    refused_without_writing(run_dir, None, value, error, lease_lost_error(),
-                            "Não há lease.json nenhum (ninguém tem a posse)",
-                            "Uma renovação que cria a posse pula o acquire_lease e o token novo.")
+    renewal_refused_without_writing(ctx, run_dir, 1, 1000.0, lease_lost_error(),
+                                    "Não há lease.json nenhum (ninguém tem a posse)",
+                                    "Uma renovação que cria a posse pula o acquire_lease e o token novo.")
     for content in ("", "{\"own", "null", "[]"):
         (run_dir / LEASE_FILE).write_text(content, encoding="utf-8")
-        before = _bytes(run_dir)
-        value, error = renew(ctx, run_dir, A, 1, 1000.0)
-        refused_without_writing(run_dir, before, value, error, lease_file_error(),
-                                f"O lease.json é {content!r}, que não é uma posse",
-                                "Lido como uma posse qualquer, ele seria substituído por uma com o token pedido.")
+        renewal_refused_without_writing(
+            ctx, run_dir, 1, 1000.0, lease_file_error(), f"O lease.json é {content!r}, que não é uma posse",
+            "Lido como uma posse qualquer, ele seria substituído por uma com o token pedido.")
 
 
 @EXERCISE.check(
