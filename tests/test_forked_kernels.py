@@ -230,3 +230,28 @@ def test_a_kernel_that_ends_on_its_own_leaves_its_siblings_running(tmp_path):
         assert not _ended(pidfd_idle, within=1.5), "the idle kernel died when its sibling exited"
     finally:
         template.close()
+
+
+def test_a_killed_forked_kernel_is_gone_when_kill_returns_and_its_end_is_known_at_once(tmp_path):
+    """A grading's end kills its kernel and then waits for it: jupyter_client polls every 0.1 s, so the
+    kill itself waits on the kernel's pidfd, and the first look finds it gone."""
+    import time
+
+    from jupyter_core.utils import run_sync
+
+    template = KernelTemplate.own(["ipykernel.ipkernel"], kernel_env())
+    prelaunched = PrelaunchedKernel(None, template)
+    try:
+        manager = prelaunched._km
+        provisioner = manager.provisioner
+        assert isinstance(provisioner, ForkedProvisioner) and provisioner.pidfd is not None
+        started = time.monotonic()
+        run_sync(provisioner.kill)()
+        assert provisioner._gone(), "kill returned with the kernel still running"
+        assert run_sync(provisioner.poll)() == -9
+        run_sync(provisioner.kill)()  # killing it again, gone already, returns too
+        assert time.monotonic() - started < 5
+        assert run_sync(manager.is_alive)() is False
+    finally:
+        prelaunched.discard()
+        template.close()
