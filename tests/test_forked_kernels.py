@@ -100,6 +100,29 @@ def test_the_template_imports_what_the_exercise_notebook_imports():
     assert notebook_imports(SOLUTION.parent / "nao-existe.ipynb") == []
 
 
+def test_the_template_imports_what_the_notebook_helpers_import_on_their_first_call(tmp_path):
+    """``fixture_checkpoint`` and ``fixture_workspace`` import their modules when first called: in every
+    grading, unless the template did it ahead. After what the template imports, they import nothing."""
+    import json
+    import subprocess
+    import sys
+
+    modules = template_modules("exercise-3")
+    assert {"grader.core.fixture_loader", "grader.checks.instrumented"} <= set(modules)
+    script = textwrap.dedent(f"""\
+        import importlib, json, sys
+        for module in {modules!r}:
+            importlib.import_module(module)
+        from grader import fixture_checkpoint, fixture_workspace
+        before = set(sys.modules)
+        fixture_checkpoint("exercise-3", "cpA")
+        fixture_workspace("exercise-3", "incident-duplicate-email", {str(tmp_path)!r})
+        print(json.dumps(sorted(set(sys.modules) - before)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [], "imported on the first call despite the template"
+
+
 def test_a_forked_kernel_that_ignores_the_interrupt_is_killed_and_graded_as_before(exercise_3, template, tmp_path):
     prelaunched = PrelaunchedKernel(None, template)
     assert isinstance(prelaunched._km.provisioner, ForkedProvisioner) and prelaunched._km.provisioner.pidfd is not None

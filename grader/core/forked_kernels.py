@@ -70,8 +70,11 @@ def notebook_imports(notebook: Path) -> list[str]:
                 modules += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 modules.append(node.module)
-                if node.module == "grader":  # `from grader import check` imports check's module on first use
-                    modules += [grader.MODULE_OF[alias.name] for alias in node.names if alias.name in grader.MODULE_OF]
+                if node.module == "grader":  # `from grader import check` imports check's module on first use,
+                    for alias in node.names:  # and a fixture helper what it reads with on its first call
+                        if alias.name in grader.MODULE_OF:
+                            modules.append(grader.MODULE_OF[alias.name])
+                        modules += grader.FIRST_CALL_IMPORTS.get(alias.name, ())
     return list(dict.fromkeys(modules))
 
 
