@@ -34,6 +34,12 @@ MODULE_OF = {
     "GraderError": "grader.core.errors",
 }
 
+# what a notebook helper imports on its first call (a kernel template imports it ahead of the notebook)
+FIRST_CALL_IMPORTS = {
+    "fixture_checkpoint": ("grader.core.fixture_loader", "encodings.utf_8_sig"),
+    "fixture_workspace": ("grader.core.fixture_loader", "encodings.utf_8_sig", "grader.checks.instrumented"),
+}
+
 
 def _skip_slow_optional_imports() -> None:
     """Keep jsonschema (imported by nbformat) from loading its optional IRI checker.

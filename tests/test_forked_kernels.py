@@ -100,6 +100,29 @@ def test_the_template_imports_what_the_exercise_notebook_imports():
     assert notebook_imports(SOLUTION.parent / "nao-existe.ipynb") == []
 
 
+def test_the_template_imports_what_the_notebook_helpers_import_on_their_first_call(tmp_path):
+    """``fixture_checkpoint`` and ``fixture_workspace`` import their modules when first called: in every
+    grading, unless the template did it ahead. After what the template imports, they import nothing."""
+    import json
+    import subprocess
+    import sys
+
+    modules = template_modules("exercise-3")
+    assert {"grader.core.fixture_loader", "grader.checks.instrumented"} <= set(modules)
+    script = textwrap.dedent(f"""\
+        import importlib, json, sys
+        for module in {modules!r}:
+            importlib.import_module(module)
+        from grader import fixture_checkpoint, fixture_workspace
+        before = set(sys.modules)
+        fixture_checkpoint("exercise-3", "cpA")
+        fixture_workspace("exercise-3", "incident-duplicate-email", {str(tmp_path)!r})
+        print(json.dumps(sorted(set(sys.modules) - before)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [], "imported on the first call despite the template"
+
+
 def test_a_forked_kernel_that_ignores_the_interrupt_is_killed_and_graded_as_before(exercise_3, template, tmp_path):
     prelaunched = PrelaunchedKernel(None, template)
     assert isinstance(prelaunched._km.provisioner, ForkedProvisioner) and prelaunched._km.provisioner.pidfd is not None
@@ -229,4 +252,29 @@ def test_a_kernel_that_ends_on_its_own_leaves_its_siblings_running(tmp_path):
         assert _ended(pidfd_short) and template.exit_status(pid_short) == 0
         assert not _ended(pidfd_idle, within=1.5), "the idle kernel died when its sibling exited"
     finally:
+        template.close()
+
+
+def test_a_killed_forked_kernel_is_gone_when_kill_returns_and_its_end_is_known_at_once(tmp_path):
+    """A grading's end kills its kernel and then waits for it: jupyter_client polls every 0.1 s, so the
+    kill itself waits on the kernel's pidfd, and the first look finds it gone."""
+    import time
+
+    from jupyter_core.utils import run_sync
+
+    template = KernelTemplate.own(["ipykernel.ipkernel"], kernel_env())
+    prelaunched = PrelaunchedKernel(None, template)
+    try:
+        manager = prelaunched._km
+        provisioner = manager.provisioner
+        assert isinstance(provisioner, ForkedProvisioner) and provisioner.pidfd is not None
+        started = time.monotonic()
+        run_sync(provisioner.kill)()
+        assert provisioner._gone(), "kill returned with the kernel still running"
+        assert run_sync(provisioner.poll)() == -9
+        run_sync(provisioner.kill)()  # killing it again, gone already, returns too
+        assert time.monotonic() - started < 5
+        assert run_sync(manager.is_alive)() is False
+    finally:
+        prelaunched.discard()
         template.close()

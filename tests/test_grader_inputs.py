@@ -235,3 +235,51 @@ def test_check_with_a_wrong_exercise_name_says_how_to_write_it(wrong, monkeypatc
 def test_the_table_says_which_notebook_it_graded():
     page = render.html_report(sample_report())
     assert "Notebook: <code>" in page
+
+
+def test_a_fixture_world_is_written_without_fsync_and_holds_what_the_harness_would_write(tmp_path, monkeypatch):
+    """The world a check (or a notebook helper) builds is thrown away with its folder: its files need
+    no fsync, which cost two per file on every check. The files are the harness's own, byte for byte."""
+    import os
+
+    from grader.checks.instrumented import build_workspace
+    from harness.tools import Workspace
+
+    files = {"notes/conclusoes.md": "# Conclusões\nção\n", "a/b/c.txt": "x", "topo.txt": ""}
+    expected = Workspace(tmp_path / "harness")
+    expected.add_files(files)
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    world = build_workspace(tmp_path / "grader", {"files": files, "outbox": [{"to": "a@b"}]})
+    assert synced == []
+    for relative in files:
+        made, wanted = world.sandbox / relative, expected.sandbox / relative
+        assert made.read_bytes() == wanted.read_bytes(), relative
+        assert made.stat().st_mode == wanted.stat().st_mode, relative
+    assert sorted(p.relative_to(world.sandbox) for p in world.sandbox.rglob("*")) == \
+        sorted(p.relative_to(expected.sandbox) for p in expected.sandbox.rglob("*"))
+    assert world.emails() == [{"to": "a@b"}]
+
+
+def test_a_fixture_world_never_writes_through_a_link_planted_where_a_file_goes(tmp_path):
+    """Student code runs in the grading folder and may plant a link where a check's world puts a file."""
+    from grader.checks.instrumented import build_workspace
+    from harness.run_paths import RunPathError
+
+    outside = tmp_path / "fora.txt"
+    outside.write_text("intocado", encoding="utf-8")
+    root = tmp_path / "mundo"
+    (root / "sandbox" / "notes").mkdir(parents=True)
+    (root / "sandbox" / "notes" / "conclusoes.md").symlink_to(outside)
+    world = build_workspace(root, {"files": {"notes/conclusoes.md": "novo"}})
+    assert outside.read_text(encoding="utf-8") == "intocado"
+    assert (world.sandbox / "notes" / "conclusoes.md").read_text(encoding="utf-8") == "novo"
+    assert not (world.sandbox / "notes" / "conclusoes.md").is_symlink()
+    (root / "sandbox" / "pasta-link").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(RunPathError):
+        build_workspace(root, {"files": {"pasta-link/dentro.txt": "x"}})
+    assert not (tmp_path / "dentro.txt").exists()
+    with pytest.raises(RunPathError):
+        build_workspace(root, {"files": {"../fuga.txt": "x"}})
+    assert not (root / "fuga.txt").exists()

@@ -319,6 +319,43 @@ def test_file_signature_tracks_mtime_and_size(tmp_path):
 
 
 
+def test_watch_grades_a_whole_saved_file_without_waiting_for_it_to_settle(tmp_path):
+    """A file that parses as a whole JSON document is a finished save (a prefix of one never parses):
+    no second reading is waited for, the grading starts at once."""
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    graded: list[str] = []
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 2:
+            notebook.write_text('{"cells": []}', encoding="utf-8")
+
+    watch(notebook, lambda: graded.append(notebook.read_text()), interval=0.5, max_polls=3, sleep=sleep, out=io.StringIO())
+    assert graded == ["{}", '{"cells": []}']
+    assert slept == [0.5, 0.5, 0.5], slept  # the polls only: no settling pause after the change
+
+
+def test_watch_waits_for_a_save_still_being_written_before_grading_it(tmp_path):
+    notebook = tmp_path / "exercise-3.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    graded: list[str] = []
+    whole = '{"cells": [], "nbformat": 4}'
+    writes = iter([whole[:12], whole[:20], whole])
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) >= 2:  # the editor goes on writing while the watcher waits
+            text = next(writes, None)
+            if text is not None:
+                notebook.write_text(text, encoding="utf-8")
+
+    watch(notebook, lambda: graded.append(notebook.read_text()), interval=0.5, max_polls=3, sleep=sleep, out=io.StringIO())
+    assert graded == ["{}", whole], graded  # never the half-written file
+
+
 def test_watch_with_file_events_grades_a_save_long_before_the_next_poll(tmp_path):
     notebook = tmp_path / "exercise-3.ipynb"
     notebook.write_text("{}", encoding="utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ def build_workspace(root: Path, spec: dict) -> Any:
     from harness.tools import Workspace
 
     workspace = Workspace(root)
-    workspace.add_files(dict(spec.get("files") or {}))
+    add_files(workspace, dict(spec.get("files") or {}))
     outbox = spec.get("outbox") or []
     if outbox:
         lines = "".join(json.dumps(email, ensure_ascii=False) + "\n" for email in outbox)
@@ -51,6 +52,29 @@ def build_workspace(root: Path, spec: dict) -> Any:
     if tickets:
         workspace.tickets_path.write_text(json.dumps(tickets, ensure_ascii=False), encoding="utf-8")
     return workspace
+
+
+def add_files(workspace: Any, files: dict[str, str]) -> None:
+    """``workspace.add_files(files)`` without its two fsyncs a file: a check's world is built for that
+    check and removed with the grading folder, so nothing in it has to survive a power cut, and
+    those fsyncs were half of a grading's time. Each file is made new (O_EXCL, which never follows a
+    link) in folders opened without following links; a name already taken (a link or a file put
+    there) or any other trouble goes through the harness's own atomic write, as before."""
+    from harness import run_paths
+
+    sandbox = workspace.sandbox.relative_to(workspace.boundary).parts
+    for relative, text in files.items():
+        try:
+            parts = run_paths.relative_parts(relative, "nome de arquivo")
+            data = text.encode("utf-8")
+            with run_paths.open_folder(workspace.boundary, (*sandbox, *parts[:-1]), create=True) as folder:
+                made = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                               0o644, dir_fd=folder)
+        except (OSError, ValueError, TypeError, AttributeError, IndexError):
+            workspace.add_files({relative: text})  # raises what the harness raises for this file
+            continue
+        with os.fdopen(made, "wb") as file:
+            file.write(data)
 
 
 def _real_execute_tool() -> Any:

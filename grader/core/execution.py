@@ -338,6 +338,7 @@ class _Grading:
             # A kernel started while the previous submission was graded (grader/core/warm.py):
             # nbclient connects to it instead of starting one. If it died, attempt 2 starts afresh.
             client.km = self.prelaunched.take()
+            client.kc = self.prelaunched.take_client()  # connected ahead by a warm session, if it was
         return client
 
     def start(self) -> None:

@@ -60,6 +60,30 @@ def fixture_folders(exercise: str, extra_dirs: Sequence[Path] = ()) -> list[Path
     return folders
 
 
+def files_signature(exercise: str, extra_dirs: Sequence[Path] = ()) -> tuple:
+    """Names and status of everything ``read_fixture_files`` looks at (and the cwd its labels are
+    relative to): a fixture added, edited, removed, renamed or linked elsewhere changes it. Equal
+    signatures, equal fixtures: a warm session reads them again only when it changes."""
+    entries: list[object] = [os.getcwd()]
+    for given in (FIXTURES_ROOT / exercise, *map(Path, extra_dirs)):
+        for folder in (given, given / exercise):
+            entries.append((str(folder), _status(folder)))
+            try:
+                inside = list(os.scandir(folder))
+            except OSError:
+                continue
+            entries += sorted((entry.path, entry.is_symlink(), _status(entry.path)) for entry in inside)
+    return tuple(entries)
+
+
+def _status(path: str | Path) -> tuple[int, ...] | None:
+    try:
+        found = os.stat(path)  # through a link: the file it names is the fixture
+    except OSError:
+        return None
+    return found.st_mode, found.st_ino, found.st_dev, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+
+
 def _parse(path: Path) -> tuple[object, str | None]:
     try:
         # utf-8-sig: a BOM some editors write is not part of the data.

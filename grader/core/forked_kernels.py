@@ -38,6 +38,7 @@ import grader
 from grader.core.kernel import STARTUP_TIMEOUT
 from grader.core.kernel_template import receive, send
 
+KILL_WAIT = 5.0  # seconds ``kill`` waits for a SIGKILLed kernel to end (jupyter_client's own wait: 5 s)
 ALWAYS_IMPORTED = ("ipykernel.ipkernel", "anthropic")  # what every exercise's kernel imports first
 SWITCH = "GRADE_KERNEL_TEMPLATE"  # "0" starts every kernel the usual way (to compare, or to rule the template out)
 _TEMPLATE_MAIN = "from grader.core.kernel_template import main; raise SystemExit(main())"
@@ -69,8 +70,11 @@ def notebook_imports(notebook: Path) -> list[str]:
                 modules += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 modules.append(node.module)
-                if node.module == "grader":  # `from grader import check` imports check's module on first use
-                    modules += [grader.MODULE_OF[alias.name] for alias in node.names if alias.name in grader.MODULE_OF]
+                if node.module == "grader":  # `from grader import check` imports check's module on first use,
+                    for alias in node.names:  # and a fixture helper what it reads with on its first call
+                        if alias.name in grader.MODULE_OF:
+                            modules.append(grader.MODULE_OF[alias.name])
+                        modules += grader.FIRST_CALL_IMPORTS.get(alias.name, ())
     return list(dict.fromkeys(modules))
 
 
@@ -325,6 +329,20 @@ class ForkedProvisioner(LocalProvisioner):
     def _gone(self) -> bool:
         return bool(select.select([self.pidfd], [], [], 0)[0])
 
+    async def _ended(self, timeout: float) -> None:
+        """Wait until the kernel has ended (its pidfd turns readable), at most ``timeout`` seconds."""
+        if self._gone():
+            return
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+        loop.add_reader(self.pidfd, lambda: ended.done() or ended.set_result(None))
+        try:
+            await asyncio.wait_for(ended, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            loop.remove_reader(self.pidfd)
+
     async def poll(self) -> int | None:
         if self.pidfd is None:
             return await super().poll()
@@ -334,7 +352,7 @@ class ForkedProvisioner(LocalProvisioner):
         if self.pidfd is None:
             return await super().wait()
         while not self._gone():
-            await asyncio.sleep(0.1)
+            await self._ended(1.0)
         status = self.template.exit_status(self.template_pid)
         self._close_pidfd()
         return status
@@ -352,6 +370,8 @@ class ForkedProvisioner(LocalProvisioner):
         if self.pidfd is None:
             return await super().kill(restart)
         await self.send_signal(signal.SIGKILL)
+        # jupyter_client then polls every 0.1 s until the kernel is gone: it is, by the first look.
+        await self._ended(KILL_WAIT)
 
     async def terminate(self, restart: bool = False) -> None:
         if self.pidfd is None:

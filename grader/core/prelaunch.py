@@ -7,6 +7,11 @@ fixtures while its kernel starts, and a batch worker grades one submission while
 kernel starts (grader/core/warm.py). The engine connects to it when the grading begins
 (``grade(..., prelaunched=...)``); each grading still gets a fresh kernel nothing ran in.
 
+A warm session (grader/core/warm_session.py) also connects to its kernel ahead (``connect``): the
+grading then starts with a client that has already had the kernel's answer, instead of waiting for
+it (and for its output channel to fall quiet) after the save. It removes the grading's folder
+itself once the result is shown (``keep_folder``), rather than before the result.
+
 This module imports only what the launch needs (jupyter_client, when a kernel is launched), not
 the notebook machinery, so a command can launch before importing the rest.
 """
@@ -24,15 +29,17 @@ from grader.core.sandbox import Sandbox, kernel_environment, sandboxed_connectio
 class PrelaunchedKernel:
     """A kernel started ahead of its grading, in the folder that grading will use."""
 
-    def __init__(self, sandbox: Sandbox | None = None, template: Any = None) -> None:
+    def __init__(self, sandbox: Sandbox | None = None, template: Any = None, keep_folder: bool = False) -> None:
         self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
         self.template = template  # a kernel the grading restarts is forked from it too
+        self.keep_folder = keep_folder  # the grading's end leaves the folder to ``remove_folder``
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
         self.workdir = scratch.new_scratch()
         self._taken = False
         self._km: Any = None
+        self._kc: Any = None  # a client connected ahead (``connect``), until the grading takes it
         self._stderr = grading_files.open_append(self.workdir / "kernel-stderr-1-1.log")
         if sandbox is not None:
             sandbox.prepare(self.workdir)
@@ -59,7 +66,7 @@ class PrelaunchedKernel:
         except Exception:  # noqa: BLE001 - the grading then starts its own kernel
             self._km = None
         except BaseException:  # Ctrl-C, SIGTERM while it starts: no kernel or folder left behind
-            self._km = km
+            self._km, self.keep_folder = km, False
             self.discard()
             raise
 
@@ -67,6 +74,47 @@ class PrelaunchedKernel:
         """The kernel manager, now owned (and shut down) by the grading; None if the launch failed."""
         self._taken = True
         return self._km
+
+    def connect(self) -> None:
+        """Connect to the kernel and wait for its answer now, not when the grading begins. A kernel
+        that does not answer is left as it is: the grading connects (or starts another) as usual."""
+        if self._km is None or self._taken or self._kc is not None:
+            return
+        from jupyter_core.utils import run_sync
+
+        client = self._km.client()
+        try:
+            client.start_channels()
+            run_sync(client.wait_for_ready)(timeout=kernels.STARTUP_TIMEOUT)
+        except Exception:  # noqa: BLE001 - it died, or does not answer
+            _stop(client)
+            return
+        except BaseException:  # Ctrl-C while it waits: nothing of the client is left behind
+            _stop(client)
+            raise
+        client.allow_stdin = False  # as nbclient sets it on the clients it connects
+        self._kc = client
+
+    def connected(self) -> bool:
+        return self._kc is not None
+
+    def take_client(self) -> Any:
+        """The client ``connect`` made, now the grading's (nbclient uses it, and stops it at the end);
+        None when there is none or the kernel has died since (the grading then connects as usual,
+        and finds out)."""
+        client, self._kc = self._kc, None
+        if client is None:
+            return None
+        from jupyter_core.utils import run_sync
+
+        try:
+            alive = self._km is not None and run_sync(self._km.is_alive)()
+        except Exception:  # noqa: BLE001 - a kernel that cannot be asked is not trusted
+            alive = False
+        if not alive:
+            _stop(client)
+            return None
+        return client
 
     @contextlib.contextmanager
     def folder(self) -> Iterator[str]:
@@ -77,6 +125,10 @@ class PrelaunchedKernel:
             self.discard()
 
     def discard(self) -> None:
+        """End the kernel if no grading took it; remove the folder unless ``keep_folder``."""
+        client, self._kc = self._kc, None
+        if client is not None:
+            _stop(client)
         if self._km is not None and not self._taken:
             from jupyter_core.utils import run_sync
 
@@ -85,4 +137,13 @@ class PrelaunchedKernel:
         self._km = None
         with contextlib.suppress(OSError):
             self._stderr.close()
+        if not self.keep_folder:
+            self.remove_folder()
+
+    def remove_folder(self) -> None:
         scratch.remove(self.workdir)
+
+
+def _stop(client: Any) -> None:
+    with contextlib.suppress(Exception):
+        client.stop_channels()

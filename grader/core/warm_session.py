@@ -8,6 +8,11 @@ for as long as it lives, one kernel template process (grader/core/forked_kernels
 it, waiting for the next grading. Each grading takes that kernel (nothing ran in it), and
 the next one is forked when the grading's result has been shown.
 
+What does not have to happen between the save and its result happens while the student reads the
+last result (``prepare``): the next kernel is forked and connected to (it has answered before the
+save arrives), and the last grading's folder is removed. The exercise's checks and fixtures are
+loaded once and read again only when a fixture file changes (``files_signature``).
+
 A grading is the same as ``grade exercise-N``'s: the same engine, time and memory limits,
 restarts after a cell that kills its kernel (forked from the template too) and the same
 hang-once memo. What a notebook does to its kernel (``os._exit``, a signal, a memory bomb)
@@ -52,27 +57,35 @@ class WarmGrader:
         self.template: Any = None
         self.starts = 0
         self.spare: PrelaunchedKernel | None = None
+        self.done: list[PrelaunchedKernel] = []  # gradings whose folders go once their result is shown
+        self._fixtures: tuple[tuple, list] | None = None  # (files_signature, the fixtures it read)
 
     def grade(self, notebook: Path, *, level: int | None = None, fixture_dirs: Sequence[Path] = (),
               **options: Any) -> Any:
         """``engine.grade`` of ``notebook`` in the waiting kernel (forked now if none waits)."""
-        from grader.core.engine import grade
+        from grader.core.engine import grade_with_fixtures, load_exercise
 
+        self._remove_done()  # only when ``prepare`` did not run since the last grading
+        spec = load_exercise(self.exercise, level)
+        fixtures = self._load_fixtures(spec, fixture_dirs)
         current, self.spare = self.spare, None
-        if current is None and Path(notebook).is_file():
-            current = self._prelaunch()
         try:
-            return grade(self.exercise, notebook, level=level, fixture_dirs=fixture_dirs,
-                         prelaunched=current, **options)
+            if current is None and Path(notebook).is_file():
+                current = self._prelaunch()
+            return grade_with_fixtures(spec, fixtures, notebook, level=level, prelaunched=current, **options)
         finally:
             if current is not None:
-                current.discard()
+                self.done.append(current)
+                current.discard()  # its kernel ends now; its folder when ``prepare`` runs
 
     def prepare(self) -> None:
-        """Fork the kernel the next grading will take (call it once the result is shown)."""
+        """Get the next grading ready (call it once the result is shown): its kernel forked and
+        connected to, the last grading's folder removed."""
         with stops_deferred():
             if self.spare is None:
                 self.spare = self._prelaunch()
+        self._remove_done()  # while the new kernel starts
+        self.spare.connect()
 
     def close(self) -> None:
         """End the waiting kernel and the template (which kills any kernel of it still running)."""
@@ -81,10 +94,14 @@ class WarmGrader:
             template, self.template = self.template, None
             try:
                 if spare is not None:
+                    self.done.append(spare)
                     spare.discard()
             finally:
-                if template is not None:
-                    template.close()
+                try:
+                    if template is not None:
+                        template.close()
+                finally:
+                    self._remove_done()
 
     def __enter__(self) -> WarmGrader:
         return self
@@ -110,4 +127,19 @@ class WarmGrader:
         return self.template
 
     def _prelaunch(self) -> PrelaunchedKernel:
-        return PrelaunchedKernel(None, self._template())
+        return PrelaunchedKernel(None, self._template(), keep_folder=True)
+
+    def _remove_done(self) -> None:
+        while self.done:
+            self.done[0].remove_folder()
+            self.done.pop(0)
+
+    def _load_fixtures(self, spec: Any, fixture_dirs: Sequence[Path]) -> list:
+        """The fixtures ``engine.grade`` would load, read again only when their files changed."""
+        from grader.core.fixture_loader import files_signature, load_fixtures
+
+        signature = (tuple(str(folder) for folder in fixture_dirs), files_signature(self.exercise, fixture_dirs))
+        if self._fixtures is None or self._fixtures[0] != signature:
+            self._fixtures = None  # a fixture that fails to load is not kept either
+            self._fixtures = (signature, load_fixtures(self.exercise, fixture_dirs, spec.validate_fixture))
+        return self._fixtures[1]

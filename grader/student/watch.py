@@ -6,9 +6,11 @@ and size are still read every ``interval`` seconds, so a save whose event never
 arrives (some network mounts, shared folders of containers and VMs) is graded
 anyway, just later. ``--polling`` or GRADE_WATCH_POLLING=1 skips the events and
 only polls; a watcher that cannot start (no inotify slots left) falls back to
-polling by itself. After a change is seen, the watcher waits until the file stops
-changing, so a save still being written is not graded half-way. Ctrl-C (or SIGTERM,
-or the terminal closing) ends it cleanly.
+polling by itself. A changed file that parses as a whole JSON document is a finished save
+(Jupyter writes a new file and renames it over the notebook; a prefix of a JSON document never
+parses), graded at once; anything else is waited for until the file stops changing, so a save
+still being written is not graded half-way. Ctrl-C (or SIGTERM, or the terminal closing) ends it
+cleanly.
 
 Each save is graded in a fresh kernel, as ``grade exercise-N`` grades, but without paying the
 kernel's start again: for as long as it runs, the watcher keeps a kernel template that has
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -39,6 +42,7 @@ POLLING_ENV = "GRADE_WATCH_POLLING"
 Signature = tuple[int, int] | None
 POLL_SETTLE = 0.25  # seconds between the two equal readings of a changed file, when polling
 EVENT_SETTLE = 0.05  # the same after a file event
+EVENT_STEP_MS = 20  # watchfiles yields a batch of events after this long without more (its default: 50)
 
 
 def file_signature(path: Path) -> Signature:
@@ -48,6 +52,15 @@ def file_signature(path: Path) -> Signature:
     except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size
+
+
+def whole_document(path: Path, signature: Signature) -> bool:
+    """Is ``path``, still as ``signature`` says, a whole JSON document? Then its save is finished."""
+    try:
+        json.loads(Path(path).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return file_signature(path) == signature  # and nothing was written while it was read
 
 
 def polling_forced(flag: bool = False) -> bool:
@@ -71,6 +84,7 @@ def _event_ticks(path: Path, interval: float) -> Iterator[None]:
         path.parent,
         watch_filter=lambda _change, changed: Path(changed).name == path.name,
         recursive=False,
+        step=EVENT_STEP_MS,
         rust_timeout=max(1, int(interval * 1000)),
         yield_on_timeout=True,
         raise_interrupt=True,
@@ -95,7 +109,7 @@ def watch(
     by default it runs until Ctrl-C, which propagates as KeyboardInterrupt to the caller.
     """
     path = Path(path)
-    # File events come after 50 ms without more of them (watchfiles' step): a short second look
+    # File events come after EVENT_STEP_MS without more of them (watchfiles' step): a short second look
     # is enough there; polled, the file gets a longer one. A save that still lands during the
     # grading is caught after it (``run`` shows no result of a file that changed meanwhile).
     settle = min(interval, EVENT_SETTLE if use_events else POLL_SETTLE)
@@ -121,8 +135,9 @@ def watch(
             current = file_signature(path)
             if current == last:
                 continue
-            # Wait for the editor to finish writing: two equal readings in a row.
-            for _ in range(MAX_SETTLE_POLLS):
+            # Unless it is a whole document already, wait for the editor to finish writing: two
+            # equal readings in a row.
+            for _ in range(0 if current is not None and whole_document(path, current) else MAX_SETTLE_POLLS):
                 sleep(settle)
                 again = file_signature(path)
                 if again == current:
