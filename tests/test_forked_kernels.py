@@ -278,3 +278,25 @@ def test_a_killed_forked_kernel_is_gone_when_kill_returns_and_its_end_is_known_a
     finally:
         prelaunched.discard()
         template.close()
+
+
+def test_a_long_temporary_folder_still_gets_a_template(tmp_path, monkeypatch):
+    """A Unix socket's path holds at most 107 bytes: under a long TMPDIR (a deep test folder, a macOS
+    per-user folder) the template's socket must still bind, or every grading silently goes cold."""
+    import os
+    import tempfile
+
+    deep = tmp_path / ("pasta-temporaria-com-um-nome-bem-comprido-" * 2)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert len(os.path.join(tempfile.mkdtemp(dir=deep, prefix="grade-template-"), "template.sock")) > 107
+    template = KernelTemplate.own(["ipykernel.ipkernel"], kernel_env())
+    try:
+        assert template.broken is None, template.broken
+        pid, pidfd = _fork_idle_kernel(template, tmp_path, "idle")
+        assert not _ended(pidfd, within=0.5)
+        folder = os.path.dirname(template.server.address)
+        assert os.stat(folder).st_mode & 0o077 == 0, "the socket's folder must be this user's alone"
+    finally:
+        template.close()
+    assert not os.path.exists(folder), "the socket's folder outlived the template"

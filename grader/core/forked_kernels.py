@@ -85,13 +85,27 @@ def template_modules(exercise: str) -> list[str]:
     return list(dict.fromkeys([*ALWAYS_IMPORTED, *notebook_imports(students_notebook(exercise))]))
 
 
+SOCKET_PATH_MAX = 107  # a Unix socket's path: 108 bytes on Linux, the last one a NUL (unix(7))
+
+
+def socket_folder(parent: str | None) -> str:
+    """A new folder (mode 700) for the template's socket. Under a temporary folder too deep for a
+    socket's path, the folder is made in /tmp instead: otherwise the bind fails and every kernel
+    starts cold. A ``parent`` asked for (the sandbox's scratch folder) is kept as it is."""
+    folder = tempfile.mkdtemp(prefix="grade-template-", dir=parent)
+    if parent is None and len(os.fsencode(os.path.join(folder, "template.sock"))) > SOCKET_PATH_MAX:
+        os.rmdir(folder)
+        folder = tempfile.mkdtemp(prefix="grade-template-", dir="/tmp")
+    return folder
+
+
 class TemplateProcess:
     """The template process of one batch, and the address its workers connect to."""
 
     def __init__(self, modules: list[str], env: dict[str, str], wrapper: list[str] = (), parent: str | None = None):
         self.broken: str | None = None
         self.process: subprocess.Popen | None = None
-        self._folder = tempfile.mkdtemp(prefix="grade-template-", dir=parent)  # mode 700: only this user connects
+        self._folder = socket_folder(parent)  # mode 700: only this user connects
         self.address = os.path.join(self._folder, "template.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
