@@ -135,6 +135,17 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
     return 128 - code if code < 0 else code  # morto por um sinal: 128 + o número, como o shell
 
 
+def test_command(rest: list[str]) -> list[str]:
+    """O pytest com os argumentos de quem chamou. A suíte inteira (ou uma fatia por -m/-k) roda
+    em um processo por núcleo (pytest-xdist, um arquivo de testes por processo: os fixtures de
+    um arquivo ficam num processo só); um arquivo ou teste nomeado, ou um -n dado, roda como pedido."""
+    named = any(arg.startswith("tests") or arg.endswith(".py") or "::" in arg for arg in rest)
+    chosen = any(arg in ("-n", "--numprocesses") or arg.startswith(("-n", "--numprocesses=")) or "no:xdist" in arg
+                 for arg in rest)
+    spread = [] if named or chosen else ["-n", "auto", "--dist", "loadfile"]
+    return [str(BIN / "python"), "-m", "pytest", *spread, *rest]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -146,7 +157,7 @@ def main(argv: list[str]) -> int:
             say("rodando como root (contêiner, Codespaces, WSL?): o JupyterLab sobe com --allow-root.")
         return run_child(lab_command(rest), environment(), cwd=ROOT)
     if task == "test":
-        return run_child([str(BIN / "python"), "-m", "pytest", *rest], environment(), cwd=ROOT)
+        return run_child(test_command(rest), environment(), cwd=ROOT)
     # Os outros comandos rodam na pasta de quem chamou: um caminho relativo (--notebook, --workdir)
     # quer dizer o que quer dizer ali. O grade acha a pasta do curso sozinho.
     return run_child([str(BIN / task) if (BIN / task).exists() else task, *rest], environment())

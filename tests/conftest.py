@@ -39,11 +39,63 @@ def no_crash_left_over(monkeypatch):
     reset_crash_counts()
 
 
+# Under pytest-xdist (`-n 2`), the controller process starts the one cluster and hands its
+# address to every worker (https://pytest-xdist.readthedocs.io/en/stable/how-to.html): a worker
+# starting its own would make one cluster per worker. Without xdist, the first test that asks
+# starts it.
+_shared_cluster: LocalPostgres | None = None
+_shared_cluster_problem = ""
+WORKER_INPUT_KEY = "course_postgres_dsn"
+
+
+def _distributed(config) -> bool:
+    return config.pluginmanager.hasplugin("dsession") and bool(getattr(config.option, "numprocesses", 0))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    global _shared_cluster, _shared_cluster_problem, postgres_starts
+    config = session.config
+    if hasattr(config, "workerinput") or not _distributed(config):
+        return
+    _shared_cluster_problem = unavailable_reason() or ""
+    if not _shared_cluster_problem:
+        postgres_starts += 1
+        _shared_cluster = LocalPostgres().start()
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown to a run without the plugin
+def pytest_configure_node(node):
+    """xdist's controller, for each worker it starts: the shared cluster's address (or why none)."""
+    node.workerinput[WORKER_INPUT_KEY] = _shared_cluster.dsn if _shared_cluster else ""
+    node.workerinput[WORKER_INPUT_KEY + "_problem"] = _shared_cluster_problem
+
+
+def pytest_sessionfinish(session):
+    global _shared_cluster
+    if _shared_cluster is not None and not hasattr(session.config, "workerinput"):
+        _shared_cluster.stop()
+        _shared_cluster = None
+
+
+class SharedCluster:
+    """What a worker knows of the controller's cluster: its address (tests only read ``dsn``)."""
+
+    def __init__(self, dsn: str):
+        self.dsn = dsn
+
+
 @pytest.fixture(scope="session")
-def postgres_server():
+def postgres_server(request):
     """One throwaway PostgreSQL cluster for the whole session; each test uses runs of its own
     (`stores_support.unique_run_name`). Skips, saying why, where no server can be started."""
     global postgres_starts
+    handed = getattr(request.config, "workerinput", {})
+    if WORKER_INPUT_KEY in handed:
+        if not handed[WORKER_INPUT_KEY]:
+            pytest.skip(f"PostgreSQL tests skipped: {handed[WORKER_INPUT_KEY + '_problem'] or 'no cluster'}")
+        yield SharedCluster(handed[WORKER_INPUT_KEY])
+        return
     reason = unavailable_reason()
     if reason:
         pytest.skip(f"PostgreSQL tests skipped: {reason}")

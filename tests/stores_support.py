@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 from pathlib import Path
 
 from harness.stores import open_store as open_store_spec
@@ -23,8 +24,10 @@ _run_names = itertools.count(1)
 
 
 def unique_run_name(prefix="run"):
-    """Every PostgreSQL test gets runs of its own in the shared session database."""
-    return f"{prefix}-{next(_run_names):04d}"
+    """Every PostgreSQL test gets runs of its own in the shared session database, also when
+    several xdist workers share it (each counts on its own: the worker's name keeps them apart)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"{prefix}-{worker + '-' if worker else ''}{next(_run_names):04d}"
 
 
 def open_store(kind, run_dir, request, run=None):
