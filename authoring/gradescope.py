@@ -20,15 +20,13 @@ import zipfile
 from pathlib import Path
 
 from grader.core.atomic_write import atomic_file
+from grader.core.limits import DEFAULT_CELL_SECONDS, DEFAULT_MEMORY_MB, DEFAULT_TOTAL_SECONDS, Limits
 from grader.instructor.gradescope import CONFIG_NAME, HIDDEN_FIXTURES, PUBLIC_FIXTURES, VISIBILITIES
 from grader.reports import console
 
 COURSE_DIR = "curso"  # the packages' folder inside the zip
 PACKAGES = ("grader", "harness")
 COURSE_FILES = ("pyproject.toml", "README.md")
-DEFAULT_TIMEOUT = 300.0
-DEFAULT_CELL_TIMEOUT = 60.0
-DEFAULT_MEMORY_MB = 1024
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
@@ -65,10 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--visibility", default="after_due_date",
                         choices=[v for v in VISIBILITIES if v != "visible"],
                         help="quando o aluno vê as verificações das fixtures particulares (padrão: after_due_date)")
-    parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TIMEOUT, metavar="S",
-                        help=f"tempo máximo do notebook inteiro, em segundos (padrão: {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--cell-timeout", type=console.seconds(), default=DEFAULT_CELL_TIMEOUT, metavar="S",
-                        help=f"tempo máximo de cada célula, em segundos (padrão: {DEFAULT_CELL_TIMEOUT:g})")
+    parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TOTAL_SECONDS, metavar="S",
+                        help=f"tempo máximo do notebook inteiro, em segundos (padrão: {DEFAULT_TOTAL_SECONDS:g})")
+    parser.add_argument("--cell-timeout", type=console.seconds(), default=DEFAULT_CELL_SECONDS, metavar="S",
+                        help=f"tempo máximo de cada célula, em segundos (padrão: {DEFAULT_CELL_SECONDS:g})")
     parser.add_argument("--memory-mb", type=console.memory_mb, default=DEFAULT_MEMORY_MB, metavar="M",
                         help=f"memória máxima do kernel em MB (padrão: {DEFAULT_MEMORY_MB}; 0 = sem limite)")
 
@@ -111,13 +109,11 @@ def _add_text(archive: zipfile.ZipFile, name: str, text: str, executable: bool =
 
 
 def build_zip(root: Path, exercise: str, out: Path, *, public: list[Path], hidden: list[Path],
-              visibility: str, timeout: float, cell_timeout: float, memory_mb: int | None) -> Path:
+              visibility: str, limits: Limits) -> Path:
     check_inputs(exercise, public, hidden)
     config = {
         "exercise": exercise,
-        "timeout": timeout,
-        "cell_timeout": min(cell_timeout, timeout),
-        "memory_mb": memory_mb or None,
+        "limits": limits.to_json(),  # the autograder reads them back with Limits.from_json
         "hidden_visibility": visibility,
         "remove_hidden_fixtures": True,
     }
@@ -144,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path(f"autograder-{args.exercise}.zip")
     try:
         build_zip(args.root, args.exercise, out, public=args.fixtures, hidden=args.hidden_fixtures,
-                  visibility=args.visibility, timeout=args.timeout, cell_timeout=args.cell_timeout,
-                  memory_mb=args.memory_mb)
+                  visibility=args.visibility, limits=Limits.with_cell_capped(
+                      total_seconds=args.timeout, cell_seconds=args.cell_timeout, memory_mb=args.memory_mb))
     except GraderError as error:
         print(f"course gradescope: {error}", file=sys.stderr)
         return 2

@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from grader.core.limits import Limits  # noqa: E402
 from grader.instructor import batch  # noqa: E402
 
 NBGRADER = "nbgrader autograde"
@@ -88,9 +89,8 @@ def _grade_batch(submissions, exercise: str, levels, checks: int, jobs: int, san
     os.environ[SWITCH] = "1" if template else "0"  # the workers inherit it
     options = batch.BatchOptions(
         exercise=exercise,
-        timeout=batch.DEFAULT_TIMEOUT,
-        memory_mb=batch.DEFAULT_MEMORY_MB,
-        hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks),
+        limits=Limits(),
+        hard_timeout=batch.worker_deadline(Limits(), checks),
         sandbox=sandbox,
     )
     rows = batch.grade_all(submissions, options, levels, jobs=jobs)

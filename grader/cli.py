@@ -33,7 +33,7 @@ e mostra, nível por nível, o que passou e o que falhou.
 
 
 def grade_parser() -> argparse.ArgumentParser:
-    from grader.core.kernel import DEFAULT_MEMORY_MB  # only grading needs the kernel module: `grade list` starts without it
+    from grader.core.limits import DEFAULT_MEMORY_MB  # only grading needs it: `grade list` starts without it
 
     parser = console.ArgumentParser(prog="grade", usage=USAGE.split("\n\n")[0].removeprefix("uso: "),
                                      description="Corrige um exercício do curso.")
@@ -58,13 +58,11 @@ def grade_parser() -> argparse.ArgumentParser:
 
 
 def run_grade(argv: list[str]) -> int:
+    from grader.core.limits import Limits
+
     args = grade_parser().parse_args(argv)
-    options = {
-        name: value for name, value in (
-            ("cell_timeout", args.cell_timeout), ("total_timeout", args.total_timeout),
-            ("check_timeout", args.check_timeout), ("memory_limit_mb", args.memory_mb),
-        ) if value is not None
-    }
+    limits = Limits.from_grade_flags(args)
+    sandbox = None
     junit_problem = args.junit and console.output_file_problem(args.junit, "o relatório JUnit", "junit.xml")
     if junit_problem:  # before a grading that may take minutes
         print(f"grade: {junit_problem}", file=sys.stderr)
@@ -73,14 +71,14 @@ def run_grade(argv: list[str]) -> int:
     try:
         notebook = args.notebook or course_root() / "exercises" / f"{args.exercise}.ipynb"
         if args.sandbox:
-            from grader.core import sandbox
+            from grader.core import sandbox as sandbox_module
 
-            options["sandbox"] = sandbox.require()
-        prelaunched = launch_kernel_early(notebook, options.get("sandbox"))
+            sandbox = sandbox_module.require()
+        prelaunched = launch_kernel_early(notebook, sandbox)
         from grader.core.engine import grade  # imports nbclient and the checks while the kernel starts
 
         report = grade(args.exercise, notebook, level=args.level, fixture_dirs=args.fixtures,
-                       prelaunched=prelaunched, **options)
+                       limits=limits, sandbox=sandbox, prelaunched=prelaunched)
     except GraderError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ import pytest
 from grader.core.engine import grade_with_fixtures, load_exercise
 from grader.core.environment import kernel_env
 from grader.core.fixture_loader import load_fixtures
+from grader.core.limits import DEFAULT_LIMITS, Limits
 from grader.core.forked_kernels import ForkedProvisioner, KernelTemplate, notebook_imports, supported, template_modules
 from grader.core.warm import PrelaunchedKernel
 from grader.instructor import batch
@@ -62,7 +63,7 @@ def test_a_submission_never_sees_what_the_previous_one_changed_in_its_forked_ker
     write(_solution_with([MARKS_THE_KERNEL, PATCHES_EVERYTHING], [PROBE]), entregas / "c-altera-e-observa.ipynb")
     submissions, _ = batch.find_submissions(entregas, "exercise-3")
     levels, checks = batch.plan_summary("exercise-3", ())
-    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks))
+    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=batch.worker_deadline(Limits(), checks))
 
     patched, observer, control = batch.grade_all(submissions, options, levels, jobs=1)
 
@@ -88,9 +89,9 @@ def template():
     template.close()
 
 
-def _grade(exercise_3, notebook, prelaunched, **limits):
+def _grade(exercise_3, notebook, prelaunched, limits=DEFAULT_LIMITS):
     spec, fixtures = exercise_3
-    return grade_with_fixtures(spec, fixtures, notebook, prelaunched=prelaunched, **limits)
+    return grade_with_fixtures(spec, fixtures, notebook, prelaunched=prelaunched, limits=limits)
 
 
 def test_the_template_imports_what_the_exercise_notebook_imports():
@@ -128,7 +129,7 @@ def test_a_forked_kernel_that_ignores_the_interrupt_is_killed_and_graded_as_befo
     assert isinstance(prelaunched._km.provisioner, ForkedProvisioner) and prelaunched._km.provisioner.pidfd is not None
     notebook = write(make_notebook(SETUP, RESUME_OK, SWALLOWS_THE_INTERRUPT, 'ROOT_CAUSE = "B"'), tmp_path / "teimosa.ipynb")
 
-    report = _grade(exercise_3, notebook, prelaunched, cell_timeout=3, total_timeout=240)
+    report = _grade(exercise_3, notebook, prelaunched, Limits(cell_seconds=3, total_seconds=240))
 
     [problem] = report.cell_problems
     assert problem.cell == 3 and "não terminou em 3 s e ignorou a interrupção" in problem.message
@@ -175,7 +176,7 @@ def test_with_two_jobs_every_kernel_comes_from_the_batch_s_one_template(tmp_path
         write(_solution_with([MARKS_THE_KERNEL], [PARENT_PROBE]), entregas / f"{name}.ipynb")
     submissions, _ = batch.find_submissions(entregas, "exercise-3")
     levels, checks = batch.plan_summary("exercise-3", ())
-    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks))
+    options = batch.BatchOptions(exercise="exercise-3", hard_timeout=batch.worker_deadline(Limits(), checks))
     started_workers = []
     pool = batch.WorkerPool()
     start = pool.start

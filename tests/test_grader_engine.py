@@ -15,6 +15,7 @@ import pytest
 from grader import cli
 from grader.core import execution, kernel
 from grader.core.engine import grade
+from grader.core.limits import Limits
 from tests.grader_support import (
     SOLUTION,
     make_notebook,
@@ -114,7 +115,7 @@ def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
         "grande = bytearray(3 * 1024 ** 3)",
         'ROOT_CAUSE = "B"',
     )
-    report = grade("exercise-3", write(notebook, tmp_path / "bad.ipynb"), cell_timeout=3, memory_limit_mb=1024)
+    report = grade("exercise-3", write(notebook, tmp_path / "bad.ipynb"), limits=Limits(cell_seconds=3, memory_mb=1024))
     assert report.notebook_error is None
     problems = {p.cell: p.message for p in report.cell_problems}
     assert "erro de sintaxe" in problems[3]
@@ -135,7 +136,7 @@ def test_bad_functions_fail_their_checks_and_the_kernel_survives(tmp_path):
         "def resume_action(cp):\n    while True:\n        pass",
         "import os\ndef reconcile(cp):\n    os._exit(3)",
     )
-    report = grade("exercise-3", write(notebook, tmp_path / "bad.ipynb"), check_timeout=1)
+    report = grade("exercise-3", write(notebook, tmp_path / "bad.ipynb"), limits=Limits(check_seconds=1))
     by_id = {c.id: c.message for c in report.checks}
     for fixture in ("cpA", "cpB", "cpC", "incident-duplicate-email"):
         assert "não terminou em 1 s" in by_id[f"n1.resume_action_decides[{fixture}]"]
@@ -191,7 +192,7 @@ def test_total_timeout_kills_a_kernel_that_ignores_interrupts(tmp_path, monkeypa
     monkeypatch.setattr(execution, "KILL_GRACE", 1.0)
     stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
     report = grade("exercise-3", write(make_notebook(SETUP, stubborn), tmp_path / "stuck.ipynb"),
-                   cell_timeout=60, total_timeout=3)
+                   limits=Limits(cell_seconds=60, total_seconds=3))
     assert "não terminou de executar dentro do limite total de 3 s" in report.notebook_error
     assert report.notebook_error_kind == "timeout"
     assert all(not c.passed for c in report.checks)
@@ -254,7 +255,7 @@ def test_a_folder_planted_where_a_restarted_kernels_files_go_does_not_stop_the_g
     )
     notebook = solution_notebook()
     notebook.cells.insert(0, nbformat.v4.new_code_cell(planted))
-    report = grade("exercise-3", write(notebook, tmp_path / "plantada.ipynb"), cell_timeout=5, total_timeout=240)
+    report = grade("exercise-3", write(notebook, tmp_path / "plantada.ipynb"), limits=Limits(cell_seconds=5, total_seconds=240))
     assert report.notebook_error_kind is None, report.notebook_error
     assert report.checks and all(check.passed for check in report.checks)
 

@@ -13,7 +13,7 @@ import pytest
 
 from grader import cli
 from grader.core.engine import grade
-from grader.core.kernel import DEFAULT_MEMORY_MB
+from grader.core.limits import DEFAULT_MEMORY_MB, Limits
 from grader.core.results import GradeReport
 from grader.instructor import batch
 from grader.reports import render
@@ -79,7 +79,7 @@ def test_batch_rows_say_memoria_esgotada_for_a_bomb_and_for_a_cell_holding_most_
 def test_a_cell_that_swallows_the_interrupt_ends_a_few_seconds_after_its_limit(tmp_path):
     notebook = make_notebook(SETUP, RESUME_OK, SWALLOWS_THE_INTERRUPT, 'ROOT_CAUSE = "B"')
     started = time.monotonic()
-    report = grade("exercise-3", write(notebook, tmp_path / "teimosa.ipynb"), cell_timeout=3, total_timeout=240)
+    report = grade("exercise-3", write(notebook, tmp_path / "teimosa.ipynb"), limits=Limits(cell_seconds=3, total_seconds=240))
     elapsed = time.monotonic() - started
     assert report.notebook_error is None
     [problem] = report.cell_problems
@@ -107,7 +107,7 @@ def test_a_check_that_swallows_its_time_limit_or_exhausts_memory_is_named_and_th
     )
     greedy = "def reconcile(cp):\n    hog = []\n    while True:\n        hog.append(bytearray(10 * 1024 * 1024))"
     notebook = make_notebook(SETUP, stuck, greedy, 'ROOT_CAUSE = "B"')
-    report = grade("exercise-3", write(notebook, tmp_path / "verificacoes.ipynb"), check_timeout=2)
+    report = grade("exercise-3", write(notebook, tmp_path / "verificacoes.ipynb"), limits=Limits(check_seconds=2))
     by_id = {c.id: c for c in report.checks}
     assert "Durante esta verificação, `resume_action` não terminou em 2 s e ignorou a interrupção" in \
         by_id["n1.resume_action_decides[cpC]"].message
@@ -167,10 +167,10 @@ def test_the_instructor_guide_states_the_per_cell_limit_a_batch_worker_applies()
     """`--timeout S` is the whole notebook; one cell is cut at min(60, S/2) s (shown above with S=20: 10 s)."""
     from pathlib import Path
 
-    from grader.core.engine import DEFAULT_CELL_TIMEOUT
+    from grader.core.limits import DEFAULT_CELL_SECONDS, DEFAULT_TOTAL_SECONDS
 
     guide = (Path(__file__).resolve().parent.parent / "docs" / "instrutores.md").read_text(encoding="utf-8")
     row = next(line for line in guide.splitlines() if line.startswith("| `--timeout S` |"))
-    assert f"min({DEFAULT_CELL_TIMEOUT:g}, S/2) s" in row, row
-    assert f"| {batch.DEFAULT_TIMEOUT:g} |" in row and "somando todas as células" in row, row
+    assert f"min({DEFAULT_CELL_SECONDS:g}, S/2) s" in row, row
+    assert f"| {DEFAULT_TOTAL_SECONDS:g} |" in row and "somando todas as células" in row, row
     assert "`--timeout 20`, 10 s" in row  # the case the batch test above grades for real

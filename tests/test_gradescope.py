@@ -81,7 +81,8 @@ def test_the_zip_has_gradescopes_two_scripts_at_its_root_and_no_solutions(autogr
     assert not [name for name in names if "__pycache__" in name]
     assert {f"fixtures/hidden/{name}.json" for name in HIDDEN} <= set(names)
     assert "curso/grader/fixtures/exercise-3/cpA.json" in names
-    assert config == {"exercise": EXERCISE, "timeout": 60.0, "cell_timeout": 5.0, "memory_mb": 1024,
+    assert config == {"exercise": EXERCISE,
+                      "limits": {"total_seconds": 60.0, "cell_seconds": 5.0, "check_seconds": 10.0, "memory_mb": 1024},
                       "hidden_visibility": "after_due_date", "remove_hidden_fixtures": True}
     (tmp_path / "setup.sh").write_text(setup)
     assert subprocess.run(["bash", "-n", str(tmp_path / "setup.sh")]).returncode == 0

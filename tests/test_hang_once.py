@@ -13,6 +13,7 @@ import time
 import nbformat
 
 from grader.core.engine import grade
+from grader.core.limits import Limits
 try:
     from grader.core.execution import hung_function
 except ImportError:
@@ -56,7 +57,7 @@ def test_a_function_called_by_a_stuck_cell_and_by_every_check_of_its_level_is_en
                              'resume_action({"pending_tool_use": []})', 'ROOT_CAUSE = "B"')
     started = time.monotonic()
     report = grade("exercise-3", write(notebook, tmp_path / "hang.ipynb"), level=1,
-                   cell_timeout=3, check_timeout=2)
+                   limits=Limits(cell_seconds=3, check_seconds=2))
     seconds = time.monotonic() - started
     print(f"\nhung resume_action, cell limit 3 s, check limit 2 s, {len(report.checks)} checks: {seconds:.1f} s")
     assert entries(counter) == 1  # the cell's call; no check called it again
@@ -81,7 +82,7 @@ def test_a_function_that_swallows_the_interrupt_is_refused_in_the_fresh_kernel_a
         "            pass\n"
     )
     report = grade("exercise-3", write(make_notebook(SETUP, swallows), tmp_path / "hang.ipynb"), level=1,
-                   check_timeout=3)
+                   limits=Limits(check_seconds=3))
     assert entries(counter) == 1
     # on a loaded machine other checks may be cut too and use up the restarts; one refusal is enough
     assert any("`resume_action` não foi chamada de novo" in check.message for check in report.checks)

@@ -13,6 +13,7 @@ import pytest
 from grader import cli
 from grader.core import sandbox
 from grader.core.engine import grade
+from grader.core.limits import Limits
 from grader.instructor import batch
 from tests.grader_support import ROOT, solution_notebook, write, write_new_fixtures
 
@@ -174,7 +175,7 @@ def test_batch_sandbox_forks_confined_kernels_that_stop_the_same_attacks(tmp_pat
         submissions, _ = batch.find_submissions(entregas, "exercise-3")
         levels, checks = batch.plan_summary("exercise-3", (private,))
         options = batch.BatchOptions(exercise="exercise-3", sandbox=True, fixture_dirs=(private,),
-                                     hard_timeout=batch.worker_deadline(batch.DEFAULT_TIMEOUT, checks))
+                                     hard_timeout=batch.worker_deadline(Limits(), checks))
         rows = batch.grade_all(submissions, options, levels, jobs=1)
     finally:
         listener.close()
@@ -299,7 +300,7 @@ def test_the_grader_never_follows_what_a_sandboxed_kernel_plants_in_its_folder(p
     hostile.cells.insert(0, nbformat.v4.new_code_cell(PLANTED[planted].format(victim=str(victim), secret=str(secret))))
     notebook = write(hostile, tmp_path / "entrega.ipynb")
 
-    report = grade("exercise-3", notebook, sandbox=sandbox.require(), cell_timeout=5, total_timeout=240)
+    report = grade("exercise-3", notebook, sandbox=sandbox.require(), limits=Limits(cell_seconds=5, total_seconds=240))
 
     assert victim.read_text() == "intacto\n"  # nothing written or appended through a planted link
     assert SECRET not in json.dumps(report.to_dict(), ensure_ascii=False)  # nothing read through one
@@ -313,7 +314,7 @@ def test_a_sandboxed_cell_past_its_limit_is_interrupted_not_killed(tmp_path):
     looping.cells.insert(0, nbformat.v4.new_code_cell("while True:\n    pass"))
     notebook = write(looping, tmp_path / "laco.ipynb")
 
-    report = grade("exercise-3", notebook, sandbox=sandbox.require(), cell_timeout=3, total_timeout=240)
+    report = grade("exercise-3", notebook, sandbox=sandbox.require(), limits=Limits(cell_seconds=3, total_seconds=240))
 
     problems = [problem.message for problem in report.cell_problems]
     assert any("não terminou em 3 s e foi interrompida" in message for message in problems), problems

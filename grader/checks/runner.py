@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from grader.core.limits import Limits
 from grader.core.results import MEMORY  # noqa: F401  (re-exported: a result's ``stopped_by`` on memory)
 from grader.checks.framework import (
     CellProblemInfo,
@@ -132,18 +133,23 @@ def run_plan(
     return results
 
 
+def spec_session(spec: dict, namespace: dict) -> Session:
+    """The session the engine's spec describes, each check's time taken from its ``limits``."""
+    return Session(
+        namespace=namespace,
+        workdir=Path(spec["workdir"]),
+        check_timeout=Limits.from_json(spec["limits"]).check_seconds,
+        cell_problems=[CellProblemInfo(**item) for item in spec["cell_problems"]],
+        refused=dict(spec.get("refused") or {}),
+    )
+
+
 def run_from_file(spec_path: str) -> None:
     """Entry point inside the grading kernel."""
     from IPython import get_ipython
 
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
-    session = Session(
-        namespace=get_ipython().user_ns,
-        workdir=Path(spec["workdir"]),
-        check_timeout=float(spec["check_timeout"]),
-        cell_problems=[CellProblemInfo(**item) for item in spec["cell_problems"]],
-        refused=dict(spec.get("refused") or {}),
-    )
+    session = spec_session(spec, get_ipython().user_ns)
     plan = [PlannedCheck(**item) for item in spec["plan"]]
     fixtures = [Fixture.from_dict(item) for item in spec["fixtures"]]
     with open(spec["results_path"], "a", encoding="utf-8") as sink:

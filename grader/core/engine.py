@@ -15,16 +15,12 @@ from grader.core import registry
 from grader.core.errors import GraderError
 from grader.core.execution import execute_and_grade
 from grader.core.fixture_loader import load_fixtures
-from grader.core.kernel import DEFAULT_MEMORY_MB
+from grader.core.limits import DEFAULT_LIMITS, Limits
 from grader.core.notebook_file import read_notebook
 from grader.core.points import points_for
 from grader.core.scratch import scratch_folder
 from grader.core.results import FAIL, KERNEL_DIED, MEMORY_EXHAUSTED, CheckResult, GradeReport
 from grader.core.sandbox import Sandbox
-
-DEFAULT_CELL_TIMEOUT = 60.0
-DEFAULT_TOTAL_TIMEOUT = 300.0
-DEFAULT_CHECK_TIMEOUT = 10.0
 
 __all__ = ["grade", "GradeReport", "CheckResult"]
 
@@ -89,24 +85,19 @@ def grade(
     *,
     level: int | None = None,
     fixture_dirs: Sequence[Path] = (),
-    cell_timeout: float = DEFAULT_CELL_TIMEOUT,
-    total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
-    memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
-    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+    limits: Limits = DEFAULT_LIMITS,
     sandbox: Sandbox | None = None,
     prelaunched: Any = None,
 ) -> GradeReport:
     """Grade ``notebook`` (never written) against ``exercise``'s checks, in one fresh kernel.
 
-    ``total_timeout`` bounds the notebook's own cells; each check then has
-    ``check_timeout`` seconds inside the same kernel.
+    ``limits.total_seconds`` bounds the notebook's own cells; each check then has
+    ``limits.check_seconds`` inside the same kernel.
     """
     spec_exercise = load_exercise(exercise, level)
     fixtures = load_fixtures(exercise, fixture_dirs, spec_exercise.validate_fixture)
     return grade_with_fixtures(
-        spec_exercise, fixtures, notebook, level=level, cell_timeout=cell_timeout,
-        total_timeout=total_timeout, memory_limit_mb=memory_limit_mb, check_timeout=check_timeout,
-        sandbox=sandbox, prelaunched=prelaunched,
+        spec_exercise, fixtures, notebook, level=level, limits=limits, sandbox=sandbox, prelaunched=prelaunched,
     )
 
 
@@ -116,10 +107,7 @@ def grade_with_fixtures(
     notebook: Path,
     *,
     level: int | None = None,
-    cell_timeout: float = DEFAULT_CELL_TIMEOUT,
-    total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
-    memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
-    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+    limits: Limits = DEFAULT_LIMITS,
     sandbox: Sandbox | None = None,
     prelaunched: Any = None,
 ) -> GradeReport:
@@ -156,7 +144,7 @@ def grade_with_fixtures(
             "plan": [planned.to_dict() for planned in plan],
             "fixtures": [fixture.to_dict() for fixture in fixtures],
             "workdir": str(workdir / "checks"),
-            "check_timeout": check_timeout,
+            "limits": limits.to_json(),  # the kernel's runner reads each check's time from it
             "results_path": str(workdir / "results.jsonl"),
         }
         (workdir / "checks").mkdir(exist_ok=True)
@@ -164,9 +152,7 @@ def grade_with_fixtures(
             nb,
             workdir=workdir,
             spec=spec,
-            cell_timeout=cell_timeout,
-            total_timeout=total_timeout,
-            memory_limit_mb=memory_limit_mb,
+            limits=limits,
             sandbox=sandbox,
             prelaunched=prelaunched,
         )

@@ -38,6 +38,7 @@ from grader.core import kernel as kernels
 from grader.core.environment import kernel_env
 from grader.core.errors import os_reason
 from grader.core.kernel import INTERRUPT_GRACE, KILL_GRACE, KernelStartFailed, Watchdog
+from grader.core.limits import Limits
 from grader.core.results import (
     GRADER_ERROR,
     KERNEL_DIED,
@@ -277,15 +278,12 @@ class _Grading:
     """One grading: the notebook, its kernel (restarted when needed) and what went wrong."""
 
     def __init__(self, notebook: nbformat.NotebookNode, workdir: Path, outcome: Execution, *,
-                 cell_timeout: float, total_timeout: float, memory_limit_mb: int | None,
-                 sandbox: Sandbox | None = None, prelaunched: Any = None):
+                 limits: Limits, sandbox: Sandbox | None = None, prelaunched: Any = None):
         self.notebook = notebook
         self.workdir = workdir
         self.workdir_identity = _identity(workdir)
         self.outcome = outcome
-        self.cell_timeout = cell_timeout
-        self.total_timeout = total_timeout
-        self.memory_limit_mb = memory_limit_mb or None
+        self.limits = limits
         self.deadline = float("inf")  # set once the first kernel is ready
         self.phase = "start"
         self.env = kernel_env(workdir)
@@ -309,7 +307,7 @@ class _Grading:
     def timeout_for(self, cell: Any) -> float:
         if self.phase == "grading":
             return self.grading_timeout
-        return max(1.0, min(self.cell_timeout, self.deadline - monotonic()))
+        return max(1.0, min(self.limits.cell_seconds, self.deadline - monotonic()))
 
     def _make_client(self, attempt: int) -> _Client:
         client = _Client(
@@ -349,10 +347,10 @@ class _Grading:
         self.client, self.stderr_path = kernels.start_kernel(
             self.stack, self._make_client, self.env, self.workdir, self.generation)
         if self.deadline == float("inf"):
-            self.deadline = monotonic() + self.total_timeout
+            self.deadline = monotonic() + self.limits.total_seconds
         self.dog.follow(self.client)
         self.growth = {}
-        limit = kernels.memory_limit_cell(self.memory_limit_mb)
+        limit = kernels.memory_limit_cell(self.limits.memory_mb)
         if limit:
             _execute_extra(self.client, self.notebook, nbformat.v4.new_code_cell(limit))
 
@@ -375,7 +373,7 @@ class _Grading:
         return kernels.data_bytes(self.dog.pid)
 
     def died_of_memory(self) -> bool:
-        return kernels.died_of_memory(self.memory_limit_mb, self.dog.peak, self.stderr_path)
+        return kernels.died_of_memory(self.limits.memory_mb, self.dog.peak, self.stderr_path)
 
     # --- the cells
 
@@ -402,7 +400,7 @@ class _Grading:
             hung = hung_function(cell, self.defined_functions())
             if hung:
                 self.hung_in_cells.setdefault(hung, f"na célula {index + 1} ela não terminou em {allowed:g} s")
-        if problem and problem.ename == "MemoryError" and self.memory_limit_mb:
+        if problem and problem.ename == "MemoryError" and self.limits.memory_mb:
             return _OUT_OF_MEMORY, problem, allowed
         if timed_out and monotonic() >= self.deadline:
             return _TOTAL_TIMEOUT, problem, allowed
@@ -445,7 +443,7 @@ class _Grading:
                 position += 1
                 continue
             if monotonic() >= self.deadline:
-                self.outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(self.total_timeout, index + 1))
+                self.outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(self.limits.total_seconds, index + 1))
                 return False
             self.phase = "cells"
             verdict, problem, allowed = self.run_cell(index)
@@ -467,7 +465,7 @@ class _Grading:
                     "reiniciado, e o notebook seguiu sem ela."))
             elif verdict == _OUT_OF_MEMORY:
                 self.outcome.memory_exhausted = True
-                exhausted = f"{where} esgotou a memória do kernel (limite de {self.memory_limit_mb} MB)."
+                exhausted = f"{where} esgotou a memória do kernel (limite de {self.limits.memory_mb} MB)."
                 if problem is not None and not self.holds_too_much():
                     # The allocation failed and nothing stayed behind: the notebook simply goes on.
                     problem.message = f"{exhausted} O restante do notebook foi executado mesmo assim."
@@ -480,7 +478,7 @@ class _Grading:
                     f"{exhausted} O kernel foi reiniciado e o notebook seguiu sem ela, para as suas funções "
                     "terem memória nas verificações."))
             elif verdict == _TOTAL_TIMEOUT:
-                self.outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(self.total_timeout, index + 1))
+                self.outcome.stop(TIMEOUT, notebook_error=_total_timeout_message(self.limits.total_seconds, index + 1))
                 return False
             else:
                 self.outcome.stop(KERNEL_DIED, notebook_error=(
@@ -500,16 +498,16 @@ class _Grading:
     def holds_too_much(self) -> bool:
         """Does the kernel hold more than HELD_MEMORY_SHARE of its limit (or cannot it tell)?"""
         used = self.memory_used()
-        return used is None or used > HELD_MEMORY_SHARE * self.memory_limit_mb * 2 ** 20
+        return used is None or used > HELD_MEMORY_SHARE * self.limits.memory_mb * 2 ** 20
 
     def leave_out_held_memory(self) -> bool:
         """After the last cell: when the notebook holds more than half the memory limit, the
         cell that took the most is left out (and the notebook runs again without it), so the
         checks have memory to work with. True when a cell was left out."""
         used = self.memory_used()
-        if not self.memory_limit_mb or used is None or not self.growth:
+        if not self.limits.memory_mb or used is None or not self.growth:
             return False
-        limit = self.memory_limit_mb * 2 ** 20
+        limit = self.limits.memory_mb * 2 ** 20
         index, grew = max(self.growth.items(), key=lambda item: item[1])
         if used <= HELD_MEMORY_SHARE * limit or grew <= HELD_MEMORY_SHARE / 2 * limit:
             return False
@@ -517,7 +515,7 @@ class _Grading:
         self.outcome.memory_exhausted = True
         self.leave_out(index, _left_out(cell, index, "MemoryError", "reteve memória demais", (
             f"A célula {index + 1} (`{first_line(cell.source)}`) terminou segurando {_megabytes(grew)} de memória, "
-            f"mais da metade do limite de {self.memory_limit_mb} MB do kernel, e não sobraria memória para as "
+            f"mais da metade do limite de {self.limits.memory_mb} MB do kernel, e não sobraria memória para as "
             "verificações. O notebook rodou de novo, num kernel novo, sem ela.")))
         return True
 
@@ -527,20 +525,20 @@ class _Grading:
         """The planned checks; a check that hangs past its limit or kills the kernel fails with
         that reason and the rest run in a fresh kernel (with the notebook run again)."""
         results_path = Path(spec["results_path"])
-        check_timeout = float(spec["check_timeout"])
+        check_seconds = self.limits.check_seconds
         remaining = list(spec["plan"])
         # Student functions not to call again: one that hung a cell or a check, or took its kernel down.
         refused: dict[str, str] = dict(self.hung_in_cells)
         while remaining:
             self.phase = "grading"
-            self.grading_timeout = check_timeout * max(1, len(remaining)) + 30.0
+            self.grading_timeout = check_seconds * max(1, len(remaining)) + 30.0
             workdir = spec["workdir"] if self.generation == 1 else f"{spec['workdir']}-{self.generation}"
             grading_files.write_new(spec_path, json.dumps(dict(spec, plan=remaining, workdir=workdir, refused=refused, cell_problems=[
                 {k: p.to_dict()[k] for k in ("cell", "first_line", "ename", "evalue", "names")}
                 for p in self.outcome.cell_problems
             ]), ensure_ascii=False))
             self.dog.arm(monotonic() + self.grading_timeout + KILL_GRACE, "grading")
-            self.dog.watch_checks(results_path, check_timeout + INTERRUPT_GRACE)
+            self.dog.watch_checks(results_path, check_seconds + INTERRUPT_GRACE)
             grading_cell = nbformat.v4.new_code_cell(grading_cell_source(spec_path, spec["exercise"]))
             try:
                 _execute_extra(self.client, self.notebook, grading_cell)
@@ -562,7 +560,7 @@ class _Grading:
                         self.outcome.stop(KERNEL_DIED)  # the engine names the check that was running
                     return
                 stuck = _last_call(results_path, culprit)
-                note, reason = self._check_stopped(check_timeout, stuck)
+                note, reason = self._check_stopped(stuck)
                 refused.update(_refused_in(results_path))  # functions that hung a check in the lost kernel
                 if stuck:
                     refused.setdefault(stuck, f"na verificação {culprit} ela {reason}, e o kernel teve de ser encerrado")
@@ -576,7 +574,7 @@ class _Grading:
                         f"Não executada: o kernel do Python já tinha sido reiniciado {MAX_RESTARTS} vezes nesta correção."))
                     return
                 self.start()
-                self.deadline = monotonic() + self.total_timeout  # the notebook runs again, with its own time
+                self.deadline = monotonic() + self.limits.total_seconds  # the notebook runs again, with its own time
                 if not self.run_cells():
                     # the checks that finished keep their results; the rest say why they did not run
                     self.outcome.grading_error, self.outcome.notebook_error = self.outcome.notebook_error, None
@@ -595,7 +593,7 @@ class _Grading:
                 self.outcome.stop(MEMORY_EXHAUSTED, grading_error=(
                     "Não executada: a memória do kernel acabou"
                     + (f" durante a verificação {culprit}" if culprit else "")
-                    + f" (limite de {self.memory_limit_mb} MB)."))
+                    + f" (limite de {self.limits.memory_mb} MB)."))
             elif errors:
                 self.outcome.stop(GRADER_ERROR, grading_error=(
                     "A correção parou com um erro inesperado "
@@ -603,17 +601,17 @@ class _Grading:
                 ))
             return
 
-    def _check_stopped(self, check_timeout: float, stuck: str | None) -> tuple[str, str]:
+    def _check_stopped(self, stuck: str | None) -> tuple[str, str]:
         """(the failed check's message, what the function did) when its kernel was lost."""
         who = f"`{stuck}`" if stuck else "o seu código"
         after = ("O kernel foi encerrado; as verificações seguintes rodaram num kernel novo"
                  + (f", sem chamar `{stuck}` de novo." if stuck else "."))
         if self.dog.fired == "check":
-            kind, reason = TIMEOUT, (f"não terminou em {check_timeout:g} s e ignorou a interrupção (um `except:` "
+            kind, reason = TIMEOUT, (f"não terminou em {self.limits.check_seconds:g} s e ignorou a interrupção (um `except:` "
                                      "ou `except BaseException` dentro de um laço engole o aviso de tempo esgotado)")
         elif self.died_of_memory():
             self.outcome.memory_exhausted = True
-            kind, reason = MEMORY_EXHAUSTED, f"esgotou a memória do kernel (limite de {self.memory_limit_mb} MB)"
+            kind, reason = MEMORY_EXHAUSTED, f"esgotou a memória do kernel (limite de {self.limits.memory_mb} MB)"
         else:
             kind, reason = KERNEL_DIED, "derrubou o kernel do Python (um sinal, os._exit, um travamento)"
         self.outcome.error_kind = self.outcome.error_kind or kind  # the grading went on; the kind says what happened
@@ -625,23 +623,20 @@ def execute_and_grade(
     *,
     workdir: Path,
     spec: dict,
-    cell_timeout: float,
-    total_timeout: float,
-    memory_limit_mb: int | None = None,
+    limits: Limits,
     sandbox: Sandbox | None = None,
     prelaunched: Any = None,
 ) -> Execution:
     """Run ``notebook`` (an in-memory copy; no file is written) and then the checks in ``spec``.
 
     ``spec`` is the runner's input minus ``cell_problems``, which is added here once
-    the notebook has run. ``total_timeout`` counts from the moment the kernel is ready,
+    the notebook has run. ``limits.total_seconds`` counts from the moment the kernel is ready,
     so a slow start on a busy machine never eats into the notebook's time.
     """
     outcome = Execution()
     children_before = kernels.children()
     abandoned = False
-    grading = _Grading(notebook, workdir, outcome, cell_timeout=cell_timeout, total_timeout=total_timeout,
-                       memory_limit_mb=memory_limit_mb, sandbox=sandbox, prelaunched=prelaunched)
+    grading = _Grading(notebook, workdir, outcome, limits=limits, sandbox=sandbox, prelaunched=prelaunched)
     try:
         grading.start()
         if grading.run_cells():

@@ -23,7 +23,6 @@ from typing import Any, Callable
 from grader.core.error_text import describe_error
 from grader.core import grading_files
 
-DEFAULT_MEMORY_MB = 1024  # every grading (grade, check(), batch) limits the kernel to this; 0 = no limit
 KILL_GRACE = 10.0  # seconds after the notebook's or the checks' deadline before an unresponsive kernel is killed
 INTERRUPT_GRACE = 5.0  # seconds a cell or a check gets, after its own limit, to obey the interrupt
 START_ATTEMPTS = 2  # a kernel that fails to start is started once more before grading gives up

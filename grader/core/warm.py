@@ -1,6 +1,7 @@
 """Warm batch workers: one process per job grades submission after submission.
 
-``grade batch`` starts ``python -m grader.instructor.batch --serve`` once per job. The worker
+``grade batch`` starts ``python -m grader.instructor.batch --serve`` once per job, with the
+batch's ``Limits`` on its command line (``--limits``, as ``Limits.to_json`` writes them). The worker
 imports the grader and loads the exercise's checks and fixtures once, then reads one
 task per line on stdin (JSON: the notebook, where to write the result, whether more
 tasks follow) and answers ``done`` on stdout when the result file is written.
@@ -28,6 +29,7 @@ from grader.core.error_text import describe_error
 from grader.core import scratch as scratch_folders
 from grader.core.atomic_write import write_atomic
 from grader.core.environment import kernel_env
+from grader.core.limits import Limits, LimitsError
 from grader.core.prelaunch import PrelaunchedKernel
 from grader.core.sandbox import Sandbox
 
@@ -66,15 +68,20 @@ def write_payload(path: Path, payload: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(payload, ensure_ascii=False))
 
 
+def _limits_argument(text: str) -> Limits:
+    """--limits: what the batch wrote with ``Limits.to_json``, read back as untrusted input."""
+    try:
+        return Limits.from_json(text)
+    except LimitsError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def serve(argv: list[str]) -> int:
     """The warm worker's loop (``python -m grader.instructor.batch --serve ...``)."""
     die_with_batch()
-    from grader.core.kernel import DEFAULT_MEMORY_MB
-
     parser = argparse.ArgumentParser(prog="grader.instructor.batch --serve")
     parser.add_argument("exercise")
-    parser.add_argument("--timeout", type=float, required=True)
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
+    parser.add_argument("--limits", type=_limits_argument, required=True, help="the batch's Limits, as to_json() wrote them")
     parser.add_argument("--fixtures", type=Path, action="append", default=[])
     parser.add_argument("--sandbox", action="store_true")
     parser.add_argument("--template", help="address of the batch's kernel template process")
@@ -82,7 +89,7 @@ def serve(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout = sys.stderr  # whatever else prints must not mix with the answers
 
-    from grader.core.engine import DEFAULT_CELL_TIMEOUT, grade_with_fixtures, load_exercise
+    from grader.core.engine import grade_with_fixtures, load_exercise
     from grader.core.fixture_loader import load_fixtures
     from grader.core.sandbox import require
 
@@ -101,11 +108,7 @@ def serve(argv: list[str]) -> int:
     def grade_one(notebook: Path, prelaunched: PrelaunchedKernel | None):
         return grade_with_fixtures(
             spec, fixtures, notebook,
-            # Half the budget at most: a cell that ignores its interrupt is killed at its own
-            # limit, and the notebook still has time to run again without it and be graded.
-            cell_timeout=min(DEFAULT_CELL_TIMEOUT, args.timeout / 2),
-            total_timeout=args.timeout,
-            memory_limit_mb=args.memory_mb,
+            limits=args.limits,
             sandbox=prelaunched.sandbox if prelaunched is not None else sandbox,
             prelaunched=prelaunched,
         )

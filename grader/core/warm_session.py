@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from grader.core.environment import kernel_env
+from grader.core.limits import DEFAULT_LIMITS, Limits
 from grader.core.prelaunch import PrelaunchedKernel
 
 MAX_TEMPLATE_STARTS = 3  # a template that keeps dying is not started again and again
@@ -60,9 +61,9 @@ class WarmGrader:
         self.done: list[PrelaunchedKernel] = []  # gradings whose folders go once their result is shown
         self._fixtures: tuple[tuple, list] | None = None  # (files_signature, the fixtures it read)
 
-    def grade(self, notebook: Path, *, level: int | None = None, fixture_dirs: Sequence[Path] = (),
-              **options: Any) -> Any:
-        """``engine.grade`` of ``notebook`` in the waiting kernel (forked now if none waits)."""
+    def grade(self, notebook: Path, *, limits: Limits = DEFAULT_LIMITS, level: int | None = None,
+              fixture_dirs: Sequence[Path] = ()) -> Any:
+        """``engine.grade`` of ``notebook`` under ``limits``, in the waiting kernel (forked now if none waits)."""
         from grader.core.engine import grade_with_fixtures, load_exercise
 
         self._remove_done()  # only when ``prepare`` did not run since the last grading
@@ -72,7 +73,7 @@ class WarmGrader:
         try:
             if current is None and Path(notebook).is_file():
                 current = self._prelaunch()
-            return grade_with_fixtures(spec, fixtures, notebook, level=level, prelaunched=current, **options)
+            return grade_with_fixtures(spec, fixtures, notebook, level=level, limits=limits, prelaunched=current)
         finally:
             if current is not None:
                 self.done.append(current)

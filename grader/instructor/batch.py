@@ -37,13 +37,12 @@ from grader.core import results
 from grader.core.atomic_write import write_atomic
 from grader.core.errors import os_reason
 from grader.reports import console
-from grader.core.kernel import DEFAULT_MEMORY_MB  # the same default as grade and check()
+from grader.core.limits import DEFAULT_MEMORY_MB, DEFAULT_TOTAL_SECONDS, Limits  # the same defaults as grade and check()
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
 from grader.core.scratch import BATCH, scratch_folder
 from grader.core.warm import BATCH_PID_ENV
 
-DEFAULT_TIMEOUT = 300.0
 # Extra time the worker gets beyond the grading timeout (checks, shutdown) before the
 # batch kills it as a last resort; worker_deadline adds the kernel's start-up time.
 WORKER_GRACE_SECONDS = 60.0
@@ -103,12 +102,11 @@ class Row:
 @dataclass(frozen=True)
 class BatchOptions:
     exercise: str
-    timeout: float = DEFAULT_TIMEOUT
-    memory_mb: int | None = DEFAULT_MEMORY_MB
+    limits: Limits = Limits.from_budget(DEFAULT_TOTAL_SECONDS)  # every submission's, whole to its kernel
     fixture_dirs: tuple[Path, ...] = ()
     # Upper bound on one worker's life: notebook time + every check's time + margin.
     # Past it the batch kills the worker; the engine's own limits normally act first.
-    hard_timeout: float = DEFAULT_TIMEOUT + WORKER_GRACE_SECONDS
+    hard_timeout: float = DEFAULT_TOTAL_SECONDS + WORKER_GRACE_SECONDS
     sandbox: bool = False  # each kernel under bubblewrap (grader/core/sandbox.py)
 
 
@@ -269,8 +267,8 @@ def failure_row(submission: Submission, status: str, message: str, levels: list[
 
 def _worker_command(options: BatchOptions, template_address: str | None = None) -> list[str]:
     """A warm worker (grader/core/warm.py) for this batch: it grades one task after another."""
-    command = [sys.executable, "-m", "grader.instructor.batch", "--serve", options.exercise, "--timeout", str(options.timeout)]
-    command += ["--memory-mb", str(options.memory_mb or 0)]  # 0: no limit
+    command = [sys.executable, "-m", "grader.instructor.batch", "--serve", options.exercise,
+               "--limits", json.dumps(options.limits.to_json())]
     for folder in options.fixture_dirs:
         command += ["--fixtures", str(folder)]
     if options.sandbox:
@@ -667,7 +665,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-j", "--jobs", type=console.whole_number(1), default=1, metavar="J", help="quantas submissões corrigir ao mesmo tempo (padrão: 1)")
     parser.add_argument("--csv", type=Path, default=Path("gradebook.csv"), metavar="ARQUIVO", help="onde gravar o gradebook (padrão: gradebook.csv)")
     parser.add_argument("--fixtures", type=Path, action="append", default=[], metavar="PASTA", help="pasta extra de fixtures do instrutor (pode repetir)")
-    parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TIMEOUT, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--timeout", type=console.seconds(), default=DEFAULT_TOTAL_SECONDS, metavar="S", help=f"tempo máximo por submissão em segundos (padrão: {DEFAULT_TOTAL_SECONDS:g})")
     parser.add_argument("--sandbox", action="store_true", help="executa cada submissão isolada no bubblewrap: sem rede, sem ver as outras entregas nem as fixtures, com limites de processos e memória")
     parser.add_argument("--feedback", type=Path, default=None, metavar="PASTA", help="grava nesta pasta uma página HTML de retorno por submissão")
     parser.add_argument("--report", type=Path, default=None, metavar="PASTA", help="onde gravar o relatório da turma (turma.html, com gráficos das notas e as verificações que mais falham, e verificacoes.csv, uma linha por entrega e verificação); padrão: a pasta do --csv")
@@ -698,15 +696,14 @@ def plan_max_points(exercise: str, fixture_dirs: tuple[Path, ...]) -> float:
     return sum(points_for(exercise, plan).values())
 
 
-def worker_deadline(timeout: float, checks: int) -> float:
-    from grader.core.engine import DEFAULT_CHECK_TIMEOUT
+def worker_deadline(limits: Limits, checks: int) -> float:
     from grader.core.execution import MAX_RESTARTS
     from grader.core.kernel import START_ATTEMPTS, STARTUP_TIMEOUT
 
     # The notebook's time limit starts when its kernel is ready, so a slow start
     # (or a second one, or a fresh kernel after a bad cell or check) comes on top of it.
     start_up = START_ATTEMPTS * STARTUP_TIMEOUT * (1 + MAX_RESTARTS)
-    return timeout + DEFAULT_CHECK_TIMEOUT * max(1, checks) + start_up + WORKER_GRACE_SECONDS
+    return limits.total_seconds + limits.check_seconds * max(1, checks) + start_up + WORKER_GRACE_SECONDS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -747,12 +744,12 @@ def run(args: argparse.Namespace) -> int:
     if not submissions:
         print(f"grade batch: nenhuma submissão em {args.submissions} (esperado: arquivos .ipynb ou uma pasta por aluno).", file=sys.stderr)
         return 2
+    limits = Limits.from_budget(args.timeout, memory_mb=args.memory_mb)
     options = BatchOptions(
         exercise=args.exercise,
-        timeout=args.timeout,
-        memory_mb=args.memory_mb or None,
+        limits=limits,
         fixture_dirs=fixture_dirs,
-        hard_timeout=worker_deadline(args.timeout, checks),
+        hard_timeout=worker_deadline(limits, checks),
         sandbox=args.sandbox,
     )
     if ignored:

@@ -99,9 +99,11 @@ def _fixture_names(folder: Path) -> set[str]:
 def grade_submission(config: dict[str, Any], source: Path, submission: Path) -> tuple[GradeReport, set[str]]:
     from grader.core.engine import grade_with_fixtures, load_exercise
     from grader.core.fixture_loader import load_fixtures
+    from grader.core.limits import Limits
     from grader.instructor.batch import notebook_in_folder
 
     exercise = config["exercise"]
+    limits = Limits.from_json(config.get("limits"))  # as `course gradescope` wrote them; refused before any kernel
     spec = load_exercise(exercise)
     public, hidden = source / PUBLIC_FIXTURES, source / HIDDEN_FIXTURES
     hidden_names = _fixture_names(hidden)
@@ -113,9 +115,7 @@ def grade_submission(config: dict[str, Any], source: Path, submission: Path) -> 
     notebook, problem = notebook_in_folder(submission, exercise)
     report = grade_with_fixtures(
         spec, fixtures, notebook if notebook is not None else submission / f"{exercise}.ipynb",
-        cell_timeout=float(config["cell_timeout"]),
-        total_timeout=float(config["timeout"]),
-        memory_limit_mb=config.get("memory_mb"),
+        limits=limits,
     )
     if notebook is None:
         # Say what the student handed in instead of "file not found".

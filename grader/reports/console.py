@@ -70,17 +70,20 @@ def whole_number(low: int = 0) -> Callable[[str], int]:
     return convert
 
 
-# Below this a kernel cannot even import what the exercises use (measured: ~200 MB), and the
-# grading would blame the student's first cell for the limit's fault.
-MIN_MEMORY_MB = 512
-
-
 def memory_mb(text: str) -> int:
-    """An argparse ``type`` for --memory-mb: 0 (no limit) or enough for a kernel to start."""
+    """An argparse ``type`` for --memory-mb: 0 (no limit) or enough for a kernel to start, and no
+    more than ``Limits`` takes (a huge number would break setrlimit instead of limiting)."""
+    from grader.core.limits import MAX_MEMORY_MB, MIN_MEMORY_MB
+
     value = whole_number(0)(text)
     if 0 < value < MIN_MEMORY_MB:
+        # Below it a kernel cannot even import what the exercises use (measured: ~200 MB), and
+        # the grading would blame the student's first cell for the limit's fault.
         raise argparse.ArgumentTypeError(
             f"{value} MB não dá nem para o kernel começar: use pelo menos {MIN_MEMORY_MB} (ou 0 para sem limite)")
+    if value > MAX_MEMORY_MB:
+        shown = f"{value} MB" if value < 10 ** 15 else "esse número de MB"
+        raise argparse.ArgumentTypeError(f"{shown} é demais: use no máximo {MAX_MEMORY_MB} (ou 0 para sem limite)")
     return value
 
 

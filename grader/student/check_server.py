@@ -2,7 +2,7 @@
 
 ``check()`` (grader/student/notebook_api.py) starts it on its first call, in the student's
 kernel, and asks it for every grading after that: one request per line on stdin (JSON: the
-exercise, the notebook, the level, extra fixture folders), one answer per line on stdout
+exercise, the notebook, the level, extra fixture folders, the limits), one answer per line on stdout
 (``{"report": ...}`` or ``{"error": "..."}``). It imports the grader once and keeps a warm
 kernel template with one kernel forked ahead (grader/core/warm_session.py), so a later
 ``check()`` pays for the grading, not for starting Python, the grader and the kernel again.
@@ -56,17 +56,20 @@ class Checks:
         from grader.core.error_text import describe_error
         from grader.core.engine import load_exercise
         from grader.core.errors import GraderError
+        from grader.core.limits import Limits
         from grader.core.warm_session import WarmGrader
         from grader.student.progress import record_progress
 
         exercise, notebook = str(request["exercise"]), Path(request["notebook"])
         level = request.get("level")
         try:
+            limits = Limits.from_json(request.get("limits"))  # what check() asked for, read as untrusted
             load_exercise(exercise, level)  # an unknown exercise starts no template
             if self.warm is None or self.warm.exercise != exercise:
                 self.close()
                 self.warm = WarmGrader(exercise)
-            report = self.warm.grade(notebook, level=level, fixture_dirs=[Path(f) for f in request.get("fixtures", [])])
+            report = self.warm.grade(notebook, limits=limits, level=level,
+                                     fixture_dirs=[Path(f) for f in request.get("fixtures", [])])
         except GraderError as error:
             return {"error": f"grade: {error}"}
         except Exception as error:  # noqa: BLE001 - the student reads it in the notebook

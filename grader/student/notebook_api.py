@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 from grader.core.environment import GRADER_ENV
 from grader.core.errors import GraderError
+from grader.core.limits import Limits
 
 __all__ = ["check", "fixture_checkpoint", "fixture_workspace"]
 
@@ -154,7 +155,8 @@ def check(
     if unsaved:
         print(unsaved)
     print(f"Corrigindo o arquivo salvo {path} (salve o notebook antes: Ctrl+S)...", flush=True)
-    request = {"exercise": exercise, "notebook": str(path), "level": level, "fixtures": [str(f) for f in fixtures]}
+    request = {"exercise": exercise, "notebook": str(path), "level": level, "fixtures": [str(f) for f in fixtures],
+               "limits": Limits().to_json()}  # the limits of `grade exercise-N`
     answer = _warm_answer(request)
     if answer is None:  # no warm process to ask: a grading of its own, as `grade` does
         answer = _cold_answer(request)
@@ -169,6 +171,7 @@ def check(
 
 def _cold_answer(request: dict[str, Any]) -> dict[str, Any]:
     command = [sys.executable, "-m", "grader.cli", request["exercise"], "--json", "--notebook", request["notebook"]]
+    command += Limits.from_json(request["limits"]).grade_flags()
     if request["level"] is not None:
         command += ["--level", str(request["level"])]
     for folder in request["fixtures"]:

@@ -183,17 +183,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"grade watch: {error}", file=sys.stderr)
         return 2
 
+    from grader.core.limits import Limits
     from grader.core.warm_session import WarmGrader
 
-    limits = {name: value for name, value in (
-        ("cell_timeout", getattr(args, "cell_timeout", None)), ("total_timeout", getattr(args, "total_timeout", None)),
-        ("check_timeout", getattr(args, "check_timeout", None)),
-    ) if value is not None}
+    limits = Limits.from_grade_flags(args)  # the same flags, and defaults, as `grade exercise-N`
 
     def grade_once() -> None:
         before = file_signature(notebook)
         try:
-            report = warm.grade(notebook, level=args.level, fixture_dirs=args.fixtures, **limits)
+            report = warm.grade(notebook, limits=limits, level=args.level, fixture_dirs=args.fixtures)
         except GraderError as error:
             print(f"grade watch: {error}", file=sys.stderr)
             return
