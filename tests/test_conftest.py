@@ -64,6 +64,7 @@ def copy_of_tests(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source, problem", [
     pytest.param("from tests.conftest import postgres_dsn  # noqa: F401\n",
                  "test_planted.py:1 imports the fixture postgres_dsn from tests.conftest", id="from-conftest"),
