@@ -9,6 +9,7 @@ that module, so a session-scoped fixture imported into seven modules runs seven 
 from __future__ import annotations
 
 import os
+import signal
 
 # Before any test module imports nbformat: `grader`'s import keeps jsonschema from loading its
 # optional IRI checker (`rfc3987_syntax` compiles a grammar for seconds at import; nothing here
@@ -37,6 +38,19 @@ def no_crash_left_over(monkeypatch):
     reset_crash_counts()
     yield
     reset_crash_counts()
+
+
+def _unwind_as_ctrl_c(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def pytest_configure(config):
+    """A run ended by SIGTERM (`timeout`, a CI job cancelled) or SIGHUP (a closed terminal) unwinds
+    as Ctrl-C does: fixtures tear down and the session's PostgreSQL cluster stops. Left to the
+    default, the process dies at once and the cluster runs on with nobody to stop it."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _unwind_as_ctrl_c)
 
 
 # Under pytest-xdist (`-n 2`), the controller process starts the one cluster and hands its

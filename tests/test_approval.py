@@ -147,6 +147,7 @@ def test_pending_is_persisted_and_survives_a_fresh_load(tmp_path, world):
     assert world.emails() == [] and load_effects(ctx.effects_path) == {}
 
 
+@pytest.mark.slow
 def test_waiting_for_approval_survives_a_restart_in_a_new_process(tmp_path):
     script = textwrap.dedent("""
         import json, sys

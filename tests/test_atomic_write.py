@@ -213,6 +213,7 @@ def copy_of_sources(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relative, source, found", [
     pytest.param("grader/reports/planted.py",
                  "import os\n\ndef save(tmp, path):\n    os.replace(tmp, path)\n",

@@ -61,6 +61,7 @@ def wait_for_first_row(process: subprocess.Popen) -> None:
     raise AssertionError("the batch ended before grading one submission")
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_no_temporary_folder_behind(tmp_path):
     process, temp = start_batch(tmp_path, copies=6, jobs=2)
     wait_for_first_row(process)
@@ -75,6 +76,7 @@ def test_ctrl_c_leaves_no_temporary_folder_behind(tmp_path):
     assert leftovers(temp) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["terminal-closed", "sigterm"])
 def test_a_closed_terminal_or_sigterm_still_writes_what_was_graded(tmp_path, signum):
     process, temp = start_batch(tmp_path, copies=6, jobs=1)
@@ -88,6 +90,7 @@ def test_a_closed_terminal_or_sigterm_still_writes_what_was_graded(tmp_path, sig
     assert leftovers(temp) == []
 
 
+@pytest.mark.slow
 def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_path):
     process, temp = start_batch(tmp_path, copies=4, jobs=1)
     wait_for_first_row(process)
@@ -102,6 +105,7 @@ def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_pa
     assert leftovers(temp) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP], ids=["killed-outright", "terminal-closed"])
 def test_a_grading_that_dies_midway_leaves_at_most_its_folder_and_the_next_grading_removes_it(tmp_path, signum):
     """kill -9 cannot clean up: its folder stays, and the next grading of the same user removes it.
@@ -169,6 +173,7 @@ def test_the_workers_of_a_batch_killed_outright_die_with_it(tmp_path):
     assert processes_with(marker) == []  # not grading on for the submission's 300 s
 
 
+@pytest.mark.slow
 def test_what_a_graded_notebook_makes_with_tempfile_goes_with_its_grading_folder(tmp_path):
     """The course's own notebooks call tempfile.mkdtemp(); graded, those folders must not pile up."""
     temp = tmp_path / "tmp"

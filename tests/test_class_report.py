@@ -252,6 +252,7 @@ def batch_run(tmp_path_factory):
     return folder, out.getvalue()
 
 
+@pytest.mark.slow
 def test_grade_batch_writes_the_class_report_beside_the_gradebook(batch_run):
     folder, printed = batch_run
     page_path, csv_path = folder / "notas" / PAGE_NAME, folder / "notas" / CSV_NAME

@@ -16,6 +16,7 @@ def run_cli(*args, cwd):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_run_then_resume_a_finished_run(tmp_path):
     workdir = tmp_path / "execucao"
     first = run_cli("--scenario", "team-email", "--workdir", str(workdir), cwd=tmp_path)
@@ -30,17 +31,20 @@ def test_run_then_resume_a_finished_run(tmp_path):
     assert len((workdir / "world" / "outbox.jsonl").read_text().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
     result = run_cli("--scenario", "team-email", "--workdir", str(tmp_path / "vazio"), "--resume", cwd=tmp_path)
     assert result.returncode != 0
     assert "checkpoint" in result.stderr
 
 
+@pytest.mark.slow
 def test_unknown_scenario_is_refused(tmp_path):
     result = run_cli("--scenario", "nao-existe", cwd=tmp_path)
     assert result.returncode == 2 and "nao-existe" in result.stderr
 
 
+@pytest.mark.slow
 def test_endpoint_latency_slows_each_model_call_and_a_bad_value_is_bad_input(tmp_path, monkeypatch):
     import time
 
@@ -105,6 +109,7 @@ def test_argument_errors_are_portuguese(argv, words, capsys):
     assert exit_.value.code == 2 and words in text and "python -m harness" in text and not ENGLISH.search(text), text
 
 
+@pytest.mark.slow
 def test_a_run_into_a_closed_pipe_finishes_and_keeps_its_exit_code(tmp_path):
     command = [sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir", "r"]
     finished = closed_pipe_run(command, cwd=tmp_path)
@@ -118,6 +123,7 @@ def test_a_run_into_a_closed_pipe_finishes_and_keeps_its_exit_code(tmp_path):
     assert shell.returncode == 0 and shell.stdout.startswith("run_id=") and shell.stderr == ""
 
 
+@pytest.mark.slow
 def test_live_mode_without_a_key_is_a_clean_refusal_that_touches_nothing(tmp_path):
     assert run_cli("--scenario", "team-email", "--workdir", "r", cwd=tmp_path).returncode == 0
     before = (tmp_path / "r" / "checkpoint.json").read_bytes()
@@ -144,6 +150,7 @@ def readme_harness_commands() -> list[str]:
     return [line for line in lines if line and "postgresql://" not in line]
 
 
+@pytest.mark.slow
 def test_the_readme_harness_commands_run_as_written_in_an_activated_venv(tmp_path):
     """`python` is the course's interpreter, as in the Lab terminal or an activated .venv."""
     shims = tmp_path / "bin"
@@ -167,6 +174,7 @@ def test_the_readme_harness_commands_run_as_written_in_an_activated_venv(tmp_pat
     assert len((tmp_path / "runs" / "email" / "world" / "outbox.jsonl").read_text().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_bootstrap_runs_the_harness_from_any_terminal(tmp_path):
     """A relative --workdir counts from the caller's folder, as the README says, never the course's."""
     def bootstrap(*args):

@@ -70,6 +70,7 @@ def test_an_empty_workdir_is_one_line_and_exit_2(tmp_path, command, monkeypatch)
 
 # --- SQLite that cannot write ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 @pytest.mark.parametrize("command", [["run", "--resume"], ["rewind", "--to", "1"], ["pause"]])
 def test_sqlite_on_a_read_only_folder_is_one_line_and_exit_2(tmp_path, command):

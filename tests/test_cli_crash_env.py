@@ -13,6 +13,7 @@ def run_cli(tmp_path, env_extra, *args):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", [{"CRASH_AFTER": "bogus"}, {"CRASH_AFTER": "after-save-A:0"},
                                  {"CRASH_AFTER": "after-save-A:x"},
                                  {"CRASH_AFTER": "after-save-A:1", "CRASH_MODE": "explode"}],
@@ -26,6 +27,7 @@ def test_a_bad_crash_variable_is_one_line_and_nothing_starts(tmp_path, env):
     assert not (tmp_path / "runs" / "x").exists()  # nothing started, nothing to clean
 
 
+@pytest.mark.slow
 def test_a_good_crash_variable_still_crashes_with_137(tmp_path):
     done = run_cli(tmp_path, {"CRASH_AFTER": "after-tool-run:1"}, "run", "--scenario", "team-email",
                    "--workdir", "runs/x")

@@ -45,6 +45,7 @@ def assert_kept_and_resumable(run_dir, output):
 
 # --- a read-only run folder (a real read-only mount) ---------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 @pytest.mark.parametrize("command", [["run", "--resume"], ["rewind", "--to", "1"], ["pause"], ["approve"]])
 def test_a_read_only_run_folder_is_one_line_and_exit_2(tmp_path, command):

@@ -192,6 +192,7 @@ def test_fork_into_a_folder_in_use_names_it_as_it_was_typed(tmp_path, monkeypatc
     assert cli.main(["fork", "--workdir", "runs/email", "--to", "1", "--into", "runs/ramo", *store]) == EXIT_BAD_INPUT
     assert "não deu: runs/ramo já existe e não está vazia; escolha uma pasta nova" in capsys.readouterr().err
 
+@pytest.mark.slow
 def test_the_commands_run_as_a_real_process_and_show_in_help(tmp_path):
     assert harness("run", "--scenario", "team-email", "--workdir", "run", cwd=tmp_path).returncode == 0
     listed = harness("timeline", "--workdir", "run", cwd=tmp_path)

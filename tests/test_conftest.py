@@ -9,11 +9,17 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness.crash import crash_counts, crash_point
+from harness.stores.local_postgres import LocalPostgres, unavailable_reason
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TESTS = Path(__file__).resolve().parent
 
@@ -64,6 +70,7 @@ def copy_of_tests(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source, problem", [
     pytest.param("from tests.conftest import postgres_dsn  # noqa: F401\n",
                  "test_planted.py:1 imports the fixture postgres_dsn from tests.conftest", id="from-conftest"),
@@ -94,3 +101,59 @@ def test_no_crash_is_armed_when_a_test_starts():
     """The autouse cleanup ran: nothing from the shell or the test above can crash this one."""
     assert "CRASH_AFTER" not in os.environ and "CRASH_MODE" not in os.environ
     assert not any(crash_counts().values())
+
+
+HOLDS_A_CLUSTER = """\
+import time
+
+
+def test_holds_the_cluster(postgres_server):
+    print("cluster", postgres_server.folder, flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_a_run_ended_by_a_signal_stops_its_postgres_cluster(tmp_path, signum):
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    (tmp_path / "test_hold.py").write_text(HOLDS_A_CLUSTER, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-s", "-q", "-p", "no:cacheprovider",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_hold.py")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        folder = None
+        for line in process.stdout:
+            if line.startswith("cluster "):
+                folder = Path(line.split(" ", 1)[1].strip())
+                break
+        assert folder is not None and (folder / "data" / "postmaster.pid").exists(), "the cluster never started"
+        process.send_signal(signum)
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert not folder.exists(), f"the cluster's folder {folder} outlived the run"
+
+
+def test_a_cluster_interrupted_while_it_starts_leaves_no_folder(monkeypatch):
+    import tempfile
+
+    from harness.stores import local_postgres
+
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(local_postgres.tempfile, "mkdtemp", lambda **kw: made.append(real_mkdtemp(**kw)) or made[-1])
+
+    def ctrl_c_in_initdb(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local_postgres.subprocess, "run", ctrl_c_in_initdb)
+    with pytest.raises(KeyboardInterrupt):
+        LocalPostgres().start()
+    assert made and not os.path.exists(made[0])

@@ -50,6 +50,7 @@ def resume(run_dir, store_case, output):
     return wait_child(fork_harness(args, {}, output))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label, number", MOMENTS, ids=[label for label, _ in MOMENTS])
 def test_ctrl_c_at_any_step_pauses_the_run_and_is_not_a_crash(tmp_path, store_case, label, number):
     run_dir, output = tmp_path / "run", tmp_path / "output.txt"
@@ -67,6 +68,7 @@ def test_ctrl_c_at_any_step_pauses_the_run_and_is_not_a_crash(tmp_path, store_ca
         assert final_run_problems(run_dir, store=store) == []
 
 
+@pytest.mark.slow
 def test_four_ctrl_c_in_a_row_never_make_the_run_failed(tmp_path, store_case):
     """Each Ctrl-C lands before the email turn's model answer, so no turn is ever completed twice in
     a row: were they counted as crashes, the fourth would mark the run failed."""
@@ -93,6 +95,7 @@ def start_as_typed(args, env) -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+@pytest.mark.slow
 def test_ctrl_c_to_a_real_python_m_harness_is_one_line_and_exit_130(tmp_path):
     run_dir = tmp_path / "run"
     process = start_as_typed(["run", "--scenario", "team-email", "--workdir", str(run_dir)],
@@ -114,6 +117,7 @@ def status_lines(run_dir, store_case, output):
     return [line for line in output.read_text().splitlines() if line.startswith("posse:")]
 
 
+@pytest.mark.slow
 def test_status_tells_a_lease_left_by_a_killed_process_from_one_in_use(tmp_path, store_case):
     run_dir, output = tmp_path / "run", tmp_path / "output.txt"
     args = ["run", "--scenario", "team-email", "--workdir", str(run_dir), *store_case.cli_args(run_dir)]

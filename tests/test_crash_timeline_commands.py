@@ -56,6 +56,7 @@ def leftovers_beside(target: Path) -> list[str]:
     return sorted(path.name for path in target.parent.iterdir() if path.name.startswith(f".{target.name}."))
 
 
+@pytest.mark.slow
 def test_a_fork_killed_at_any_step_leaves_nothing_or_a_run_that_resumes_to_the_copied_email(finished, tmp_path,
                                                                                              capfd):
     outbox = (finished / "world" / "outbox.jsonl").read_bytes()
@@ -114,6 +115,7 @@ def point_names(run_dir: Path) -> dict[str, list[str]]:
     return folders
 
 
+@pytest.mark.slow
 def test_a_rewind_killed_at_any_step_is_finished_or_never_begun_for_the_next_command(finished, tmp_path, capfd):
     originals = tmp_path / "runs"
     originals.mkdir()

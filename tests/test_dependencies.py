@@ -84,6 +84,7 @@ def distributions(module: str) -> set[str]:
     return {normalized(name) for name in installed} if installed else {normalized(DISTRIBUTION_OF.get(module, module))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folders, allowed", [
     pytest.param(("harness", "grader", "authoring"), ("dependencies",), id="product"),
     pytest.param(("tests",), ("dependencies", "test"), id="tests"),

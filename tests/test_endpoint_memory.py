@@ -13,6 +13,7 @@ import json
 import tracemalloc
 
 import httpx2
+import pytest
 
 from harness.fake_endpoint import ScriptedEndpoint
 
@@ -67,6 +68,7 @@ def retained_per_request(turns):
     return retained / (turns + 1)
 
 
+@pytest.mark.slow
 def test_memory_per_request_does_not_grow_with_the_conversation():
     short, long = retained_per_request(30), retained_per_request(240)
     # Full bodies: the 240-turn run holds ~8x more per request than the 30-turn one.

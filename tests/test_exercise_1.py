@@ -45,6 +45,7 @@ def results_for(notebook, tmp_path, monkeypatch, level=None):
     return run_checks(EXERCISE, notebook, tmp_path / "checks", monkeypatch, level=level)
 
 
+@pytest.mark.slow
 def test_solution_passes_every_check_in_process(solution_results):
     assert failing(solution_results) == {}
     assert len(solution_results) == CHECK_COUNT
@@ -158,6 +159,7 @@ def test_a_loop_without_the_ceiling_is_caught_by_the_model_that_never_stops(tmp_
     assert solution_results[check]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_stopping_at_the_ceiling_before_answering_leaves_an_orphan(tmp_path, monkeypatch, solution_results):
     notebook = run_agent_with('        if response.stop_reason == "tool_use":\n', (
         '        if state["turns"] == max_turns:\n            break\n'
@@ -205,6 +207,7 @@ def test_forgetting_to_return_the_state(tmp_path, monkeypatch):
     assert "deveria devolver o estado de execução" in failed["n2.stops_at_the_right_time[single-tool]"]
 
 
+@pytest.mark.slow
 def test_a_loop_that_never_calls_the_model_fails_the_tool_checks_as_nothing_observed(tmp_path, monkeypatch, solution_results):
     notebook = replaced(EXERCISE, RUN_AGENT, RUN_AGENT + "\n    return new_run_state(task)\n")
     failed = failing(level2(notebook, tmp_path, monkeypatch))
@@ -286,6 +289,7 @@ def test_the_wrong_status_for_a_refusal_names_the_rule(tmp_path, monkeypatch, so
     assert solution_results["n2.status_says_how_it_ended[refusal]"]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_calling_a_run_stopped_by_the_ceiling_completed_fails(tmp_path, monkeypatch, solution_results):
     notebook = run_agent_with("    return state\n", '    state["status"] = state.get("status", "running")\n'
                                                      '    if state["status"] == "running":\n'
@@ -349,6 +353,7 @@ def test_calling_again_when_tokens_used_equals_the_budget_fails_only_the_exact_b
     assert "n2.stops_at_the_right_time[budget-reached]" not in failed
 
 
+@pytest.mark.slow
 def test_dropping_the_paid_final_answer_fails_the_budget_crossed_by_it(tmp_path, monkeypatch):
     notebook = run_agent_with(
         "        state[\"tokens_used\"] += response.usage.input_tokens + response.usage.output_tokens\n",

@@ -195,6 +195,7 @@ def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
     assert "o temporário foi criado em" in failed["n1.saves_to_a_relative_path"]
 
 
+@pytest.mark.slow
 def test_rename_instead_of_replace_and_a_copy_that_leaves_the_temporary(tmp_path, monkeypatch):
     failed = level1(ATOMIC_WITHOUT_FSYNC.replace("os.replace", "os.rename"), tmp_path / "rename", monkeypatch)
     assert "os.rename" in failed[REPLACE] and "Windows" in failed[REPLACE]
@@ -329,6 +330,7 @@ def run_edit(old, new):
 SEVERAL = "[run-several-tools-per-turn]"
 
 
+@pytest.mark.slow
 def test_saving_only_at_the_end_of_the_turn_misses_point_a(tmp_path, monkeypatch, solution_results):
     notebook = run_edit("        save_checkpoint(state, checkpoint_path)  # ponto A\n        if tool_uses is None:\n            break\n",
                         "        if tool_uses is None:\n            save_checkpoint(state, checkpoint_path)\n            break\n")
@@ -393,6 +395,7 @@ def test_a_save_that_never_tries_to_write_fails_the_serialization_check_as_nothi
     assert failed[NO_TMP].startswith("Nada observado")
 
 
+@pytest.mark.slow
 def test_a_wholly_wrong_attempt_earns_only_what_it_gets_right(tmp_path, monkeypatch):
     """In-place writes, a reader that turns every problem into None, one save at the end of the run:
     only the valid files it reads and the last save it makes count."""

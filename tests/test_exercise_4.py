@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from grader.core.engine import grade, load_exercise
 from grader.core.fixture_loader import load_fixtures
@@ -50,6 +51,7 @@ def run_level(notebook, level: int, tmp_path: Path, monkeypatch) -> dict[str, di
 # ------------------------------------------------------------------ end to end (real kernel)
 
 
+@pytest.mark.slow
 def test_solution_scores_100_percent():
     report = grade("exercise-4", SOLUTION)
     assert report.notebook_error is None
@@ -59,6 +61,7 @@ def test_solution_scores_100_percent():
     assert len(report.checks) >= 30
 
 
+@pytest.mark.slow
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-4", EXERCISE)
     assert report.checks
@@ -208,11 +211,13 @@ def ledger_cell(load=GOOD_LOAD, save=GOOD_SAVE):
     return with_cell("ex4-05", LEDGER_CELL.format(load=load, save=save))
 
 
+@pytest.mark.slow
 def test_level_2_solution_and_a_rewritten_correct_answer_pass(tmp_path, monkeypatch):
     assert failures(run_level(solution_notebook(), 2, tmp_path, monkeypatch)) == {}
     assert failures(run_level(ledger_cell(), 2, tmp_path, monkeypatch)) == {}
 
 
+@pytest.mark.slow
 def test_level_2_forgiving_loader_fails_closed_check(tmp_path, monkeypatch):
     failed = failures(run_level(ledger_cell(load=FORGIVING_LOAD), 2, tmp_path, monkeypatch))
     assert "n2.corrupt_ledger_fails_closed" in failed
@@ -269,6 +274,7 @@ def test_level_2_a_save_without_the_folder_fsync_is_caught_only_by_the_crash_sta
     assert "fsync da pasta" in words
 
 
+@pytest.mark.slow
 def test_level_2_save_that_forgets_other_records_fails(tmp_path, monkeypatch):
     failed = failures(run_level(ledger_cell(save=FORGETFUL_SAVE), 2, tmp_path, monkeypatch))
     assert "apagou o primeiro registro" in failed["n2.save_effect_round_trips"]
@@ -280,6 +286,7 @@ def test_level_2_save_that_starts_over_on_corruption_fails(tmp_path, monkeypatch
     assert set(failed) == {"n2.save_effect_refuses_corrupt"}
 
 
+@pytest.mark.slow
 def test_level_2_a_ledger_parsed_with_or_empty_fails_open_and_is_caught(tmp_path, monkeypatch):
     # null, [] , 0 and false are JSON values Python reads as false: `or {}` turns each into an empty ledger
     load = GOOD_LOAD.replace("livro = json.loads(texto)", "livro = json.loads(texto) or {}")
@@ -377,6 +384,7 @@ def test_level_3_lesson_3_reconcile_ignores_the_ledger(tmp_path, monkeypatch):
     assert "n3.closes_every_pending_call[recibo-committed]" not in failed
 
 
+@pytest.mark.slow
 def test_level_3_rerunning_everything_with_the_key_is_still_wrong(tmp_path, monkeypatch):
     failed = failures(run_level(with_cell("ex4-08", RERUN_WITH_KEY), 3, tmp_path, monkeypatch))
     assert "foi executada de novo" in failed["n3.each_call_takes_its_way[intencao-efeito-feito]"]
@@ -477,6 +485,7 @@ def test_level_4_approval_before_ledger_fails(tmp_path, monkeypatch):
     assert "consulte o livro-razão primeiro" in failed["n4.ledger_before_approval"]
 
 
+@pytest.mark.slow
 def test_level_4_ignoring_dry_run_touches_the_world(tmp_path, monkeypatch):
     failed = failures(run_level(runner_edit(*IGNORES_DRY_RUN), 4, tmp_path, monkeypatch))
     assert set(failed) == {"n4.dry_run_leaves_world"}
@@ -572,6 +581,7 @@ OWN_WORDS_RUNNER = '''def run_tool_uses(tool_uses, ctx):
 '''
 
 
+@pytest.mark.slow
 def test_level_3_and_4_answers_in_other_words_pass(tmp_path, monkeypatch):
     notebook = with_cell("ex4-08", OWN_WORDS_RECONCILE)
     [cell] = [c for c in notebook.cells if c.get("id") == RUNNER]
@@ -580,6 +590,7 @@ def test_level_3_and_4_answers_in_other_words_pass(tmp_path, monkeypatch):
     assert failures(run_level(notebook, 4, tmp_path, monkeypatch)) == {}
 
 
+@pytest.mark.slow
 def test_level_2_a_save_that_writes_nothing_is_nothing_observed(tmp_path, monkeypatch):
     failed = failures(run_level(ledger_cell(save="    pass"), 2, tmp_path, monkeypatch))
     assert failed["n2.save_effect_is_atomic"].startswith("Nada observado: save_effect não gravou nada")

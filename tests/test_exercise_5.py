@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX, Session
 from grader.checks.runner import run_plan
@@ -48,6 +49,7 @@ def graded(notebook, tmp_path, monkeypatch, level) -> dict[str, dict]:
 # ----------------------------------------------------------------- real kernel
 
 
+@pytest.mark.slow
 def test_solution_scores_100_percent():
     report = grade("exercise-5", SOLUTION)
     assert report.notebook_error is None
@@ -57,6 +59,7 @@ def test_solution_scores_100_percent():
     assert {check.level for check in report.checks} == {1, 2, 3, 4}
 
 
+@pytest.mark.slow
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-5", EXERCISE_NOTEBOOK)
     assert report.checks and all(check.status != "pass" for check in report.checks)
@@ -79,6 +82,7 @@ def test_the_lessons_pick_latest_point_finds_nothing_in_the_other_agents_folder(
     assert_fails(results, "n1.steps_compare_as_numbers", "Devolveu None")
 
 
+@pytest.mark.slow
 def test_alphabetical_phase_order_is_named(tmp_path, monkeypatch):
     notebook = replaced("latest_step", 'phase_order = {"pre": 0, "post": 1}', 'phase_order = {"pre": 1, "post": 0}')
     results = graded(notebook, tmp_path, monkeypatch, 1)
@@ -91,6 +95,7 @@ def test_a_folder_named_like_a_step_is_not_a_step(tmp_path, monkeypatch):
     assert_fails(results, "n1.latest_of_the_run[pasta-com-nome-de-ponto]", "isso é uma pasta")
 
 
+@pytest.mark.slow
 def test_the_step_argument_ignored_is_named(tmp_path, monkeypatch):
     notebook = replaced("latest_step", "(step is None or int(match.group(1)) == step)", "True")
     assert_fails(graded(notebook, tmp_path, monkeypatch, 1), "n1.latest_of_each_step[equipe-completa]",
@@ -111,6 +116,7 @@ def test_the_steps_folder_keeps_the_fixtures_points_under_the_other_names(tmp_pa
 # ----------------------------------------------------------------- level 2: undo a decision
 
 
+@pytest.mark.slow
 def test_the_lessons_rewind_to_the_turn_of_the_decision_keeps_the_decision(tmp_path, monkeypatch):
     """What a learner who pastes rewind_to and passes it the decision's turn gets."""
     source = '''def undo_decision(run_dir, tool_name):
@@ -125,6 +131,7 @@ def test_the_lessons_rewind_to_the_turn_of_the_decision_keeps_the_decision(tmp_p
     assert_fails(results, "n2.scene_of_the_turn[envio-nunca-comecou]")
 
 
+@pytest.mark.slow
 def test_a_missing_decision_must_be_a_timeline_error_and_change_nothing(tmp_path, monkeypatch):
     notebook = replaced("undo_decision", '        raise TimelineError(f"o modelo não pediu {tool_name} na sequência ativa")',
                         "        return None")
@@ -167,6 +174,7 @@ def test_a_fork_that_writes_nothing_fails_the_untouched_check_as_nothing_observe
 # ----------------------------------------------------------------- level 4: finish an interrupted rewind
 
 
+@pytest.mark.slow
 def test_finishing_by_calling_the_lessons_rewind_to_breaks_on_the_half_moved_folder(tmp_path, monkeypatch):
     """A learner who replays the lesson's rewind_to from the intent: it makes a NEW rewound-NNN
     folder, so the points end up split between two folders, and the marker is left behind."""

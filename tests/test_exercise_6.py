@@ -61,6 +61,7 @@ def level_score(results) -> float:
 # ----------------------------------------------------------------- real kernel
 
 
+@pytest.mark.slow
 def test_solution_scores_100_percent():
     report = grade("exercise-6", SOLUTION)
     assert report.notebook_error is None and report.cell_problems == []
@@ -70,6 +71,7 @@ def test_solution_scores_100_percent():
     assert {check.level for check in report.checks} == {1, 2, 3, 4}
 
 
+@pytest.mark.slow
 def test_generated_exercise_fails_every_check_as_not_implemented():
     report = grade("exercise-6", EXERCISE_NOTEBOOK)
     assert len(report.checks) == 50 and all(check.status != "pass" for check in report.checks)
@@ -108,6 +110,7 @@ CRASH_AND_RESUME = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [REFERENCE, *defects()])
 def test_each_seeded_harness_shows_its_defect_and_the_reference_none(name, tmp_path):
     """Drive each harness through every scenario and observe the symptoms directly (the
@@ -312,6 +315,7 @@ def test_a_verification_that_always_approves_scores_zero(tmp_path, monkeypatch):
     assert all("não consegue falhar" in message for message in failures(results).values())
 
 
+@pytest.mark.slow
 def test_a_verification_that_only_checks_completion_scores_zero(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", ONLY_COMPLETION), tmp_path, monkeypatch, 2)
     assert len(results) == 15 and level_score(results) == 0
@@ -321,6 +325,7 @@ def test_a_verification_that_only_checks_completion_scores_zero(tmp_path, monkey
     assert_fails(results, "n2.approves_the_reference[h0-referencia]", "não consegue falhar", "só que a execução terminou")
 
 
+@pytest.mark.slow
 def test_the_completion_only_verification_really_rejects_the_torn_checkpoint(tmp_path):
     namespace = {"__name__": "__main__"}
     exec("from harness.crash import CRASH_LABELS\nfrom harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint\n"
@@ -331,6 +336,7 @@ def test_the_completion_only_verification_really_rejects_the_torn_checkpoint(tmp
     assert verify(make_harness("reruns-pending-calls", root=tmp_path / "dup")) == []
 
 
+@pytest.mark.slow
 def test_counting_emails_only_catches_some_defects_and_names_the_rest(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", ONLY_EMAILS), tmp_path, monkeypatch, 2)
     failed = failures(results)
@@ -349,6 +355,7 @@ def test_counting_emails_only_catches_some_defects_and_names_the_rest(tmp_path, 
     assert_fails(results, "n2.rejects_the_defect[h5-cancelada-volta-a-rodar]", "cancele-a e retome")
 
 
+@pytest.mark.slow
 def test_forgetting_to_resume_rejects_the_reference_and_scores_zero(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", FORGETS_TO_RESUME), tmp_path, monkeypatch, 2)
     assert level_score(results) == 0
@@ -356,6 +363,7 @@ def test_forgetting_to_resume_rejects_the_reference_and_scores_zero(tmp_path, mo
                  "status running")
 
 
+@pytest.mark.slow
 def test_a_verification_without_return_is_told_so(tmp_path, monkeypatch):
     results = graded(with_function("verify_resume", NO_RETURN), tmp_path, monkeypatch, 2)
     assert level_score(results) == 0

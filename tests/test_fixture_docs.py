@@ -103,6 +103,7 @@ def test_the_guide_is_linked_from_the_instructors_guide():
     assert "(fixtures.md)" in (ROOT / "docs" / "instrutores.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_worked_example_validates_and_its_broken_twin_shows_the_disagreement(tmp_path, capsys, monkeypatch):
     [example] = blocks("yaml")
     valid_output, broken_output = blocks("text")

@@ -23,6 +23,7 @@ def finished_run(tmp_path):
     return run
 
 
+@pytest.mark.slow
 def test_a_linked_file_in_the_world_stays_a_link_in_the_fork(tmp_path, finished_run):
     secret = tmp_path / "secret.txt"
     secret.write_text("SEGREDO de fora da execução", encoding="utf-8")
@@ -36,6 +37,7 @@ def test_a_linked_file_in_the_world_stays_a_link_in_the_fork(tmp_path, finished_
                                     for p in (tmp_path / "ramo").rglob("*") if p.is_file() and not p.is_symlink())
 
 
+@pytest.mark.slow
 def test_a_linked_folder_in_the_world_is_not_walked(tmp_path, finished_run):
     outside = tmp_path / "fora"
     (outside / "fundo").mkdir(parents=True)
@@ -46,6 +48,7 @@ def test_a_linked_folder_in_the_world_is_not_walked(tmp_path, finished_run):
     assert (tmp_path / "ramo" / "world" / "sandbox" / "pasta").is_symlink()
 
 
+@pytest.mark.slow
 def test_a_world_folder_that_is_a_link_is_refused(tmp_path, finished_run):
     world = finished_run / "world"
     world.rename(tmp_path / "mundo-de-fora")

@@ -670,6 +670,7 @@ def test_site_exports_lessons_with_hover_definitions_and_an_index(tmp_path):
     assert 'href="03-retomando.html"' in glossary_page
 
 
+@pytest.mark.slow
 def test_executed_site_carries_the_lessons_outputs(tmp_path):
     lesson = lesson_three_notebook()
     lesson.cells.append(nbformat.v4.new_code_cell(
@@ -703,6 +704,7 @@ def real_lessons() -> list[Path]:
     return lesson_paths(REPO)
 
 
+@pytest.mark.slow
 def test_real_lessons_mark_each_term_at_most_once():
     paths = real_lessons()
     if not paths:
@@ -717,6 +719,7 @@ def test_real_lessons_mark_each_term_at_most_once():
             assert not repeated, f"{path.name} ({label}) marks a term more than once: {repeated}"
 
 
+@pytest.mark.slow
 def test_every_term_is_marked_in_the_real_lessons():
     paths = real_lessons()
     if len(paths) < 6:

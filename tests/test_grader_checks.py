@@ -48,6 +48,7 @@ def grade_notebook(notebook, tmp_path, monkeypatch, **options):
     return run_checks(namespace, tmp_path / "checks", cell_problems=problems, **options)
 
 
+@pytest.mark.slow
 def test_solution_passes_every_check(solution_results):
     assert failing(solution_results) == {}
     # resume_action and every reconcile check per fixture; clears_pending only where something is pending;
@@ -88,6 +89,7 @@ RESUME_MUTATES = '''def resume_action(cp):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "source, failing_fixtures, words",
     [
@@ -112,6 +114,7 @@ def test_level_1_wrong_answers_fail_with_a_named_mistake(source, failing_fixture
 # ------------------------------------------------------------------ level 2: root cause
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "answer, words",
     [('"A"', "alternativa A"), ('"C"', "alternativa C"), ('"D"', "alternativa D"),
@@ -197,6 +200,7 @@ SIX_MISTAKES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mistake", list(SIX_MISTAKES))
 def test_each_named_mistake_fails_with_its_message_and_the_right_answer_passes(mistake, tmp_path, monkeypatch, solution_results):
     build, must_fail, words = SIX_MISTAKES[mistake]
@@ -208,6 +212,7 @@ def test_each_named_mistake_fails_with_its_message_and_the_right_answer_passes(m
         assert solution_results[check_id]["status"] == "pass"  # the control
 
 
+@pytest.mark.slow
 def test_the_mistakes_are_told_apart(tmp_path, monkeypatch):
     """Each mistake's own check fails; unrelated checks still pass (the checks are specific)."""
     rerun = failing(grade_notebook(with_definition("reconcile", RERUN_EVERYTHING), tmp_path / "a", monkeypatch, level=2))
@@ -218,6 +223,7 @@ def test_the_mistakes_are_told_apart(tmp_path, monkeypatch):
     assert "era 9, ficou 0" in turns["n2.keeps_counters[cpC]"]
 
 
+@pytest.mark.slow
 def test_the_incident_leaves_exactly_one_email(tmp_path, monkeypatch):
     """A reconcile that sends through the harness without execute_tool is caught by the outbox count."""
     sneaky = RERUN_EVERYTHING.replace(
@@ -234,6 +240,7 @@ def test_the_incident_leaves_exactly_one_email(tmp_path, monkeypatch):
     assert "a caixa de saída passou de 1 para 2 e-mails" in message
 
 
+@pytest.mark.slow
 def test_wrong_result_content_and_missing_results_are_named(tmp_path, monkeypatch):
     whole_dict = with_edit("reconcile", '"content": saida["content"],', '"content": saida,')
     results = grade_notebook(whole_dict, tmp_path / "a", monkeypatch, level=2)
@@ -259,6 +266,7 @@ def test_text_before_results_is_rejected(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ isolation from student globals
 
 
+@pytest.mark.slow
 def test_student_globals_named_like_grader_names_change_nothing(tmp_path, monkeypatch, solution_results):
     shadows = (
         "CheckFailed = StudentProblem = Fixture = EXERCISE = ReconcileRun = None\n"
@@ -306,6 +314,7 @@ def test_missing_function_points_at_the_broken_cell(tmp_path, monkeypatch):
     assert "a célula 7" in message and "SyntaxError" in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body, words",
     [
@@ -342,6 +351,7 @@ def test_student_output_is_captured_not_judged(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ fixtures drive the checks
 
 
+@pytest.mark.slow
 def test_new_fixture_files_change_what_is_checked_without_code(tmp_path, monkeypatch, solution_results):
     folder = write_new_fixtures(tmp_path / "private")
     namespace, _ = namespace_of(solution_notebook(), monkeypatch)
@@ -376,6 +386,7 @@ def test_one_user_message_per_tool_result_is_refused_like_the_api_would(tmp_path
     assert not any(name in check_id for check_id in failed for name in ("[cpB]", "[cpC]", "[primeiro-turno]"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("condition, tool, fixtures", [
     ('chamada["name"] != "send_email"', "create_ticket", ["chamado-pendente", "incidente-duas-chamadas"]),
     ('not chamada["name"] == "send_email"', "create_ticket", ["chamado-pendente", "incidente-duas-chamadas"]),
@@ -390,6 +401,7 @@ def test_reconcile_that_names_send_email_instead_of_the_read_only_set_fails(
         assert solution_results[f"n2.high_impact_not_repeated[{name}]"]["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_reconcile_that_reruns_only_read_file_fails_on_a_pending_grep(tmp_path, monkeypatch):
     notebook = with_edit("reconcile", 'if chamada["name"] in READ_ONLY_TOOLS:', 'if chamada["name"] == "read_file":')
     failed = failing(grade_notebook(notebook, tmp_path, monkeypatch, level=2))
@@ -398,6 +410,7 @@ def test_reconcile_that_reruns_only_read_file_fails_on_a_pending_grep(tmp_path, 
     assert "n2.reruns_read_only[primeiro-turno]" in failed  # list_dir is read-only too
 
 
+@pytest.mark.slow
 def test_resume_action_that_names_send_email_fails_level_1(tmp_path, monkeypatch):
     source = RESUME_ALL_RERUN.replace('"rerun" for chamada', '("is_error" if chamada["name"] == "send_email" else "rerun") for chamada')
     failed = failing(grade_notebook(with_definition("resume_action", source), tmp_path, monkeypatch, level=1))

@@ -44,6 +44,7 @@ def solution_run(tmp_path_factory):
     return code, json.loads(out.getvalue()), junit, before, after
 
 
+@pytest.mark.slow
 def test_solution_scores_100_percent_and_exits_0(solution_run):
     code, report, _, _, _ = solution_run
     assert code == 0
@@ -71,6 +72,7 @@ def test_junit_report_lists_every_check(solution_run):
     assert {case.get("name") for case in cases} == {c["id"] for c in report["checks"]}
 
 
+@pytest.mark.slow
 def test_generated_exercise_fails_every_check_as_not_implemented(tmp_path):
     """The students' copy (the committed one, else a fresh `course build`) earns nothing."""
     committed = SOLUTION.parent.parent / "exercises" / "exercise-3.ipynb"
@@ -89,6 +91,7 @@ def test_generated_exercise_fails_every_check_as_not_implemented(tmp_path):
         assert "ainda não implementado" in check.message.lower(), (check.id, check.message)
 
 
+@pytest.mark.slow
 def test_one_wrong_answer_end_to_end_through_the_kernel_spy(tmp_path):
     from tests.test_grader_checks import RERUN_EVERYTHING
 
@@ -105,6 +108,7 @@ def test_one_wrong_answer_end_to_end_through_the_kernel_spy(tmp_path):
     assert report.passed is False and 0 < report.score < 1
 
 
+@pytest.mark.slow
 def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
     notebook = make_notebook(
         SETUP,
@@ -130,6 +134,7 @@ def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
     assert "a célula 3" in reconcile_message and "SyntaxError" in reconcile_message
 
 
+@pytest.mark.slow
 def test_bad_functions_fail_their_checks_and_the_kernel_survives(tmp_path):
     notebook = make_notebook(
         SETUP,
@@ -144,6 +149,7 @@ def test_bad_functions_fail_their_checks_and_the_kernel_survives(tmp_path):
     assert "`ROOT_CAUSE` não foi definida no notebook" in by_id["n2.root_cause_identified"]
 
 
+@pytest.mark.slow
 def test_kernel_death_in_a_cell_fails_every_check_with_a_clear_message(tmp_path):
     notebook = make_notebook(SETUP, RESUME_OK, "import os\nos._exit(1)", 'ROOT_CAUSE = "B"')
     report = grade("exercise-3", write(notebook, tmp_path / "dies.ipynb"))
@@ -161,6 +167,7 @@ def test_a_cell_that_deletes_the_folder_it_runs_in_is_named_in_portuguese(tmp_pa
     assert report.checks and all(not c.passed and c.message == error for c in report.checks)
 
 
+@pytest.mark.slow
 def test_a_function_that_deletes_the_folder_during_the_checks_is_told_so(tmp_path):
     deletes = "import os, shutil\ndef resume_action(cp):\n    shutil.rmtree(os.getcwd())\n    return {}"
     report = grade("exercise-3", write(make_notebook(SETUP, deletes, 'ROOT_CAUSE = "B"'), tmp_path / "deletes.ipynb"))
@@ -170,6 +177,7 @@ def test_a_function_that_deletes_the_folder_during_the_checks_is_told_so(tmp_pat
     assert "Durante as verificações, o seu código apagou a pasta em que o notebook roda" in messages.pop()
 
 
+@pytest.mark.slow
 def test_kernel_death_during_a_check_names_that_check_and_the_rest_run_in_a_fresh_kernel(tmp_path):
     killer = '''import os, signal
 def resume_action(cp):
@@ -188,6 +196,7 @@ def resume_action(cp):
     assert report.notebook_error is None and report.notebook_error_kind == "kernel_died"
 
 
+@pytest.mark.slow
 def test_total_timeout_kills_a_kernel_that_ignores_interrupts(tmp_path, monkeypatch):
     monkeypatch.setattr(execution, "KILL_GRACE", 1.0)
     stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
@@ -213,6 +222,7 @@ def tcp_on(port: int) -> dict:
     return {"transport": "tcp", "ip": "127.0.0.1", "cache_ports": False, "shell_port": port}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="kernels talk over Unix sockets only on POSIX")
 def test_a_port_taken_while_the_kernel_starts_does_not_kill_the_grading(tmp_path, monkeypatch, taken_port):
     # Over TCP the ports are chosen before the kernel binds them; another process binding
@@ -247,6 +257,7 @@ def test_a_connection_file_name_cannot_be_taken_in_advance(tmp_path):
     assert len(names) == 50
 
 
+@pytest.mark.slow
 def test_a_folder_planted_where_a_restarted_kernels_files_go_does_not_stop_the_grading(tmp_path):
     planted = (
         "import os, time\nif not os.path.exists('kernel2-connection.json'):\n"
@@ -260,6 +271,7 @@ def test_a_folder_planted_where_a_restarted_kernels_files_go_does_not_stop_the_g
     assert report.checks and all(check.passed for check in report.checks)
 
 
+@pytest.mark.slow
 def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch, taken_port):
     real = kernel.kernel_connection
     attempts = []
@@ -275,6 +287,7 @@ def test_a_kernel_that_fails_to_start_is_started_once_more(tmp_path, monkeypatch
     assert report.checks and report.passed
 
 
+@pytest.mark.slow
 def test_a_kernel_that_never_starts_is_a_start_failure_not_a_dead_kernel(tmp_path, monkeypatch, taken_port):
     from grader.instructor import batch
 
@@ -289,6 +302,7 @@ def test_a_kernel_that_never_starts_is_a_start_failure_not_a_dead_kernel(tmp_pat
     assert row.status == batch.KERNEL_START_FAILED
 
 
+@pytest.mark.slow
 def test_grade_fixtures_reports_malformed_broken_and_new_fixtures(tmp_path, capsys):
     folder = write_new_fixtures(tmp_path / "private")
     (folder / "no-turns.json").write_text(json.dumps({
@@ -312,6 +326,7 @@ def test_grade_fixtures_reports_malformed_broken_and_new_fixtures(tmp_path, caps
         assert f"ok        {name}:" in out
 
 
+@pytest.mark.slow
 def test_a_broken_fixture_is_explained_as_its_disagreement_with_the_reference_solution(tmp_path, capsys):
     """create_ticket is high impact: an answer key saying `rerun` is the fixture's mistake, and
     the report must say so in those terms, not with the text a student would get."""
@@ -330,6 +345,7 @@ def test_a_broken_fixture_is_explained_as_its_disagreement_with_the_reference_so
     assert "confira o `expect` de ticket-rerun.json" in out, out
 
 
+@pytest.mark.slow
 def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeypatch, tmp_path):
     from grader.student.notebook_api import check
 
@@ -339,6 +355,7 @@ def test_in_notebook_check_grades_the_saved_file_and_prints_text(capsys, monkeyp
     assert "Nível 1" in out and "Pontuação: 12/12 verificações (100%)." in out
 
 
+@pytest.mark.slow
 def test_the_gradebook_message_names_a_syntax_error_before_the_checks_it_failed(tmp_path):
     """`grade batch`: the instructor reads the notebook's own error first, as the terminal report shows it."""
     from grader.instructor import batch

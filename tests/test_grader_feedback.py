@@ -6,6 +6,7 @@ import shutil
 from html.parser import HTMLParser
 
 import nbformat
+import pytest
 
 from grader import cli
 from grader.core.engine import load_exercise
@@ -37,6 +38,7 @@ def parse(text: str) -> Collector:
     return collector
 
 
+@pytest.mark.slow
 def test_batch_writes_one_page_per_submission(tmp_path, capsys):
     entregas = tmp_path / "entregas"
     entregas.mkdir()

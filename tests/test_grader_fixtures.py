@@ -76,6 +76,7 @@ def broken(**changes):
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "data, words",
     [
@@ -213,6 +214,7 @@ def _only_problem(folder) -> str:
     return problems[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, text, expected", [
     ("gigante.json", '{"outbox_after": 1' + "0" * 5000 + "}", "um número inteiro tem milhares de dígitos"),
     ("gigante.yaml", "turns: 1" + "0" * 5000 + "\n", "um número inteiro tem milhares de dígitos"),

@@ -44,6 +44,7 @@ def bomb_json(tmp_path_factory):
     return code, json.loads(out.getvalue())
 
 
+@pytest.mark.slow
 def test_a_memory_bomb_cell_is_named_as_memory_exhaustion_and_costs_no_points(bomb_json):
     code, report = bomb_json
     assert report["notebook_error_kind"] == "memory_exhausted" and report["notebook_error"] is None
@@ -60,6 +61,7 @@ def test_the_memory_bomb_in_the_text_report(bomb_json):
     assert "esgotou a memória do kernel" in text and "`hog = []`" in text
 
 
+@pytest.mark.slow
 def test_batch_rows_say_memoria_esgotada_for_a_bomb_and_for_a_cell_holding_most_of_the_limit(tmp_path):
     entregas = tmp_path / "entregas"
     entregas.mkdir()
@@ -76,6 +78,7 @@ def test_batch_rows_say_memoria_esgotada_for_a_bomb_and_for_a_cell_holding_most_
     assert rows["ana"]["total"] == rows["bruno"]["total"] == "100"  # the functions were graded all the same
 
 
+@pytest.mark.slow
 def test_a_cell_that_swallows_the_interrupt_ends_a_few_seconds_after_its_limit(tmp_path):
     notebook = make_notebook(SETUP, RESUME_OK, SWALLOWS_THE_INTERRUPT, 'ROOT_CAUSE = "B"')
     started = time.monotonic()
@@ -93,6 +96,7 @@ def test_a_cell_that_swallows_the_interrupt_ends_a_few_seconds_after_its_limit(t
     assert elapsed < 90, elapsed
 
 
+@pytest.mark.slow
 def test_a_check_that_swallows_its_time_limit_or_exhausts_memory_is_named_and_the_rest_is_graded(tmp_path):
     stuck = (
         "import time\n"
@@ -133,6 +137,7 @@ def test_a_grading_kernel_never_inherits_a_credential(monkeypatch):
     assert env["LANG"] == "pt_BR.UTF-8" and env["PATH"] == __import__("os").environ["PATH"]
 
 
+@pytest.mark.slow
 def test_batch_with_a_short_timeout_ends_a_cell_or_a_check_that_swallows_the_interrupt_and_grades_the_rest(tmp_path):
     """--timeout 20: the cell gets half of it (10 s), is killed a few seconds after, and the
     notebook runs again without it well inside the 20 s; a check gets its own limit, and the

@@ -129,6 +129,7 @@ BROKEN_RECONCILE = "def reconcile(cp):\n    raise ValueError('quebrado de propó
 BROKEN_RECONCILE_MCP = "def reconcile_mcp(cp, server):\n    raise ValueError('quebrado de propósito')\n"
 
 
+@pytest.mark.slow
 def test_points_reach_the_terminal_json_junit_and_csv(weighted, tmp_path, capsys, monkeypatch):
     """A real grading: level 1 passes (10 points), the root-cause answer passes (7.5) and
     every reconcile and reconcile_mcp check fails, so 17.5 of 50 points, in every format."""

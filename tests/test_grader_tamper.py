@@ -29,6 +29,7 @@ def _dumps_que_aprova(obj, *args, **kwargs):
 _json.dumps = _dumps_que_aprova'''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("patch", [PATCH_THE_RUNNER, PATCH_JSON], ids=["runner", "json"])
 def test_a_blank_exercise_that_patches_the_grader_still_fails_every_check(patch, tmp_path):
     notebook = nbformat.read(str(ROOT / "exercises" / "exercise-3.ipynb"), as_version=4)

@@ -643,6 +643,7 @@ def test_a_warm_worker_grades_many_and_is_replaced_after_it_dies_or_hangs(tmp_pa
     assert worker.process is None
 
 
+@pytest.mark.slow
 def test_batch_goes_on_past_dead_and_hung_workers(tmp_path, fake_workers):
     folder = tmp_path / "entregas"
     folder.mkdir()
@@ -772,6 +773,7 @@ def test_hand_edited_state_with_wrong_shapes_is_tolerated(state_file):
     assert progress.load_state()["exercises"]["exercise-2"]["levels"] == {"1": {"passed": 1, "total": 1}}
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_batch_keeps_finished_rows_and_kills_workers(tmp_path, fake_workers):
     folder = tmp_path / "entregas"
     folder.mkdir()

@@ -89,6 +89,7 @@ def test_the_zip_has_gradescopes_two_scripts_at_its_root_and_no_solutions(autogr
     assert "pip install /autograder/source/curso" in setup
 
 
+@pytest.mark.slow
 def test_solution_scores_everything_and_hidden_fixture_checks_wait_for_the_due_date(autograder_zip, tmp_path):
     results, done = run_autograder(autograder_zip, tmp_path / "autograder",
                                    {"exercise-3.ipynb": ROOT / "solutions" / "exercise-3.ipynb"})
@@ -104,6 +105,7 @@ def test_solution_scores_everything_and_hidden_fixture_checks_wait_for_the_due_d
     assert not (tmp_path / "autograder" / "source" / "fixtures" / "hidden").exists()
 
 
+@pytest.mark.slow
 def test_blank_exercise_scores_zero_with_reasons(autograder_zip, tmp_path):
     results, done = run_autograder(autograder_zip, tmp_path / "autograder",
                                    {"exercise-3.ipynb": ROOT / "exercises" / "exercise-3.ipynb"})
@@ -114,6 +116,7 @@ def test_blank_exercise_scores_zero_with_reasons(autograder_zip, tmp_path):
     assert all("Ainda não implementado" in test["output"] for test in results["tests"])
 
 
+@pytest.mark.slow
 def test_looping_submission_is_cut_and_the_rest_still_scores(autograder_zip, tmp_path):
     looping = write(with_definition("reconcile", "while True:\n    pass\n"), tmp_path / "entrega.ipynb")
     results, done = run_autograder(autograder_zip, tmp_path / "autograder", {"minha-entrega.ipynb": looping})

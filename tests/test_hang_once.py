@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import nbformat
+import pytest
 
 from grader.core.engine import grade
 from grader.core.limits import Limits
@@ -51,6 +52,7 @@ def test_in_the_kernel_a_function_that_timed_out_is_not_called_by_the_later_chec
             "não terminou em 0.5 s" in message
 
 
+@pytest.mark.slow
 def test_a_function_called_by_a_stuck_cell_and_by_every_check_of_its_level_is_entered_once(tmp_path):
     counter = tmp_path / "entries.txt"
     notebook = make_notebook(SETUP, looping_resume_action(counter),
@@ -68,6 +70,7 @@ def test_a_function_called_by_a_stuck_cell_and_by_every_check_of_its_level_is_en
             check.message
 
 
+@pytest.mark.slow
 def test_a_function_that_swallows_the_interrupt_is_refused_in_the_fresh_kernel_after_the_kill(tmp_path):
     counter = tmp_path / "entries.txt"
     swallows = (

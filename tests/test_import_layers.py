@@ -221,6 +221,7 @@ def layer_problems(graph: dict[str, set[str]]) -> list[str]:
 # ------------------------------------------------------------------------------ the project
 
 
+@pytest.mark.slow
 def test_the_project_has_no_import_cycle():
     assert import_cycles(import_graph(ROOT)) == []
 
@@ -229,6 +230,7 @@ def test_harness_layers_point_one_way():
     assert layer_problems(import_graph(ROOT)) == []
 
 
+@pytest.mark.slow
 def test_grader_layers_point_one_way():
     assert grader_problems(import_graph(ROOT)) == []
 
@@ -282,6 +284,7 @@ def test_a_planted_circle_is_found(tmp_path):
     assert any({"harness.tools", "harness.runner"} <= set(group) for group in cycles), cycles
 
 
+@pytest.mark.slow
 def test_a_planted_circle_between_two_new_modules_is_found(tmp_path):
     root = copy_of_project(tmp_path)
     plant(root, "grader/planted_a.py", "from grader import planted_b\n")
@@ -289,6 +292,7 @@ def test_a_planted_circle_between_two_new_modules_is_found(tmp_path):
     assert ["grader.planted_a", "grader.planted_b"] in import_cycles(import_graph(root))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plants, arrows", [
     # the harness's layers
     pytest.param({"harness/checkpoint.py": "def _table():\n    from harness.display.show import Rendered\n",
@@ -342,6 +346,7 @@ def test_a_planted_arrow_against_the_layers_is_refused(tmp_path, plants, arrows)
         assert any(p.startswith(arrow + ":") for p in problems), (arrow, problems)
 
 
+@pytest.mark.slow
 def test_the_grader_arrows_down_the_layers_are_allowed(tmp_path):
     root = copy_of_project(tmp_path)
     plant(root, "grader/student/hints.py", "from grader.reports import render\nfrom grader.core import engine\n")
@@ -351,6 +356,7 @@ def test_the_grader_arrows_down_the_layers_are_allowed(tmp_path):
     assert grader_problems(import_graph(root)) == []
 
 
+@pytest.mark.slow
 def test_a_piece_reaching_a_concrete_store_is_refused_but_the_contract_is_allowed(tmp_path):
     root = copy_of_project(tmp_path)
     plant(root, "harness/lifecycle.py", "def _store(run):\n    from harness.stores.files import FileStore\n")

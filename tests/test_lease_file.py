@@ -85,6 +85,7 @@ def with_lease(template: Path, target: Path, content) -> Path:
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("case", MALFORMED)
 def test_every_command_refuses_a_malformed_lease_with_exit_2(case, command, waiting_run, tmp_path, capsys):
@@ -100,6 +101,7 @@ def test_every_command_refuses_a_malformed_lease_with_exit_2(case, command, wait
     assert folder_digest(run_dir) == before  # nothing written, nothing lost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["garbage", "no-expires_at"])
 def test_no_traceback_from_any_command_in_a_real_process(case, waiting_run, tmp_path):
     content, words = MALFORMED[case]

@@ -79,6 +79,7 @@ def lesson_cases():
     return [pytest.param(n, id=f"lesson-{n}") for n in LESSON_MODULES]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("number", lesson_cases())
 def test_lesson_definitions_match_harness(number):
     path = lesson_path(number)

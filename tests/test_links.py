@@ -74,6 +74,7 @@ def test_the_walk_covers_every_notebook_and_document():
     assert len([n for n in names if n.startswith("lessons/")]) >= 7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", student_files(), ids=lambda p: str(p.relative_to(REPO)))
 def test_every_relative_link_resolves_from_the_files_folder(path):
     assert broken_links(path) == [], f"{path.relative_to(REPO)} has links that lead nowhere"

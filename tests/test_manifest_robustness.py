@@ -77,6 +77,7 @@ COMMANDS = {"list": ("grade", "list"), "hint": ("grade", "hint", "exercise-1"),
             "grade": ("grade", "exercise-1"), "batch": ("grade", "batch", "entregas", "exercise-1")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_grade_list_says_the_manifest_problem_in_one_line(tmp_path, case):
     content, message = BROKEN[case]
@@ -89,6 +90,7 @@ def test_grade_list_says_the_manifest_problem_in_one_line(tmp_path, case):
     assert len(result.stderr) < 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["hint", "grade", "batch"])
 @pytest.mark.parametrize("case", ["level-as-text", "latin-1", "duplicate-key", "alias-bomb"])
 def test_every_grade_command_says_the_manifest_problem_in_one_line(tmp_path, command, case):
@@ -115,6 +117,7 @@ def project_copy(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["level-as-text", "missing", "folder", "utf-16", "tab", "duplicate-key", "alias-bomb"])
 def test_course_check_reports_a_broken_manifest(project_copy, case):
     path = project_copy / "grader" / "core" / "manifest.yaml"
@@ -167,6 +170,7 @@ def test_an_alias_bomb_is_answered_at_once_with_a_short_message():
         assert str(raised.value).startswith("manifest.yaml: YAML inválido na linha ") and len(str(raised.value)) < 300
 
 
+@pytest.mark.slow
 def test_a_420_kb_value_is_shown_cut_short():
     big = "[" + ", ".join(["palavra"] * 50_000) + "]"
     with pytest.raises(ManifestError) as raised:

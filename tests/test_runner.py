@@ -144,6 +144,7 @@ def test_the_turn_cap_pauses_and_a_higher_cap_continues(tmp_path):
 
 # --- the whole crash matrix, in process (SimulatedCrash) --------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label, n", MATRIX, ids=[f"{label}:{n}" for label, n in MATRIX])
 def test_crash_anywhere_then_resume_is_safe(tmp_path, monkeypatch, label, n):
     crash_fresh_run(tmp_path, monkeypatch, f"{label}:{n}")

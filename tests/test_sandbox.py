@@ -92,6 +92,7 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_attacks_from_a_submission_are_stopped_and_reported_while_its_answers_still_count(tmp_path, monkeypatch):
     for name in ("ANTHROPIC_API_KEY", "MEU_SEGREDO", "DATABASE_URL"):
         monkeypatch.setenv(name, ENV_SECRET)
@@ -154,6 +155,7 @@ SIBLING_PROBE = (
 STRAY = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n    os._exit(0)")
 
 
+@pytest.mark.slow
 def test_batch_sandbox_forks_confined_kernels_that_stop_the_same_attacks(tmp_path, monkeypatch):
     """As root, grade batch --sandbox forks each kernel from one sandboxed template per worker, each
     as its own user: the attacks of the per-kernel sandbox are stopped just the same."""
@@ -199,6 +201,7 @@ def test_batch_sandbox_forks_confined_kernels_that_stop_the_same_attacks(tmp_pat
     assert all(processes_of(uid) == [] for uid in users)  # the strays died at the latest with the batch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise", [f"exercise-{n}" for n in range(1, 7)])
 def test_every_solution_scores_everything_under_grade_sandbox(exercise, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("GRADE_STATE_FILE", str(tmp_path / "state.json"))
@@ -207,6 +210,7 @@ def test_every_solution_scores_everything_under_grade_sandbox(exercise, tmp_path
     assert code == 0 and data["score"] == 1.0 and data["passed"]
 
 
+@pytest.mark.slow
 def test_batch_sandbox_grades_each_submission_apart(tmp_path, capsys):
     entregas = tmp_path / "entregas"
     entregas.mkdir()
@@ -243,6 +247,7 @@ def test_without_bwrap_sandbox_refuses_to_grade_and_says_how_to_install(tmp_path
         sandbox._probe.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_sandboxed_kernel_whose_template_fails_starts_in_a_bubblewrap_of_its_own(tmp_path, monkeypatch):
     """Never unsandboxed: when the worker's template cannot fork, the kernel's whole command (bwrap
     around it) runs, as it does without a template."""
@@ -288,6 +293,7 @@ PLANTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", sorted(PLANTED))
 def test_the_grader_never_follows_what_a_sandboxed_kernel_plants_in_its_folder(planted, tmp_path):
     """The grader runs outside the sandbox (as root, here): a link the kernel puts under the name of a
@@ -307,6 +313,7 @@ def test_the_grader_never_follows_what_a_sandboxed_kernel_plants_in_its_folder(p
     assert report.checks and all(check.passed for check in report.checks), [c.message for c in report.failed()]
 
 
+@pytest.mark.slow
 def test_a_sandboxed_cell_past_its_limit_is_interrupted_not_killed(tmp_path):
     """The interrupt reaches the cell (KeyboardInterrupt), and bubblewrap, in the same process group,
     survives it: the kernel goes on and the rest of the notebook is graded."""

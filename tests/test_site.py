@@ -58,6 +58,7 @@ def test_a_lesson_links_to_the_exported_exercise_and_back(tmp_path):
     assert broken_links(out) == []
 
 
+@pytest.mark.slow
 def test_every_local_link_of_the_course_site_resolves(tmp_path):
     if not (REPO / "exercises").is_dir():
         pytest.skip("no exercises/ to export")

@@ -116,6 +116,7 @@ STATE_FILES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", BAD_CONTENTS)
 @pytest.mark.parametrize("name", STATE_FILES)
 def test_a_bad_state_file_is_one_line_exit_2_and_the_run_survives(tmp_path, name, content):
@@ -137,6 +138,7 @@ def test_a_bad_state_file_is_one_line_exit_2_and_the_run_survives(tmp_path, name
     resumes_to_one_email(crashed_run, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, content, words", [
     ("effects.json", {"toolu_x": {"status": "committed", "tool": "send_email", "result": {"content": 1}}},
      "toolu_x"),
@@ -166,6 +168,7 @@ def test_a_state_file_of_the_wrong_shape_names_the_field(tmp_path, name, content
 
 # --- control.json never cancels a run -----------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [b"", b"{", b"[]", b'{"action": "cancel"'])
 def test_an_empty_or_unreadable_control_file_never_cancels_the_run(crashed_run, tmp_path, content):
     control = crashed_run / "control.json"

@@ -112,6 +112,7 @@ ROW_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ROW_CASES)
 def test_a_spoiled_json_column_is_one_line_exit_2_and_the_run_survives(crashed, capsys, case):
     store_case, run_dir, rows = crashed
@@ -145,6 +146,7 @@ INSERTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", INSERTED)
 def test_a_spoiled_ledger_or_outbox_row_is_one_line_exit_2_and_the_run_survives(crashed, capsys, case):
     store_case, run_dir, rows = crashed
@@ -158,6 +160,7 @@ def test_a_spoiled_ledger_or_outbox_row_is_one_line_exit_2_and_the_run_survives(
     resumes_to_one_email(store_case, run_dir, capsys)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("request_text", ["", "{", DEEP, '{"action": "explodir"}', '"cancel"'])
 def test_an_unreadable_control_request_never_cancels_the_run(crashed, capsys, request_text):
     store_case, run_dir, rows = crashed

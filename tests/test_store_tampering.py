@@ -29,6 +29,7 @@ def tamper(database, statement, params=()):
     connection.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("statement, words", [
     ("UPDATE saves SET parent_seq = 4 WHERE seq = 3", "mensagens"),  # a loop in the chain of saves
     ("UPDATE saves SET new_messages = 'não é json' WHERE seq = 2", "mensagens ilegíveis"),
@@ -65,6 +66,7 @@ DOCTORED_ROWS = {
 MAY_SUCCEED = {"lease-token-text": {"timeline", "fork"}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", DOCTORED_ROWS)
 def test_a_doctored_row_is_one_line_and_exit_2_for_every_command_and_the_run_survives(tmp_path, case):
     statement, words, column = DOCTORED_ROWS[case]
@@ -94,6 +96,7 @@ def test_a_doctored_row_is_one_line_and_exit_2_for_every_command_and_the_run_sur
         assert len(store.world().emails()) == 1 and store.load()["status"] == "completed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pages", ["every-page-but-the-header", "one-page"])
 def test_random_bytes_in_the_database_pages_are_one_line_and_exit_2(tmp_path, pages):
     folder = tmp_path / "execucao"

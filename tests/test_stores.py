@@ -229,6 +229,7 @@ def save_rows(store):
     return rows
 
 
+@pytest.mark.slow
 def test_each_save_writes_only_what_changed(sql_store):
     lease, state = started(sql_store)
     for turn in range(1, 301):

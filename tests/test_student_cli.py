@@ -162,6 +162,7 @@ def test_grade_into_a_closed_pipe_ends_quietly(args, course_copy):
     assert "Exception ignored" not in finished.stderr
 
 
+@pytest.mark.slow
 def test_course_into_a_closed_pipe_ends_quietly(tmp_path):
     finished = closed_pipe_run([str(BIN / "course"), "--help"], cwd=tmp_path)
     assert finished.stderr == ""
@@ -284,6 +285,7 @@ def test_outside_any_course_nothing_is_written(tmp_path, monkeypatch, capsys):
     assert code == 0 and "Progresso: 0 de 6" in text
 
 
+@pytest.mark.slow
 def test_bootstrap_runs_commands_in_the_callers_folder(tmp_path):
     finished = subprocess.run(
         [sys.executable, str(REPO / "bootstrap.py"), "python", "-c", "import os; print(os.getcwd())"],
@@ -293,6 +295,7 @@ def test_bootstrap_runs_commands_in_the_callers_folder(tmp_path):
     assert Path(finished.stdout.strip()).resolve() == tmp_path.resolve()
 
 
+@pytest.mark.slow
 def test_bootstrap_with_an_unknown_command_says_so(tmp_path):
     finished = subprocess.run([sys.executable, str(REPO / "bootstrap.py"), "nada-disso"],
                               cwd=tmp_path, capture_output=True, text=True, timeout=120)

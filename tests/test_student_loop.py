@@ -50,6 +50,7 @@ _CTRL_C_DURING_A_GRADING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["start", "cell"])
 def test_ctrl_c_during_a_grading_in_watch_leaves_no_kernel_running(tmp_path, moment):
     marker = tmp_path / "kernel-pid"

@@ -215,6 +215,7 @@ def plant_run_copy(dsn, source, name):
         connection.execute("UPDATE leases SET released = 1 WHERE run = %s", (name,))
 
 
+@pytest.mark.slow
 def test_a_worker_skips_planted_rows_with_hostile_names_and_touches_nothing_outside(tmp_path, own_postgres_dsn):
     postgres_dsn = own_postgres_dsn
     from harness.worker import submit_run, work
@@ -335,6 +336,7 @@ def test_tickets_are_written_without_following_a_planted_temporary(tmp_path):
 
 # --- 4. tools bound their work -------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_grep_with_a_catastrophic_pattern_is_a_tool_error_not_a_frozen_run(tmp_path):
     workspace = Workspace(tmp_path / "world")

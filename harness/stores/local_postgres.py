@@ -80,21 +80,24 @@ class LocalPostgres:
             raise RuntimeError(reason)
         # Caminho curto: o socket Unix tem limite de ~100 caracteres.
         self.folder = Path(tempfile.mkdtemp(prefix="pg-", dir="/tmp" if Path("/tmp").is_dir() else None))
-        if os.geteuid() == 0:
-            shutil.chown(self.folder, POSTGRES_USER, POSTGRES_USER)
-        data = self.folder / "data"
-        subprocess.run(self._as_owner([str(self.bin / "initdb"), "-D", str(data), "-A", "trust",
-                                       "-U", POSTGRES_USER, "-E", "UTF8", "--no-locale", "--no-sync"]),
-                       check=True, capture_output=True, text=True)
-        options = [f"-k {self.folder}", "-c listen_addresses=''"]
-        options += [f"-c {key}={value}" for key, value in self.settings.items()]
-        result = subprocess.run(self._as_owner([str(self.bin / "pg_ctl"), "-D", str(data), "-o", " ".join(options),
-                                                "-l", str(self.folder / "log"), "-w", "start"]),
-                                capture_output=True, text=True)
-        if result.returncode != 0:
-            log = (self.folder / "log").read_text(errors="replace") if (self.folder / "log").exists() else ""
+        try:  # Ctrl-C no meio do initdb ou do pg_ctl não deixa uma pasta (nem um servidor) para trás
+            if os.geteuid() == 0:
+                shutil.chown(self.folder, POSTGRES_USER, POSTGRES_USER)
+            data = self.folder / "data"
+            subprocess.run(self._as_owner([str(self.bin / "initdb"), "-D", str(data), "-A", "trust",
+                                           "-U", POSTGRES_USER, "-E", "UTF8", "--no-locale", "--no-sync"]),
+                           check=True, capture_output=True, text=True)
+            options = [f"-k {self.folder}", "-c listen_addresses=''"]
+            options += [f"-c {key}={value}" for key, value in self.settings.items()]
+            result = subprocess.run(self._as_owner([str(self.bin / "pg_ctl"), "-D", str(data), "-o", " ".join(options),
+                                                    "-l", str(self.folder / "log"), "-w", "start"]),
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                log = (self.folder / "log").read_text(errors="replace") if (self.folder / "log").exists() else ""
+                raise RuntimeError(f"pg_ctl start falhou: {result.stderr.strip()}\n{log[-1000:]}")
+        except BaseException:
             self.stop()
-            raise RuntimeError(f"pg_ctl start falhou: {result.stderr.strip()}\n{log[-1000:]}")
+            raise
         atexit.register(self.stop)  # um notebook ou teste que para no meio não deixa um servidor rodando
         return self
 
