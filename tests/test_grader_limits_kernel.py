@@ -19,6 +19,8 @@ import pytest
 from grader import cli
 from tests.grader_support import make_notebook, write
 
+pytestmark = pytest.mark.slow  # every test here grades in real kernels
+
 SLEEP = 30  # far above the 2 s limit and far below the 60 s default
 LIMIT = 2.0
 SLACK = 6.0  # a shared, busy machine: the interrupt lands late, never early
