@@ -41,15 +41,16 @@ def entries(counter) -> int:
 def test_in_the_kernel_a_function_that_timed_out_is_not_called_by_the_later_checks(tmp_path, monkeypatch):
     counter = tmp_path / "entries.txt"
     namespace, problems = namespace_of(make_notebook(SETUP, looping_resume_action(counter)), monkeypatch)
-    results = run_checks(namespace, tmp_path / "work", level=1, check_timeout=0.5, cell_problems=problems)
+    # 2 s, not less: on a busy machine a check that never calls the hung function must still finish in time.
+    results = run_checks(namespace, tmp_path / "work", level=1, check_timeout=2.0, cell_problems=problems)
     failed = failing(results)
     assert len(failed) == len(results) >= 3  # every level-1 check needs resume_action
     assert entries(counter) == 1
     first, *later = list(failed.values())
-    assert "`resume_action` não terminou em 0.5 s e foi interrompida" in first
+    assert "`resume_action` não terminou em 2 s e foi interrompida" in first
     for message in later:
         assert message.startswith("`resume_action` não foi chamada de novo: na verificação n1.") and \
-            "não terminou em 0.5 s" in message
+            "não terminou em 2 s" in message
 
 
 @pytest.mark.slow
