@@ -63,7 +63,8 @@ def timed_client(client, starts, round_trips):
 
 def child(store_name, turns, dsn, out_path):
     from bench.stores import FILES, TASK, bench_responses
-    from harness.runner import make_run_client, run_durable
+    from harness.cli_endpoint import make_run_client
+    from harness.runner import run_durable
     from harness.scenarios import Scenario
     from harness.stores import open_store
 

@@ -33,5 +33,9 @@ Cada módulo do núcleo guarda uma ideia, na ordem em que as lições a ensinam:
   tentar de novo o que vale repetir, nunca usar um stream cortado, o orçamento de tokens
   na cena e o loop com checkpoint que junta os três;
 - ``scenarios``: tarefas roteirizadas que as lições e os testes compartilham;
-- ``cli``: ``python -m harness``, que junta tudo isso na linha de comando.
+- ``cli``: ``python -m harness``, que junta tudo isso na linha de comando, com um módulo por
+  tarefa ao lado: ``cli_args`` (as opções e a conferência antes de qualquer comando),
+  ``cli_run`` (o comando ``run``), ``cli_endpoint`` (o cliente do modelo e as variáveis
+  ``HARNESS_ENDPOINT_*``), ``cli_text`` (o argparse em português) e ``exit_codes`` (a tabela
+  que dá a cada erro um código de saída e uma linha, em todos os comandos).
 """

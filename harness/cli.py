@@ -30,46 +30,25 @@ import sys
 import time
 from pathlib import Path
 
-import anthropic
-
-from harness.approval import ApprovalError
-from harness.cli_text import INTERRUPTED, ArgumentParser, seconds, seconds_or_zero
-from harness.checkpoint import CheckpointError
-from harness.crash import check_crash_variables
-from harness.effects import EffectsLedgerError
+from harness.cli_args import UsageError, add_run_arguments, add_store_arguments, check_options
+from harness.cli_run import execute_run
+from harness.cli_text import ArgumentParser, seconds, seconds_or_zero
+from harness.exit_codes import end, exit_for
 from harness.lifecycle import (
     LEASE_SECONDS,
     MAX_RECOVERY_ATTEMPTS,
-    LeaseFileError,
-    LeaseHeld,
-    RunNotResumable,
-    check_lease_seconds,
     control_run,
     lease_from_a_clock_ahead,
     owner_is_gone,
 )
-from harness.runner import (
-    EXIT_BAD_INPUT,
-    EXIT_LEASE_HELD,
-    NoCheckpoint,
-    add_run_arguments,
-    add_store_arguments,
-    decide_pending_approval,
-    execute_run,
-    no_run_here,
-)
+from harness.runner import NoCheckpoint, decide_pending_approval, no_run_here
 from harness.scenarios import list_scenarios, load_scenario
-from harness.state_json import StateFileError
-from harness.stopping import describe_api_error, describe_disk_error, pause_stopped_run
-from harness.stores import StoreError, is_postgres, open_store, refuse_another_stores_run
+from harness.stopping import pause_stopped_run
+from harness.stores import is_postgres, open_store, refuse_another_stores_run
 from harness.stores.addresses import without_password
 from harness.stores.files import REWIND_JOURNAL, settle_interrupted_rewind
 from harness.timeline import TimelineError, check_fork_target
 from harness.timeline_commands import fork_in_store, parse_point_spec, rewind_in_store
-
-
-class UsageError(Exception):
-    """Uma combinação de opções que não diz qual execução usar."""
 
 
 def store_from(args: argparse.Namespace):
@@ -370,7 +349,8 @@ def files_run_dir(args: argparse.Namespace):
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """``run``: ``execute_run``, e uma linha em vez de um traceback quando ele para sem cair.
+    """``run``: ``execute_run``; quando ele para num erro, o código e a linha são os da tabela
+    de ``harness.exit_codes`` para quem está rodando (um erro que ela não trata ali segue para ``main``).
 
     Ctrl-C (130) e um erro da API (2) deixam a execução pausada, não "caída" (veja
     ``harness.stopping``); um disco que recusa a gravação (2) não grava mais nada: a última
@@ -378,19 +358,12 @@ def run_command(args: argparse.Namespace) -> int:
     """
     try:
         return execute_run(args)
-    except KeyboardInterrupt:
-        state = pause_run_of(args, "interrompida com Ctrl-C")
-        print(f"interrompida (Ctrl-C): {after_the_stop(args, state)}", file=sys.stderr)
-        return INTERRUPTED
-    except anthropic.APIError as error:
-        problem = describe_api_error(error)
-        state = pause_run_of(args, problem)
-        print(f"parou: {problem}. {after_the_stop(args, state)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as error:
-        print(f"parou: {describe_disk_error(error)}. A última cena gravada continua inteira; resolvido isso, "
-              f"retome com --resume", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except BaseException as error:
+        exit_ = exit_for(error, running=True)
+        if exit_ is None:
+            raise
+        return end(error, exit_, resuming=args.resume,
+                   stop=lambda reason: after_the_stop(args, pause_run_of(args, reason)))
 
 
 def pause_run_of(args: argparse.Namespace, reason: str):
@@ -427,32 +400,12 @@ def settle_what_a_crash_left(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for option in ("workdir", "into"):
-        if getattr(args, option, None) == "":  # Path("") seria a pasta atual, e None / "" um TypeError
-            print(f"não deu: --{option} está vazio: diga uma pasta (. para a pasta atual)", file=sys.stderr)
-            return EXIT_BAD_INPUT
     try:
-        check_crash_variables()
-    except ValueError as error:  # um rótulo digitado errado: antes de começar, não no meio da execução
-        print(f"não deu: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        if getattr(args, "lease_seconds", None) is not None:
-            try:
-                check_lease_seconds(args.lease_seconds)
-            except ValueError as error:
-                raise UsageError(f"--lease-seconds: {error}") from None
+        check_options(args)
         settle_what_a_crash_left(args)
         return args.func(args)
-    except UsageError as error:
-        parser.error(str(error))
-    except LeaseHeld as error:
-        print(f"agora não: {error}", file=sys.stderr)
-        return EXIT_LEASE_HELD
-    except (NoCheckpoint, CheckpointError, ApprovalError, RunNotResumable, LeaseFileError, TimelineError,
-            EffectsLedgerError, StoreError, StateFileError) as error:
-        print(f"não deu: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as error:  # a pasta só de leitura, o disco cheio: nada do que já estava gravado se perde
-        print(f"não deu: {describe_disk_error(error)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except BaseException as error:  # the table says which errors end a command, and how
+        exit_ = exit_for(error)
+        if exit_ is None:
+            raise
+        return end(error, exit_, parser=parser)

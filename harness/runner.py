@@ -21,15 +21,14 @@ os arquivos que as lições constroem, na pasta da execução (RUN_DIR):
 
 Com ``--store sqlite`` a mesma execução mora em RUN_DIR/run.sqlite3; com
 ``--store postgresql://...``, num servidor, onde vários workers podem dividir as execuções.
+
+A linha de comando que chama este loop (``python -m harness run``) é ``harness.cli_run``; os
+códigos de saída de cada jeito de parar, ``harness.exit_codes``.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
-from pathlib import Path
 
 from harness.approval import (
     DEFAULT_APPROVAL_TTL,
@@ -40,19 +39,12 @@ from harness.approval import (
     decision_record,
     reject,
 )
-from harness.checkpoint import CheckpointError
-from harness.cli_text import ArgumentParser, seconds
-from harness.crash import EXIT_CODE_KILLED, SimulatedCrash, crash_point
-from harness.effects import EffectsLedgerError
-from harness.fake_endpoint import ScriptedEndpoint
+from harness.crash import crash_point
 from harness.heartbeat import LeaseHeartbeat
 from harness.lifecycle import (
     FINAL_STATUSES,
     LEASE_SECONDS,
     MAX_RECOVERY_ATTEMPTS,
-    LeaseFileError,
-    LeaseHeld,
-    LeaseLost,
     RunNotResumable,
     apply_control,
     check_resumable,
@@ -62,35 +54,15 @@ from harness.lifecycle import (
     set_status,
 )
 from harness.loop import CUT_OFF_STOP_REASONS, MAX_TURNS, call_model, take_response
-from harness.model import MAX_TOKENS, LiveModeUnavailable, make_client
-from harness.request_log import append_request
-from harness.run_names import run_name_problem
+from harness.model import MAX_TOKENS
 from harness.resume import reconcile as reconcile_without_ledger
-from harness.scenarios import ScenarioError, is_scenario_name, list_scenarios, load_scenario, shown_name
-from harness.state_json import StateFileError
-from harness.stores import STORE_KINDS, StoreError, open_store
+from harness.scenarios import is_scenario_name, list_scenarios, shown_name
 from harness.stores.files import FileStore
 from harness.token_budget import over_budget, stop_for_budget
 from harness.tool_runner import run_tool_uses
 from harness.tools import workspace_in_use
 
 WORLD_DIR = "world"
-
-# O código de saída diz ao supervisor em que status a execução parou.
-EXIT_CODES = {"completed": 0, "paused": 10, "waiting_for_approval": 11, "cancelled": 12, "failed": 13,
-              "refused": 14}
-EXIT_BAD_INPUT = 2     # checkpoint ausente ou ilegível, livro-razão ou lease.json corrompidos...
-EXIT_LEASE_HELD = 4    # outro worker vivo tem a posse
-EXIT_LEASE_LOST = 5    # este worker perdeu a posse no meio do caminho e parou sem gravar
-
-ENDPOINT_LOG_ENV = "HARNESS_ENDPOINT_LOG"  # arquivo onde cada pedido ao endpoint offline vira uma linha
-# Segundos que o endpoint offline espera antes de cada resposta: a API real leva segundos por
-# chamada, e um worker passa a maior parte do tempo esperando o modelo, não gravando.
-ENDPOINT_LATENCY_ENV = "HARNESS_ENDPOINT_LATENCY"
-
-
-class EndpointSettingError(ValueError):
-    """Uma variável do endpoint offline (HARNESS_ENDPOINT_LATENCY) com valor que não serve."""
 
 
 class NoCheckpoint(Exception):
@@ -324,127 +296,7 @@ def decide_pending_approval(run_dir, approved, reason="", decided_by="", ttl_sec
         store.release_lease(lease)
 
 
-# --- Linha de comando -------------------------------------------------------------------------
-
-def make_run_client(responses, live=False):
-    """O cliente da execução. Com HARNESS_ENDPOINT_LOG, cada pedido que o endpoint offline
-    recebe vira uma linha JSON nesse arquivo (de todos os processos que retomam a execução),
-    para um teste conferir que o modelo nunca recebeu um tool_use órfão."""
-    if live:
-        return make_client(live=True)
-    endpoint = ScriptedEndpoint(responses)
-    log_path = os.environ.get(ENDPOINT_LOG_ENV)
-    if log_path:
-        endpoint.handle = logged_handler(endpoint.handle, log_path)
-    latency = endpoint_latency()
-    if latency:
-        endpoint.handle = delayed_handler(endpoint.handle, latency)
-    return endpoint.client()
-
-
-def endpoint_latency():
-    """HARNESS_ENDPOINT_LATENCY em segundos (0 se ausente); um valor que não é um número
-    não negativo é erro de quem chamou, dito com o nome da variável."""
-    raw = os.environ.get(ENDPOINT_LATENCY_ENV, "").strip()
-    if not raw:
-        return 0.0
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not (seconds >= 0 and seconds != float("inf")):
-        raise EndpointSettingError(f"{ENDPOINT_LATENCY_ENV}={raw!r}: esperava um número de segundos >= 0")
-    return seconds
-
-
-def delayed_handler(handle, seconds):
-    def handle_after_a_while(request):
-        time.sleep(seconds)
-        return handle(request)
-    return handle_after_a_while
-
-
-def logged_handler(handle, log_path):
-    def handle_and_log(request):
-        append_request(log_path, json.loads(request.content))
-        return handle(request)
-    return handle_and_log
-
-
-def describe_message(message):
-    """Uma linha legível por mensagem, para acompanhar a execução no terminal."""
-    content = message["content"]
-    if isinstance(content, str):
-        return f"{message['role']}: {content}"
-    parts = []
-    for block in content:
-        if block["type"] == "text":
-            parts.append(block["text"])
-        elif block["type"] == "tool_use":
-            parts.append(f"[tool_use {block['name']} {block['id']}]")
-        elif block["type"] == "tool_result":
-            flag = " is_error" if block.get("is_error") else ""
-            parts.append(f"[tool_result {block['tool_use_id']}{flag}]")
-    return f"{message['role']}: " + " ".join(parts)
-
-
-def add_store_arguments(parser):
-    """``--store`` e ``--run``: onde a execução mora (os mesmos em todos os comandos)."""
-    parser.add_argument("--store", default="files", metavar="|".join(STORE_KINDS),
-                        help="onde a execução grava: files (padrão, os arquivos das lições), sqlite "
-                             "(PASTA/run.sqlite3) ou postgresql://... (um servidor, para vários workers)")
-    parser.add_argument("--run", metavar="NOME", type=run_name_argument,
-                        help="no PostgreSQL, o nome da execução no banco (padrão: o nome da pasta)")
-    return parser
-
-
-def run_name_argument(text):
-    """``--run NOME``: conferido na entrada, antes de virar chave de linha ou nome de pasta."""
-    problem = run_name_problem(text)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
-def add_run_arguments(parser):
-    parser.add_argument("--scenario", choices=list_scenarios(),
-                        help="o cenário; numa retomada, o padrão é o que a execução gravou ao começar")
-    parser.add_argument("--workdir", metavar="PASTA", help="pasta da execução (padrão: runs/CENÁRIO)")
-    parser.add_argument("--resume", action="store_true", help="continua do checkpoint")
-    parser.add_argument("--max-turns", type=int, default=MAX_TURNS, metavar="N",
-                        help="teto de turnos da execução")
-    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS, metavar="N",
-                        help="limite de tokens de saída por resposta do modelo (max_tokens)")
-    parser.add_argument("--token-budget", type=int, default=None, metavar="N",
-                        help="orçamento de tokens da execução inteira, gravado na cena: a execução para em "
-                             "paused quando tokens_used chega nele (numa retomada, troca o orçamento gravado)")
-    parser.add_argument("--live", action="store_true", help="usa a API real (exige ANTHROPIC_API_KEY)")
-    parser.add_argument("--approval", action="store_true",
-                        help="ferramentas de alto impacto esperam a decisão de uma pessoa (approve/reject)")
-    parser.add_argument("--lease-seconds", type=seconds, default=LEASE_SECONDS, metavar="SEGUNDOS",
-                        help="prazo da posse da execução, renovada a cada turno e, durante chamadas longas, "
-                             "a cada terço do prazo (no máximo 24 h: uma posse tomada no futuro deste relógio, "
-                             "ou que vence além de 24 h, é tratada como inválida)")
-    parser.add_argument("--max-recovery-attempts", type=int, default=MAX_RECOVERY_ATTEMPTS, metavar="N",
-                        help="retomadas seguidas depois de queda, sem avanço, antes de marcar failed")
-    return add_store_arguments(parser)
-
-
-def run_scenario(args, store):
-    """O cenário do ``run``: o de --scenario ou, numa retomada, o que a execução gravou."""
-    if args.scenario:
-        name = args.scenario
-    elif not args.resume:
-        raise ScenarioUnknown("diga o cenário: --scenario NOME")
-    elif not store.exists():
-        raise no_checkpoint(store)
-    else:
-        name = recorded_scenario(store)
-    try:
-        return load_scenario(name)
-    except ScenarioError as error:
-        raise ScenarioUnknown(str(error)) from None
-
+# --- O cenário gravado -------------------------------------------------------------------------
 
 def recorded_scenario(store):
     """O nome de cenário que a execução gravou, conferido: um dado lido da pasta ou do banco, não um caminho.
@@ -462,56 +314,3 @@ def recorded_scenario(store):
                               f"{', '.join(list_scenarios())}). Nada foi executado: corrija o valor ou retome com "
                               f"--scenario NOME")
     return name
-
-
-def execute_run(args):
-    """O comando ``run``: roda ou retoma e devolve o código de saída (137 numa queda simulada)."""
-    try:
-        if not (args.workdir or args.scenario or args.run):
-            raise ScenarioUnknown("diga o cenário (--scenario NOME) ou a pasta da execução (--workdir PASTA)")
-        workdir = Path(args.workdir or Path("runs") / (args.scenario or args.run))
-        store = open_store(args.store, workdir, run=args.run)
-        scenario = run_scenario(args, store)
-        client = make_run_client(scenario.responses, live=args.live)
-        if args.resume:
-            print(f"retomando '{scenario.name}' ({store.describe()})")
-        else:
-            print(f"iniciando '{scenario.name}': {scenario.task}")
-        state = run_durable(
-            client, workdir, scenario, resume=args.resume, max_turns=args.max_turns,
-            approver=ask_a_person if args.approval else None, lease_seconds=args.lease_seconds,
-            max_recovery_attempts=args.max_recovery_attempts, max_tokens=args.max_tokens, store=store,
-            token_budget=args.token_budget,
-        )
-    except SimulatedCrash as crash:
-        print(f"processo derrubado: {crash}", file=sys.stderr)
-        return EXIT_CODE_KILLED
-    except LeaseHeld as error:
-        print(f"não começou: {error}", file=sys.stderr)
-        return EXIT_LEASE_HELD
-    except LeaseLost as error:
-        print(f"parou sem gravar: {error}", file=sys.stderr)
-        return EXIT_LEASE_LOST
-    except RunNotResumable as error:
-        print(f"não dá para retomar: {error}", file=sys.stderr)
-        return EXIT_CODES[error.status]
-    except (NoCheckpoint, CheckpointError, EffectsLedgerError, ApprovalError, LeaseFileError, StateFileError,
-            StoreError, EndpointSettingError, ScenarioUnknown, LiveModeUnavailable) as error:
-        print(f"não dá para {'retomar' if args.resume else 'começar'}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    for message in state["messages"][1:]:
-        print("  " + describe_message(message))
-    reason = f" ({state['status_reason']})" if state.get("status_reason") else ""
-    print(f"status={state['status']}{reason} turns={state['turns']} tokens_used={state['tokens_used']} "
-          f"run_id={state['run_id']} checkpoint={store.describe()}")
-    return EXIT_CODES[state["status"]]
-
-
-def main(argv=None):
-    """``python -m harness.runner --scenario ...``: o mesmo que ``python -m harness run ...``."""
-    parser = add_run_arguments(ArgumentParser(prog="python -m harness run"))
-    return execute_run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,10 +24,11 @@ from pathlib import Path
 
 from harness.approval import ApprovalError
 from harness.checkpoint import CheckpointError
+from harness.cli_endpoint import make_run_client
 from harness.effects import EffectsLedgerError
 from harness.lifecycle import LEASE_SECONDS, MAX_RECOVERY_ATTEMPTS, LeaseLost, default_owner, new_run_checkpoint
 from harness.run_names import run_name_problem
-from harness.runner import ScenarioUnknown, make_run_client, recorded_scenario, run_durable
+from harness.runner import ScenarioUnknown, recorded_scenario, run_durable
 from harness.scenarios import ScenarioError, load_scenario
 from harness.state_json import StateFileError
 from harness.stores.base import StoreError

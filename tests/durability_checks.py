@@ -13,11 +13,12 @@ import time
 from pathlib import Path
 
 from harness.checkpoint import CheckpointError
+from harness.cli_endpoint import ENDPOINT_LOG_ENV
 from harness.display.crash_lab import wait_or_kill
 from harness.effects import EffectsLedgerError
 from harness.fake_endpoint import validate_messages
 from harness.request_log import read_requests
-from harness.runner import ENDPOINT_LOG_ENV, WORLD_DIR
+from harness.runner import WORLD_DIR
 from harness.stores import StoreError
 from harness.stores.files import FileStore
 from harness.tools import HIGH_IMPACT_TOOLS, Workspace

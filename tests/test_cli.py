@@ -48,7 +48,7 @@ def test_unknown_scenario_is_refused(tmp_path):
 def test_endpoint_latency_slows_each_model_call_and_a_bad_value_is_bad_input(tmp_path, monkeypatch):
     import time
 
-    from harness.runner import ENDPOINT_LATENCY_ENV, EndpointSettingError, endpoint_latency, make_run_client
+    from harness.cli_endpoint import ENDPOINT_LATENCY_ENV, EndpointSettingError, endpoint_latency, make_run_client
 
     monkeypatch.setenv(ENDPOINT_LATENCY_ENV, "0.2")
     client = make_run_client([{"content": [{"type": "text", "text": "pronto"}], "stop_reason": "end_turn"}])

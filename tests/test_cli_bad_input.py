@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from harness import cli
-from harness.runner import EXIT_BAD_INPUT
+from harness.exit_codes import EXIT_BAD_INPUT
 from harness.stores.sqlite import SqliteStore
 from tests.durability_checks import REPO_ROOT, final_run_problems, harness_env, run_forked
 from tests.stores_support import unique_run_name

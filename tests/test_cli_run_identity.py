@@ -11,8 +11,9 @@ import pytest
 from harness import cli, timeline_commands
 from harness.stores import sql
 from harness.crash import reset_crash_counts
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_CODES
 from harness.fake_endpoint import ScriptedEndpoint
-from harness.runner import EXIT_BAD_INPUT, EXIT_CODES, run_durable
+from harness.runner import run_durable
 from harness.scenarios import Scenario
 from harness.stores import open_store
 from harness.stores.files import fork_run

@@ -15,9 +15,9 @@ import sys
 import httpx2
 import pytest
 
+from harness.exit_codes import EXIT_BAD_INPUT
 from harness.fake_endpoint import ScriptedEndpoint, _error
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
-from harness.runner import EXIT_BAD_INPUT
 from tests.durability_checks import REPO_ROOT, final_run_problems, harness_env, run_forked
 from tests.stores_support import unique_run_name
 

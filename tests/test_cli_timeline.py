@@ -15,8 +15,9 @@ import pytest
 
 from harness import cli
 from harness.crash import reset_crash_counts
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_CODES, EXIT_LEASE_HELD
 from harness.lifecycle import LEASE_FILE
-from harness.runner import EXIT_BAD_INPUT, EXIT_CODES, EXIT_LEASE_HELD, WORLD_DIR
+from harness.runner import WORLD_DIR
 from harness.tools import Workspace
 
 

@@ -25,10 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli_endpoint import ENDPOINT_LOG_ENV
 from harness.crash import CRASH_LABELS, EXIT_CODE_KILLED
 from harness.effects import EFFECTS_FILE, load_effects
+from harness.exit_codes import EXIT_CODES, EXIT_LEASE_HELD, EXIT_LEASE_LOST
 from harness.lifecycle import CHECKPOINT_FILE, MAX_RECOVERY_ATTEMPTS, load_run_checkpoint, read_lease
-from harness.runner import ENDPOINT_LOG_ENV, EXIT_CODES, EXIT_LEASE_HELD, EXIT_LEASE_LOST
 from tests.durability_checks import (
     emails,
     final_run_problems,

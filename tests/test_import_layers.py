@@ -3,7 +3,8 @@
 The layers of harness/ (docs/arquitetura.md):
 - the core's pieces: every module at the top of harness/ except the drivers;
 - the drivers: the core modules that choose a store and run it (runner, worker,
-  timeline_commands, cli, __main__);
+  timeline_commands, cli and the command line's own modules cli_args, cli_run and
+  exit_codes, __main__);
 - the stores (harness/stores/): they import the pieces' data shapes, never a driver;
   their contract, stores/base.py, imports nothing of the project;
 - the display (harness/display/): imports anything of harness, and nothing imports it back.
@@ -37,7 +38,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_DIRS = ("harness", "grader", "authoring", "bench", "tests")
 PROJECT_FILES = ("bootstrap.py",)
-DRIVERS = {"harness.runner", "harness.worker", "harness.timeline_commands", "harness.cli", "harness.__main__"}
+DRIVERS = {"harness.runner", "harness.worker", "harness.timeline_commands", "harness.cli", "harness.cli_args",
+           "harness.cli_run", "harness.exit_codes", "harness.__main__"}
 STORE_CONTRACT = "harness.stores.base"
 
 

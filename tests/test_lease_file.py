@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.exit_codes import EXIT_BAD_INPUT
 from harness.fake_endpoint import make_stub_client
 from harness.lifecycle import LEASE_FILE, LeaseFileError, acquire_lease, check_fence, read_lease
-from harness.runner import EXIT_BAD_INPUT, ask_a_person, run_durable
+from harness.runner import ask_a_person, run_durable
 from harness.scenarios import load_scenario
 
 TEAM_EMAIL = load_scenario("team-email")

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from harness import cli
+from harness.exit_codes import EXIT_LEASE_HELD
 from harness.fake_endpoint import make_stub_client
 from harness.lifecycle import (
     LEASE_FILE,
@@ -29,7 +30,7 @@ from harness.lifecycle import (
     process_identity,
     read_lease,
 )
-from harness.runner import EXIT_LEASE_HELD, ask_a_person, run_durable
+from harness.runner import ask_a_person, run_durable
 from harness.scenarios import load_scenario
 from tests.stores_support import open_store
 

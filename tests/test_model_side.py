@@ -330,7 +330,7 @@ def test_a_run_without_a_budget_is_never_stopped_by_one(tmp_path):
 
 def test_the_command_line_takes_a_token_budget_and_exits_paused(tmp_path, capsys):
     from harness import cli
-    from harness.runner import EXIT_CODES
+    from harness.exit_codes import EXIT_CODES
     run_dir = str(tmp_path / "notas")
     code = cli.main(["run", "--scenario", "meeting-notes", "--workdir", run_dir, "--token-budget", "100"])
     out = capsys.readouterr().out

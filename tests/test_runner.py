@@ -431,9 +431,10 @@ def test_the_request_log_catches_an_orphan_tool_use(tmp_path, monkeypatch):
     import anthropic
 
     from harness import runner
+    from harness.cli_endpoint import ENDPOINT_LOG_ENV, make_run_client
 
     log = tmp_path / "requests.jsonl"
-    monkeypatch.setenv(runner.ENDPOINT_LOG_ENV, str(log))
+    monkeypatch.setenv(ENDPOINT_LOG_ENV, str(log))
     crash_fresh_run(tmp_path / "run", monkeypatch, "after-save-A:2")
 
     def forgetful(store, state, lease, approver, dry_run):
@@ -442,6 +443,6 @@ def test_the_request_log_catches_an_orphan_tool_use(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "answer_pending", forgetful)
     with pytest.raises(anthropic.BadRequestError):
-        run_durable(runner.make_run_client(TEAM_EMAIL.responses), tmp_path / "run", TEAM_EMAIL, resume=True)
+        run_durable(make_run_client(TEAM_EMAIL.responses), tmp_path / "run", TEAM_EMAIL, resume=True)
     [problem] = orphan_problems(log)
     assert "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_01TE2" in problem

@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 
 from harness.checkpoint import CheckpointError
+from harness.cli_endpoint import ENDPOINT_LOG_ENV, make_run_client
 from harness.display.crash_lab import wait_or_kill
 from harness.effects import EffectsLedgerError
-from harness.runner import ENDPOINT_LOG_ENV, make_run_client, run_durable
+from harness.runner import run_durable
 from harness.scenarios import load_scenario
 from harness.stores import StoreError
 from tests.durability_checks import emails, final_run_problems, fork_harness, wait_child

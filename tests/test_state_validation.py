@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from harness.runner import EXIT_BAD_INPUT
+from harness.exit_codes import EXIT_BAD_INPUT
 from harness.state_json import MAX_DEPTH, StateFileError, parse_state_json, read_state_json
 from tests.durability_checks import final_run_problems, run_forked
 

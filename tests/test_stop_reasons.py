@@ -13,15 +13,16 @@ import copy
 import anthropic
 import pytest
 
-from harness import checkpointed_loop
+from harness import checkpointed_loop, cli
 from harness.checkpoint import save_checkpoint
 from harness.effects import EFFECTS_FILE
+from harness.exit_codes import EXIT_CODES
 from harness.fake_endpoint import cut_at_limit, expand_response, make_stub_client, validate_messages
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
 from harness.loop import call_model, new_run_state, run_agent
 from harness.model import MAX_TOKENS
 from harness.resume import resume_run
-from harness.runner import EXIT_CODES, WORLD_DIR, main as runner_main, run_durable
+from harness.runner import WORLD_DIR, run_durable
 from harness.scenarios import load_scenario
 from harness.timeline import list_points, run_timeline, start_timeline
 from harness.tool_runner import ToolContext, run_agent_with_effects
@@ -311,12 +312,12 @@ def test_the_command_line_takes_a_larger_max_tokens(tmp_path, monkeypatch):
     long_send["usage"]["output_tokens"] = 3000
     scenario = copy.copy(TEAM_EMAIL)
     scenario.responses = [READ, long_send, DONE]
-    monkeypatch.setattr("harness.runner.load_scenario", lambda name: scenario)
-    monkeypatch.setattr("harness.runner.list_scenarios", lambda: scenarios.list_scenarios())
+    monkeypatch.setattr("harness.cli_run.load_scenario", lambda name: scenario)
+    monkeypatch.setattr("harness.cli_args.list_scenarios", lambda: scenarios.list_scenarios())
     workdir = str(tmp_path / "run")
-    assert runner_main(["--scenario", "team-email", "--workdir", workdir]) == EXIT_CODES["paused"]
-    assert runner_main(["--scenario", "team-email", "--workdir", workdir, "--resume",
-                        "--max-tokens", "4096"]) == EXIT_CODES["completed"]
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", workdir]) == EXIT_CODES["paused"]
+    assert cli.main(["run", "--scenario", "team-email", "--workdir", workdir, "--resume",
+                     "--max-tokens", "4096"]) == EXIT_CODES["completed"]
     assert len(Workspace(tmp_path / "run" / WORLD_DIR).emails()) == 1
 
 

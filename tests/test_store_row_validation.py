@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from harness import cli
-from harness.runner import EXIT_BAD_INPUT
+from harness.exit_codes import EXIT_BAD_INPUT
 from tests.durability_checks import final_run_problems, run_forked
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.runner import EXIT_BAD_INPUT
+from harness.exit_codes import EXIT_BAD_INPUT
 from harness.stores.sqlite import SqliteStore
 
 

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
+from harness.cli_endpoint import ENDPOINT_LOG_ENV
 from harness.crash import EXIT_CODE_KILLED
-from harness.runner import ENDPOINT_LOG_ENV
 from tests.durability_checks import final_run_problems, run_forked
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.exit_codes import EXIT_BAD_INPUT, EXIT_CODES
 from harness.lifecycle import CHECKPOINT_FILE, LEASE_FILE, LEASE_LOCK_FILE
-from harness.runner import EXIT_BAD_INPUT, EXIT_CODES
 from harness.scenarios import SCENARIOS_DIR, Scenario, ScenarioError, load_scenario
 from harness.stores.sqlite import DATABASE_FILE
 from harness.tools import Workspace, execute_tool, workspace_in_use

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness.runner import ENDPOINT_LATENCY_ENV, ENDPOINT_LOG_ENV
+from harness.cli_endpoint import ENDPOINT_LATENCY_ENV, ENDPOINT_LOG_ENV
 from harness.scenarios import load_scenario
 from harness.stores.postgres import PostgresStore, connect
 from harness.worker import submit_run, work

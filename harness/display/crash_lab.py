@@ -30,12 +30,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.checkpoint import CheckpointError
+from harness.cli_endpoint import ENDPOINT_LOG_ENV
 from harness.crash import CRASH_LABELS, crash_counts, reset_crash_counts
 from harness.effects import EFFECTS_FILE, EffectsLedgerError, load_effects
+from harness.exit_codes import EXIT_CODES
 from harness.fake_endpoint import validate_messages
 from harness.lifecycle import CHECKPOINT_FILE, load_run_checkpoint
 from harness.request_log import read_requests
-from harness.runner import ENDPOINT_LOG_ENV, EXIT_CODES, WORLD_DIR
+from harness.runner import WORLD_DIR
 from harness.timeline import list_points
 from harness.tools import HIGH_IMPACT_TOOLS, Workspace
 
