@@ -169,6 +169,7 @@ def command_for(where, workdir):
     return ["run", "--scenario", "team-email", "--workdir", str(workdir)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("where", "name"), list(CASES), ids=[f"{w.split(':')[1]}-{n}" for w, n in CASES])
 def test_each_error_gives_its_exit_code_and_its_line(tmp_path, where, name):
     workdir = tmp_path / "r"
@@ -201,6 +202,7 @@ def load_status(workdir):
     return load_run_checkpoint(workdir / CHECKPOINT_FILE)["status"]
 
 
+@pytest.mark.slow
 def test_a_bad_input_while_resuming_says_retomar(tmp_path):
     from harness.runner import run_durable
 
@@ -212,6 +214,7 @@ def test_a_bad_input_while_resuming_says_retomar(tmp_path):
     assert (done.returncode, done.stderr.splitlines()) == (2, [f"não dá para retomar: {said}"]), done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("env", "args", "line"), [
     ({}, ["run", "--scenario", "team-email", "--workdir", ""],
      "não deu: --workdir está vazio: diga uma pasta (. para a pasta atual)"),
@@ -233,6 +236,7 @@ def test_what_the_options_say_before_any_command(tmp_path, env, args, line):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_the_lease_seconds_limit_is_a_usage_error(tmp_path):
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir",
                            str(tmp_path / "r"), "--lease-seconds", "100000"], cwd=REPO_ROOT, capture_output=True,
