@@ -9,6 +9,7 @@ that module, so a session-scoped fixture imported into seven modules runs seven 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import signal
 
 # Before any test module imports nbformat: `grader`'s import keeps jsonschema from loading its
@@ -180,6 +181,36 @@ def page(browser):
         context.close()
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter, config):
     if postgres_starts:
         terminalreporter.write_line(f"PostgreSQL clusters started: {postgres_starts}")
+    if EDITED_EXERCISES in config.stash:
+        terminalreporter.write_line(config.stash[EDITED_EXERCISES], yellow=True)
+
+
+EDITED_EXERCISES = pytest.StashKey[str]()
+
+
+def edited_exercises(root: Path) -> list[str]:
+    """The files under ``root/exercises`` that differ from the repository (none without git)."""
+    import subprocess
+
+    try:
+        changed = subprocess.run(["git", "status", "--porcelain", "--", "exercises"], cwd=root,
+                                 capture_output=True, text=True, timeout=10).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line[3:] for line in changed if line.strip()]
+
+
+def pytest_report_header(config):
+    """Tests that check the generated exercises read `exercises/` as it is on disk: a contributor's
+    own answers there fail them. Say so at the start and again at the end, beside the failures."""
+    edited = edited_exercises(Path(__file__).resolve().parent.parent)
+    if not edited:
+        return None
+    config.stash[EDITED_EXERCISES] = (f"atenção: {', '.join(edited)} difere do repositório (respostas suas?). Os "
+                                      "testes que conferem os exercícios gerados vão falhar; guarde as respostas "
+                                      "(git stash) ou rode `course build`.")
+    return [config.stash[EDITED_EXERCISES]]
+

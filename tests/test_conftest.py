@@ -157,3 +157,19 @@ def test_a_cluster_interrupted_while_it_starts_leaves_no_folder(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         LocalPostgres().start()
     assert made and not os.path.exists(made[0])
+
+
+def test_answers_left_in_the_exercises_are_named_before_the_tests_run(tmp_path):
+    from tests.conftest import edited_exercises
+
+    if shutil.which("git") is None:
+        pytest.skip("sem git")
+    (tmp_path / "exercises").mkdir()
+    notebook = tmp_path / "exercises" / "exercise-1.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *command], cwd=tmp_path, check=True, capture_output=True)
+    assert edited_exercises(tmp_path) == []
+    notebook.write_text('{"cells": []}', encoding="utf-8")
+    assert edited_exercises(tmp_path) == ["exercises/exercise-1.ipynb"]
+    assert edited_exercises(tmp_path / "not-a-repository") == []
