@@ -136,14 +136,9 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
 
 
 def test_command(rest: list[str]) -> list[str]:
-    """O pytest com os argumentos de quem chamou. A suíte inteira (ou uma fatia por -m/-k) roda
-    em um processo por núcleo (pytest-xdist, um arquivo de testes por processo: os fixtures de
-    um arquivo ficam num processo só); um arquivo ou teste nomeado, ou um -n dado, roda como pedido."""
-    named = any(arg.startswith("tests") or arg.endswith(".py") or "::" in arg for arg in rest)
-    chosen = any(arg in ("-n", "--numprocesses") or arg.startswith(("-n", "--numprocesses=")) or "no:xdist" in arg
-                 for arg in rest)
-    spread = [] if named or chosen else ["-n", "auto", "--dist", "loadfile"]
-    return [str(BIN / "python"), "-m", "pytest", *spread, *rest]
+    """O pytest com os argumentos de quem chamou (em série; `-n 2 --dist loadfile` divide a suíte
+    entre dois processos, pelo pytest-xdist)."""
+    return [str(BIN / "python"), "-m", "pytest", *rest]
 
 
 def main(argv: list[str]) -> int:

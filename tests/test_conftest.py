@@ -122,7 +122,9 @@ def test_a_run_ended_by_a_signal_stops_its_postgres_cluster(tmp_path, signum):
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-s", "-q", "-p", "no:cacheprovider",
          "--rootdir", str(tmp_path), str(tmp_path / "test_hold.py")],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        # A caller run under nohup ignores SIGHUP, and children inherit that: the run under test must not.
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     try:
         folder = None
         for line in process.stdout:

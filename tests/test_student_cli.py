@@ -404,23 +404,3 @@ def test_hostile_deeply_nested_json_is_an_invalid_notebook_not_a_grader_error(te
     report = grade("exercise-1", path)
     assert report.notebook_error_kind == INVALID_NOTEBOOK and report.score == 0
     assert batch.status_for_error_kind(report.notebook_error_kind) == batch.INVALID_NOTEBOOK
-
-
-@pytest.mark.parametrize("rest, spread", [
-    ([], True),
-    (["-m", "not slow and not browser"], True),
-    (["-k", "stores", "-q"], True),
-    (["tests/test_stores.py", "-x", "-q"], False),
-    (["tests/test_cli.py::test_run_prints_a_summary"], False),
-    (["-n", "0"], False),
-    (["-n3"], False),
-    (["--numprocesses=4"], False),
-    (["-p", "no:xdist"], False),
-])
-def test_bootstrap_spreads_the_whole_suite_over_the_cores_and_runs_a_named_file_as_asked(rest, spread):
-    import bootstrap
-
-    command = bootstrap.test_command(rest)
-    added = command[:len(command) - len(rest)]
-    assert command[len(added):] == rest and added[1:3] == ["-m", "pytest"]
-    assert ("-n" in added) is spread, command
