@@ -205,3 +205,16 @@ def test_the_commands_run_as_a_real_process_and_show_in_help(tmp_path):
     usage = harness("--help", cwd=tmp_path).stdout
     for command in ("timeline", "rewind", "fork", "--to TURNO[-A|-B]", "--dry-run"):
         assert command in usage
+
+
+def test_rewind_never_writes_through_a_planted_temporary_link(finished, tmp_path, capsys):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("guardado")
+    (finished / "checkpoint.json.tmp").symlink_to(outside)
+    assert cli.main(["rewind", "--workdir", str(finished), "--to", "2"]) == 0
+    assert outside.read_text() == "guardado"
+    checkpoint = finished / "checkpoint.json"
+    assert not checkpoint.is_symlink()
+    assert json.loads(checkpoint.read_text())["turns"] == 2
+    assert cli.main(["status", "--workdir", str(finished)]) == 0
+

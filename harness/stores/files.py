@@ -222,13 +222,12 @@ class FileStore(RunStore):
                               approvals_path=self.run_dir / APPROVALS_FILE, dry_run=dry_run)
 
     def guard_lesson_writes(self):
-        """O livro-razão é gravado pelas funções da lição 4 (``save_effect`` -> ``write_json_atomic`` da
-        lição 2), que abrem ``effects.json.tmp`` com ``open(..., "w")`` e seguiriam um link plantado ali.
-        Sob a trava da posse, antes das ferramentas: um effects.json que é link é recusado, e o
-        ``.tmp`` que estiver lá (sobra de queda ou link plantado) sai; apagar um link não toca o alvo."""
+        """O livro-razão é gravado e lido pelas funções da lição 4 (``save_effect`` -> ``write_json_atomic``
+        da lição 2): a gravação usa um temporário de nome único e nunca segue um link, mas a leitura abre
+        ``effects.json`` com ``open`` e seguiria um link plantado no lugar dele. Sob a trava da posse,
+        antes das ferramentas: um effects.json (ou approvals.json) que é link é recusado."""
         for name in (EFFECTS_FILE, APPROVALS_FILE):
             run_paths.refuse_link(self.run_dir / name)
-            (self.run_dir / (name + ".tmp")).unlink(missing_ok=True)
 
     def world(self, scenario=None):
         return GuardedWorkspace(self.run_dir / WORLD_DIR, self.check_before_effect, boundary=self.run_dir)
@@ -367,6 +366,8 @@ def finish_rewind(run_dir):
         return None
     turn, point = parse_point_name(journal["point"])
     aside = checkpoints_dir(run_dir) / journal["aside"]
+    for folder in (checkpoints_dir(run_dir), aside):  # o plano veio do disco: os pontos nunca saem da execução
+        run_paths.refuse_link(folder)
     for path in list_points(run_dir):
         if parse_point_name(path.name) > (turn, point):
             aside.mkdir(exist_ok=True)
