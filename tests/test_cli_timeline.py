@@ -218,3 +218,27 @@ def test_rewind_never_writes_through_a_planted_temporary_link(finished, tmp_path
     assert json.loads(checkpoint.read_text())["turns"] == 2
     assert cli.main(["status", "--workdir", str(finished)]) == 0
 
+
+SQLITE_READERS = {"timeline": ["timeline"], "rewind": ["rewind", "--to", "2"],
+                  "fork": ["fork", "--to", "2", "--into", "RAMO"],
+                  "fork-dry-run": ["fork", "--to", "2", "--into", "RAMO", "--dry-run"]}
+
+
+@pytest.mark.parametrize("place", ["missing-folder", "empty-folder", "empty-database"])
+@pytest.mark.parametrize("command", SQLITE_READERS)
+def test_sqlite_timeline_commands_where_there_is_no_run_create_nothing(tmp_path, capsys, place, command):
+    workdir, into = tmp_path / "typo", tmp_path / "ramo"
+    if place != "missing-folder":
+        workdir.mkdir()
+    if place == "empty-database":
+        (workdir / "run.sqlite3").write_bytes(b"")
+    words = [str(into) if word == "RAMO" else word for word in SQLITE_READERS[command]]
+    assert cli.main([*words, "--workdir", str(workdir), "--store", "sqlite"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "não há execução" in err and "Traceback" not in err, err
+    assert not into.exists()
+    if place == "missing-folder":
+        assert not workdir.exists()
+    else:
+        found = {path.name: path.stat().st_size for path in workdir.iterdir()}
+        assert found == ({} if place == "empty-folder" else {"run.sqlite3": 0}), found

@@ -693,6 +693,9 @@ class SqlStore(RunStore):
         return None if state is None else ("cena atual", state)
 
     def find_point(self, turn, point=None):
+        if not self.exists():  # antes de ler: abrir um banco que não existe o criaria
+            raise TimelineError(f"não há execução em {self.describe()}: nada para rebobinar ou bifurcar; confira "
+                                f"a pasta (--workdir) ou o nome (--run); nada foi criado")
         points = self.points()
         chosen = [saved for saved in points if saved.turn == turn and (point is None or saved.point == point)]
         if not chosen:
