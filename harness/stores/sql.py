@@ -47,7 +47,7 @@ from harness.lifecycle import (
     now_iso,
     process_identity,
 )
-from harness.scenarios import load_scenario
+from harness.scenarios import ScenarioError, load_scenario
 from harness.state_json import StateFileError, parse_state_json
 from harness.stores.base import ForkPreview, RunStore, SavePoint, StoreError, TimelineFrame, TimelineView
 from harness.stores.database_world import DatabaseWorld
@@ -724,6 +724,7 @@ class SqlStore(RunStore):
                              f"{new_store.describe()}")
         scene = self.read_point(saved.id)
         inherited = inherited_receipts(self.effects(), scene)
+        scenario = self._scenario_to_fork()  # antes da posse do destino: um cenário ruim não deixa nada lá
         if new_store.exists():
             raise TimelineError(f"{new_store.describe()} já tem uma execução; escolha um destino novo")
         parent = self.timeline()
@@ -732,11 +733,24 @@ class SqlStore(RunStore):
         state = forked_run(self.load(), scene, saved.id, timeline)
         lease = new_store.acquire_lease(owner=f"{os.getpid()}:bifurcar")
         try:
-            new_store.start(lease, state, load_scenario(self.scenario_name()), timeline={**timeline, "dry_run": True},
+            new_store.start(lease, state, scenario, timeline={**timeline, "dry_run": True},
                             point=saved.point, effects=inherited)
         finally:
             new_store.release_lease(lease)
         return {**timeline, "dry_run": True}
+
+    def _scenario_to_fork(self):
+        """O cenário que a bifurcação recria no destino (o mundo dele), conferido antes de criar qualquer coisa."""
+        name = self.scenario_name()
+        if name is None:
+            problem = "o cenário gravado está vazio (NULL)"
+        else:
+            try:
+                return load_scenario(name)
+            except ScenarioError as error:
+                problem = str(error)
+        raise TimelineError(f"{self.scenario_source()}: {problem}. A bifurcação recria no destino o mundo do "
+                            f"cenário, e nada foi criado: corrija o valor e bifurque de novo")
 
     def _timeline_of(self, text):
         timeline = self._json_object(text, "runs.timeline")
