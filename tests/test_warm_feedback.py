@@ -384,3 +384,54 @@ def test_what_check_started_ends_with_the_kernel_session(tmp_path, end):
     wait_until(lambda: not any(alive(pid) for pid in started), 30,
                f"ainda vivos: {[command_line(pid) for pid in started if alive(pid)]}")
     wait_until(lambda: leftovers(tmp_path / "tmp") == [], 10, f"{leftovers(tmp_path / 'tmp')} {started}")
+
+
+def test_ctrl_c_during_a_grading_ends_the_watch_without_a_traceback_and_leaves_nothing(tmp_path, watching):
+    """Ctrl-C reaches the terminal's whole foreground group. A template in that group dies of it and
+    kills the running kernel while the watch is still unwinding (a "Task exception was never
+    retrieved ... DeadKernelError" on stderr); only the watch must decide when the template ends."""
+    for attempt in range(3):
+        _ctrl_c_mid_grading(tmp_path, watching, pause=1 + attempt)
+
+
+def _ctrl_c_mid_grading(tmp_path: Path, watching, pause: float) -> None:
+    marker = tmp_path / "kernel-pid"
+    marker.unlink(missing_ok=True)
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    long_cell = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(20)"
+    session = watching(notebook)
+    session.wait_reports(1)
+    template = session.template()
+    assert os.getsid(template) != os.getsid(session.process.pid), "the template shares the terminal's session"
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    save(make_notebook(SETUP, RESUME_OK, long_cell), notebook)
+    wait_until(marker.exists, 120, session.text())
+    time.sleep(pause)  # the cell is running
+    started = descendants(session.process.pid)
+    code = session.stop("SIGINT")
+    err = "".join(session.err)
+    assert code == 0 and "grade watch encerrado." in session.text(), (pause, code, err[-2000:])
+    assert "Traceback" not in err and "never retrieved" not in err, (pause, err[-3000:])
+    wait_until(lambda: not any(alive(pid) for pid in started), 10,
+               f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+    assert leftovers(session.temp) == []
+
+
+def test_a_watch_killed_outright_takes_its_template_and_kernels_with_it(tmp_path, watching):
+    """Out of the terminal's group, the template no longer dies of a kill of the whole group: it must
+    see its owner gone (the control socket closes) and end, with every kernel, the running one too."""
+    marker = tmp_path / "kernel-pid"
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    session = watching(notebook)
+    session.wait_reports(1)
+    session.template()
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    long_cell = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
+    save(make_notebook(SETUP, RESUME_OK, long_cell), notebook)
+    wait_until(marker.exists, 120, session.text())
+    started = descendants(session.process.pid)
+    assert int(marker.read_text()) in started
+    session.process.kill()  # the watch alone, as `kill -9 PID` does
+    session.process.wait()
+    wait_until(lambda: not any(alive(pid) for pid in started), 15,
+               f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")

@@ -117,6 +117,10 @@ class TemplateProcess:
                 pass_fds=[listener.fileno(), theirs.fileno()], env=env,
                 # Nothing it prints belongs on the batch's terminal; a worker that finds it gone says so.
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                # Out of the terminal's process group: Ctrl-C reaches the batch (or watch) only, and
+                # the template ends when its owner closes the control socket (or dies: the socket
+                # closes then too), never while its owner still unwinds a running kernel.
+                start_new_session=True,
             )
         except OSError as error:
             self.broken = f"o modelo de kernel não iniciou ({error})"
