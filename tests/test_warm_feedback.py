@@ -435,3 +435,39 @@ def test_a_watch_killed_outright_takes_its_template_and_kernels_with_it(tmp_path
     session.process.wait()
     wait_until(lambda: not any(alive(pid) for pid in started), 15,
                f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+
+
+def test_ctrl_c_ends_the_watch_at_once_while_a_stopped_template_does_not_answer(tmp_path, watching):
+    """A cell can stop the template (``os.kill(os.getppid(), signal.SIGSTOP)``): the next kernel's fork
+    then waits for an answer that never comes. Ctrl-C must still end the watch within seconds, not
+    when that wait gives up a minute later, and leave nothing behind."""
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    session = watching(notebook)
+    session.wait_reports(1)
+    template = session.template()
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    started = descendants(session.process.pid)
+    os.kill(template, signal.SIGSTOP)
+    try:
+        save(make_notebook(SETUP, RETURNS_NOTHING), notebook)  # graded in the kernel forked before
+        session.wait_reports(2)
+        time.sleep(2)  # the next kernel's fork is waiting for the stopped template
+        os.killpg(session.process.pid, signal.SIGINT)
+        asked = time.monotonic()
+        try:
+            code = session.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            code = None
+        seconds = time.monotonic() - asked
+        assert code == 0 and seconds < 8, f"{seconds:.1f} s do Ctrl-C ao fim (código {code})"
+        for reader in session.readers:
+            reader.join(timeout=10)
+        err = "".join(session.err)
+        assert "grade watch encerrado." in session.text() and "Traceback" not in err, err[-3000:]
+        wait_until(lambda: not any(alive(pid) for pid in started), 10,
+                   f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+        assert leftovers(session.temp) == []
+    finally:
+        for pid in started:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

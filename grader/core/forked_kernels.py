@@ -143,6 +143,9 @@ class TemplateProcess:
         with contextlib.suppress(OSError):
             self._control.close()
         if self.process is not None:
+            # A template a kernel stopped (SIGSTOP to its parent) would never see the socket close.
+            with contextlib.suppress(OSError):
+                self.process.send_signal(signal.SIGCONT)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -205,6 +208,11 @@ class KernelTemplate:
             except (OSError, ValueError, TimeoutError) as error:
                 self._break(f"o modelo de kernel parou de responder ({error})")
                 return None
+            except BaseException:  # Ctrl-C while it answers: its late answer would be taken for the next fork's
+                self.broken = "o pedido ao modelo de kernel foi interrompido"
+                with contextlib.suppress(OSError):
+                    self._channel.close()  # the template kills what it forked for this connection
+                raise
         if "pid" not in answer or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
