@@ -471,3 +471,47 @@ def test_ctrl_c_ends_the_watch_at_once_while_a_stopped_template_does_not_answer(
         for pid in started:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def template_folders(temp: Path) -> list[str]:
+    return sorted(name for name in leftovers(temp) if "grade-template-" in name)
+
+
+def test_the_template_folder_of_a_watch_killed_outright_goes_with_the_next_grading(tmp_path):
+    """kill -9 leaves the socket's folder behind; the next grading of the same user removes it, as it
+    removes a killed grading's, and never the folder of a watch still running."""
+    import shutil
+    import tempfile
+
+    short = Path(tempfile.mkdtemp(prefix="gw-", dir="/tmp"))  # room for the socket's path, in the temp folder
+    sessions: list[Watching] = []
+    try:
+        notebook = write(passing(), short / "exercise-3.ipynb")
+        for _ in range(2):
+            sessions.append(Watching(notebook, short))
+            sessions[-1].wait_reports(1)
+        killed, live = sessions
+        temp = killed.temp
+        killed_template, live_template = killed.template(), live.template()
+        assert len(template_folders(temp)) == 2, leftovers(temp)
+        killed.process.kill()  # kill -9: nothing of it cleans up
+        killed.process.wait()
+        wait_until(lambda: not alive(killed_template), 15, "o modelo do watch morto continua vivo")
+        assert len(template_folders(temp)) == 2, leftovers(temp)
+        done = subprocess.run([sys.executable, "-c", GRADE, "exercise-3", "--notebook", str(notebook), "--level", "1"],
+                              capture_output=True, text=True, timeout=300, cwd=short,
+                              env={**os.environ, "GRADE_STATE_FILE": str(short / "state.json"), "TMPDIR": str(temp),
+                                   "NO_COLOR": "1"})
+        assert PASSING_SCORE in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        remaining = template_folders(temp)
+        assert len(remaining) == 1, leftovers(temp)  # the live watch's, untouched
+        assert alive(live_template)
+        save(make_notebook(SETUP, RETURNS_NOTHING), notebook)  # and it still grades from its template
+        assert PASSING_SCORE not in live.wait_reports(2)[-1]
+        assert live.template() == live_template
+        assert live.stop() == 0
+        assert leftovers(temp) == []
+    finally:
+        for session in sessions:
+            session.close()
+        shutil.rmtree(short, ignore_errors=True)

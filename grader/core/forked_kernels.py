@@ -35,6 +35,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
 import grader
+from grader.core import scratch
 from grader.core.kernel import STARTUP_TIMEOUT
 from grader.core.kernel_template import receive, send
 
@@ -89,13 +90,17 @@ SOCKET_PATH_MAX = 107  # a Unix socket's path: 108 bytes on Linux, the last one 
 
 
 def socket_folder(parent: str | None) -> str:
-    """A new folder (mode 700) for the template's socket. Under a temporary folder too deep for a
-    socket's path, the folder is made in /tmp instead: otherwise the bind fails and every kernel
-    starts cold. A ``parent`` asked for (the sandbox's scratch folder) is kept as it is."""
-    folder = tempfile.mkdtemp(prefix="grade-template-", dir=parent)
-    if parent is None and len(os.fsencode(os.path.join(folder, "template.sock"))) > SOCKET_PATH_MAX:
+    """A new folder (mode 700) for the template's socket, named with this process's id, as a
+    grading's folder is: if this process is killed outright, a later grading removes it
+    (grader/core/scratch.py). Under a temporary folder too deep for a socket's path, the folder is
+    made in /tmp instead: otherwise the bind fails and every kernel starts cold. A ``parent`` asked
+    for (the batch's scratch folder) is kept as it is."""
+    if parent is not None:
+        return tempfile.mkdtemp(prefix=f"grade-{scratch.TEMPLATE}-{os.getpid()}-", dir=parent)
+    folder = str(scratch.new_scratch(scratch.TEMPLATE))
+    if len(os.fsencode(os.path.join(folder, "template.sock"))) > SOCKET_PATH_MAX:
         os.rmdir(folder)
-        folder = tempfile.mkdtemp(prefix="grade-template-", dir="/tmp")
+        folder = str(scratch.new_scratch(scratch.TEMPLATE, root="/tmp"))
     return folder
 
 
