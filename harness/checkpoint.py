@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 from harness.state_json import StateFileError, parse_state_json
 
@@ -27,23 +28,30 @@ def write_json_atomic(path, data):
     """Grava JSON de forma atômica: ou o arquivo antigo inteiro, ou o novo inteiro.
 
     1. escreve tudo num arquivo temporário na MESMA pasta (os.replace só é
-       atômico dentro de um mesmo sistema de arquivos);
+       atômico dentro de um mesmo sistema de arquivos), de nome único: mkstemp o
+       cria com O_CREAT | O_EXCL | O_NOFOLLOW, então um nome que já existe (um link
+       plantado para fora da pasta, o temporário de outro gravador) nunca é aberto;
     2. flush + fsync: os bytes saem do buffer do Python e do cache do sistema;
-    3. os.replace troca o nome de uma vez;
+    3. os.replace troca o nome de uma vez (se algo falha antes, o temporário sai);
     4. fsync da pasta: a própria troca de nome sobrevive a uma queda de energia.
     """
     path = os.fspath(path)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as file:
-        json.dump(data, file, ensure_ascii=False, indent=1)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    folder = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + ".", suffix=".tmp")
     try:
-        os.fsync(folder)
+        with open(descriptor, "w", encoding="utf-8") as file:
+            json.dump(data, file, ensure_ascii=False, indent=1)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(directory)
     finally:
-        os.close(folder)
+        os.close(directory)
 
 
 def save_checkpoint(state, path):

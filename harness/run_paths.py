@@ -270,9 +270,12 @@ def remove_leftover_temporaries(folder, older_than=LEFTOVER_SECONDS, clock=time.
 
 
 def is_write_temporary(name):
-    """``checkpoint.json.1a2b3c4d5e6f.tmp``: o nome que ``write_atomic`` dá ao temporário."""
+    """``checkpoint.json.1a2b3c4d5e6f.tmp`` (o nome que ``write_atomic`` dá ao temporário) ou
+    ``checkpoint.json.k2x_9qpz.tmp`` (o de ``write_json_atomic``, da lição 2, tirado de ``tempfile.mkstemp``)."""
     if not name.endswith(TEMPORARY_SUFFIX):
         return False
     stem = name[: -len(TEMPORARY_SUFFIX)]
     head, _, token = stem.rpartition(".")
-    return bool(head) and len(token) == 12 and all(c in "0123456789abcdef" for c in token)
+    if len(token) == 12:
+        return bool(head) and all(c in "0123456789abcdef" for c in token)
+    return bool(head) and len(token) == 8 and all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in token)

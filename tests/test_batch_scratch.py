@@ -218,6 +218,19 @@ def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):
     assert (outside / "keep").is_dir()
 
 
+def test_the_socket_folder_of_a_template_whose_owner_died_is_swept_and_a_live_one_s_kept(tmp_path, monkeypatch):
+    from grader.core.forked_kernels import socket_folder
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    live = Path(socket_folder(None))  # this process owns it, and is alive
+    assert live.name.startswith(f"grade-template-{os.getpid()}-")
+    ended = live.parent / f"grade-template-{dead_pid()}-abc"
+    ended.mkdir()
+    (ended / "template.sock").write_text("")
+    assert remove_abandoned(live.parent) == [ended]
+    assert live.is_dir()
+
+
 def test_a_folder_of_grading_folders_someone_else_planted_is_never_swept(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     elsewhere = tmp_path / "alheia"

@@ -128,3 +128,45 @@ def test_empty_messages_are_refused(tmp_path):
     path.write_text(json.dumps(dict(GOOD, messages=[])))
     with pytest.raises(CheckpointError, match="'messages' está vazio"):
         load_checkpoint(path)
+
+
+@pytest.mark.parametrize("planted", ["link-to-outside", "link-to-nowhere", "regular-file"])
+def test_a_planted_temporary_name_never_redirects_the_write(tmp_path, planted):
+    """A name planted where a fixed-name writer would put its temporary is never opened."""
+    run_dir, outside = tmp_path / "run", tmp_path / "precious.txt"
+    run_dir.mkdir()
+    outside.write_text("guardado")
+    path = run_dir / "checkpoint.json"
+    fixed = run_dir / "checkpoint.json.tmp"
+    if planted == "link-to-outside":
+        fixed.symlink_to(outside)
+    elif planted == "link-to-nowhere":
+        fixed.symlink_to(tmp_path / "created-outside.txt")
+    else:
+        fixed.write_text("de outra pessoa")
+    save_checkpoint(GOOD, path)
+    assert outside.read_text() == "guardado"
+    assert not (tmp_path / "created-outside.txt").exists()
+    assert not path.is_symlink() and load_checkpoint(path) == GOOD
+    assert fixed.is_symlink() or fixed.read_text() == "de outra pessoa"  # left as it was, not followed
+    assert sorted(p.name for p in run_dir.iterdir()) == ["checkpoint.json", "checkpoint.json.tmp"]
+
+
+def test_a_failed_write_leaves_no_temporary_behind(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.json"
+    save_checkpoint(GOOD, path)
+    with pytest.raises(TypeError):
+        save_checkpoint(dict(GOOD, messages=[object()]), path)
+    monkeypatch.setattr(os, "replace", lambda *args, **kwargs: (_ for _ in ()).throw(OSError(28, "disco cheio")))
+    with pytest.raises(OSError):
+        save_checkpoint(GOOD, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.json"]
+
+
+def test_two_writers_in_one_folder_never_share_a_temporary(tmp_path, monkeypatch):
+    opened = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (opened.append(os.fspath(a)), real_replace(a, b))[1])
+    save_checkpoint(GOOD, tmp_path / "checkpoint.json")
+    save_checkpoint(GOOD, tmp_path / "checkpoint.json")
+    assert len(set(opened)) == 2 and all(os.path.dirname(name) == str(tmp_path) for name in opened)

@@ -205,3 +205,77 @@ def test_the_commands_run_as_a_real_process_and_show_in_help(tmp_path):
     usage = harness("--help", cwd=tmp_path).stdout
     for command in ("timeline", "rewind", "fork", "--to TURNO[-A|-B]", "--dry-run"):
         assert command in usage
+
+
+def test_rewind_never_writes_through_a_planted_temporary_link(finished, tmp_path, capsys):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("guardado")
+    (finished / "checkpoint.json.tmp").symlink_to(outside)
+    assert cli.main(["rewind", "--workdir", str(finished), "--to", "2"]) == 0
+    assert outside.read_text() == "guardado"
+    checkpoint = finished / "checkpoint.json"
+    assert not checkpoint.is_symlink()
+    assert json.loads(checkpoint.read_text())["turns"] == 2
+    assert cli.main(["status", "--workdir", str(finished)]) == 0
+
+
+SQLITE_READERS = {"timeline": ["timeline"], "rewind": ["rewind", "--to", "2"],
+                  "fork": ["fork", "--to", "2", "--into", "RAMO"],
+                  "fork-dry-run": ["fork", "--to", "2", "--into", "RAMO", "--dry-run"]}
+
+
+@pytest.mark.parametrize("place", ["missing-folder", "empty-folder", "empty-database"])
+@pytest.mark.parametrize("command", SQLITE_READERS)
+def test_sqlite_timeline_commands_where_there_is_no_run_create_nothing(tmp_path, capsys, place, command):
+    workdir, into = tmp_path / "typo", tmp_path / "ramo"
+    if place != "missing-folder":
+        workdir.mkdir()
+    if place == "empty-database":
+        (workdir / "run.sqlite3").write_bytes(b"")
+    words = [str(into) if word == "RAMO" else word for word in SQLITE_READERS[command]]
+    assert cli.main([*words, "--workdir", str(workdir), "--store", "sqlite"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "não há execução" in err and "Traceback" not in err, err
+    assert not into.exists()
+    if place == "missing-folder":
+        assert not workdir.exists()
+    else:
+        found = {path.name: path.stat().st_size for path in workdir.iterdir()}
+        assert found == ({} if place == "empty-folder" else {"run.sqlite3": 0}), found
+
+
+POINT_COMMANDS = {"rewind": ["rewind"], "fork": ["fork", "--into", "RAMO"],
+                  "fork-dry-run": ["fork", "--into", "RAMO", "--dry-run"]}
+
+
+def planted_point(run_dir: Path, how: str) -> tuple[str, str]:
+    """A point whose file cannot be trusted, and the --to that picks it."""
+    points = run_dir / "checkpoints"
+    if how == "copied-under-a-later-name":
+        scene = json.loads((points / "turn-001-A.json").read_text())
+        scene["tokens_used"] += 1000
+        (points / "turn-005-A.json").write_text(json.dumps(scene))
+        return "turn-005-A.json", "5"
+    if how == "letter-swapped":
+        (points / "turn-002-B.json").unlink()
+        (points / "turn-002-B.json").write_bytes((points / "turn-002-A.json").read_bytes())
+        return "turn-002-B.json", "2-B"
+    outside = run_dir.parent / "de-fora.json"
+    (points / "turn-003-A.json").rename(outside)
+    (points / "turn-003-A.json").symlink_to(outside)
+    return "turn-003-A.json", "3"
+
+
+@pytest.mark.parametrize("how", ["copied-under-a-later-name", "letter-swapped", "a-symlink"])
+@pytest.mark.parametrize("command", POINT_COMMANDS)
+def test_a_point_whose_file_lies_about_itself_is_refused_by_name(finished, tmp_path, capsys, how, command):
+    name, to = planted_point(finished, how)
+    into = tmp_path / "ramo"
+    before = digest(finished)
+    words = [str(into) if word == "RAMO" else word for word in POINT_COMMANDS[command]]
+    assert cli.main([*words, "--to", to, "--workdir", str(finished)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert name in err and "Traceback" not in err and "rebobinada" not in err, err
+    assert ("link simbólico" if how == "a-symlink" else "o nome diz") in err, err
+    assert digest(finished) == before and not into.exists()
+    assert json.loads((finished / "checkpoint.json").read_text())["turns"] == 3

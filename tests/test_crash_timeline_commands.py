@@ -214,3 +214,17 @@ def test_the_next_rewind_through_the_store_finishes_a_cut_one_first(cut_rewind):
                                        "checkpoints/rewound-001": ["turn-002-B.json", "turn-003-A.json"],
                                        "checkpoints/rewound-002": ["turn-002-A.json"]}
     assert FileStore(cut_rewind).load()["status_reason"] == "rebobinada para turn-001-B.json"
+
+
+def test_a_rewind_plan_never_moves_points_into_a_planted_link(finished, tmp_path, capsys):
+    from harness import cli
+
+    outside = tmp_path / "fora"
+    outside.mkdir()
+    (finished / "checkpoints" / "rewound-009").symlink_to(outside)
+    (finished / "rewind.json").write_text('{"point": "turn-001-A.json", "aside": "rewound-009"}')
+    before = point_names(finished)
+    assert cli.main(["status", "--workdir", str(finished)]) == 2
+    err = capsys.readouterr().err
+    assert "rewound-009" in err and "link simbólico" in err and "Traceback" not in err, err
+    assert list(outside.iterdir()) == [] and point_names(finished) == before

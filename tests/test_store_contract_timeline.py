@@ -157,3 +157,46 @@ def test_an_empty_place_has_no_timeline_on_every_store(tmp_path, store_case):
                 assert view is None and case.kind != "files"
             with pytest.raises(TimelineError):
                 store.find_point(1)
+
+
+def test_two_forks_racing_into_one_new_run_leave_exactly_one_winner(tmp_path, sql_store_case):
+    """Both forks find the target empty before either writes (the window held open by a barrier), and
+    the second takes the lease only after the first is done: creating the run must still refuse it."""
+    import threading
+
+    case, run_dir, into = sql_store_case, tmp_path / "run", tmp_path / "ramo"
+    finished_run(case, run_dir)
+    both_looked, first_done = threading.Barrier(2, timeout=30), threading.Event()
+    outcomes = {}
+
+    def fork(name):
+        try:
+            with case.open(run_dir) as store, case.open(into) as new_store:
+                looked = new_store.exists
+
+                def exists():
+                    found = looked()
+                    both_looked.wait()
+                    return found
+
+                new_store.exists = exists
+                if name == "second":
+                    taken = new_store.acquire_lease
+                    new_store.acquire_lease = lambda **kwargs: (first_done.wait(30), taken(**kwargs))[1]
+                outcomes[name] = store.fork(store.find_point(2, "A"), new_store)
+        except Exception as error:  # noqa: BLE001 - the outcome is what the test compares
+            outcomes[name] = error
+        finally:
+            if name == "first":
+                first_done.set()
+
+    threads = [threading.Thread(target=fork, args=(name,)) for name in ("first", "second")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert isinstance(outcomes["first"], dict), outcomes
+    assert isinstance(outcomes["second"], TimelineError) and "já existe" in str(outcomes["second"]), outcomes
+    with case.open(into) as new_store:
+        assert new_store.timeline()["timeline_id"] == outcomes["first"]["timeline_id"]
+        assert moments(new_store.points()) == [(2, "A")]

@@ -117,3 +117,18 @@ def test_random_bytes_in_the_database_pages_are_one_line_and_exit_2(tmp_path, pa
             assert done.returncode == EXIT_BAD_INPUT and one_clean_line(done), (command, done.stderr)
             assert str(database) in done.stderr and "corrompido" in done.stderr, (command, done.stderr)
     assert seen["run"] == EXIT_BAD_INPUT, seen  # the resume reads the whole run: it must see the damage
+
+
+@pytest.mark.parametrize("scenario", ["nao-existe", None, "../../etc/passwd"], ids=["unknown", "null", "a-path"])
+def test_a_fork_of_a_run_with_a_doctored_scenario_is_one_line_and_leaves_nothing(tmp_path, scenario):
+    folder, into = tmp_path / "execucao", tmp_path / "d-fork"
+    database = crashed_sqlite_run(folder)
+    tamper(database, "UPDATE runs SET scenario = ?", (scenario,))
+    for attempt in range(2):  # the retry gets the same message, not "já existe e não está vazia"
+        done = harness(folder, "fork", "--to", "1", "--into", str(into))
+        assert done.returncode == EXIT_BAD_INPUT, (attempt, done.stderr)
+        assert one_clean_line(done) and "cenário" in done.stderr and "runs" in done.stderr, done.stderr
+        assert "nada foi criado" in done.stderr, done.stderr
+        assert not into.exists(), sorted(path.name for path in into.iterdir())
+    tamper(database, "UPDATE runs SET scenario = 'team-email'")
+    assert harness(folder, "fork", "--to", "1", "--into", str(into)).returncode == 0

@@ -384,3 +384,134 @@ def test_what_check_started_ends_with_the_kernel_session(tmp_path, end):
     wait_until(lambda: not any(alive(pid) for pid in started), 30,
                f"ainda vivos: {[command_line(pid) for pid in started if alive(pid)]}")
     wait_until(lambda: leftovers(tmp_path / "tmp") == [], 10, f"{leftovers(tmp_path / 'tmp')} {started}")
+
+
+def test_ctrl_c_during_a_grading_ends_the_watch_without_a_traceback_and_leaves_nothing(tmp_path, watching):
+    """Ctrl-C reaches the terminal's whole foreground group. A template in that group dies of it and
+    kills the running kernel while the watch is still unwinding (a "Task exception was never
+    retrieved ... DeadKernelError" on stderr); only the watch must decide when the template ends."""
+    for attempt in range(3):
+        _ctrl_c_mid_grading(tmp_path, watching, pause=1 + attempt)
+
+
+def _ctrl_c_mid_grading(tmp_path: Path, watching, pause: float) -> None:
+    marker = tmp_path / "kernel-pid"
+    marker.unlink(missing_ok=True)
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    long_cell = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(20)"
+    session = watching(notebook)
+    session.wait_reports(1)
+    template = session.template()
+    assert os.getsid(template) != os.getsid(session.process.pid), "the template shares the terminal's session"
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    save(make_notebook(SETUP, RESUME_OK, long_cell), notebook)
+    wait_until(marker.exists, 120, session.text())
+    time.sleep(pause)  # the cell is running
+    started = descendants(session.process.pid)
+    code = session.stop("SIGINT")
+    err = "".join(session.err)
+    assert code == 0 and "grade watch encerrado." in session.text(), (pause, code, err[-2000:])
+    assert "Traceback" not in err and "never retrieved" not in err, (pause, err[-3000:])
+    wait_until(lambda: not any(alive(pid) for pid in started), 10,
+               f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+    assert leftovers(session.temp) == []
+
+
+def test_a_watch_killed_outright_takes_its_template_and_kernels_with_it(tmp_path, watching):
+    """Out of the terminal's group, the template no longer dies of a kill of the whole group: it must
+    see its owner gone (the control socket closes) and end, with every kernel, the running one too."""
+    marker = tmp_path / "kernel-pid"
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    session = watching(notebook)
+    session.wait_reports(1)
+    session.template()
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    long_cell = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
+    save(make_notebook(SETUP, RESUME_OK, long_cell), notebook)
+    wait_until(marker.exists, 120, session.text())
+    started = descendants(session.process.pid)
+    assert int(marker.read_text()) in started
+    session.process.kill()  # the watch alone, as `kill -9 PID` does
+    session.process.wait()
+    wait_until(lambda: not any(alive(pid) for pid in started), 15,
+               f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+
+
+def test_ctrl_c_ends_the_watch_at_once_while_a_stopped_template_does_not_answer(tmp_path, watching):
+    """A cell can stop the template (``os.kill(os.getppid(), signal.SIGSTOP)``): the next kernel's fork
+    then waits for an answer that never comes. Ctrl-C must still end the watch within seconds, not
+    when that wait gives up a minute later, and leave nothing behind."""
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    session = watching(notebook)
+    session.wait_reports(1)
+    template = session.template()
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    started = descendants(session.process.pid)
+    os.kill(template, signal.SIGSTOP)
+    try:
+        save(make_notebook(SETUP, RETURNS_NOTHING), notebook)  # graded in the kernel forked before
+        session.wait_reports(2)
+        time.sleep(2)  # the next kernel's fork is waiting for the stopped template
+        os.killpg(session.process.pid, signal.SIGINT)
+        asked = time.monotonic()
+        try:
+            code = session.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            code = None
+        seconds = time.monotonic() - asked
+        assert code == 0 and seconds < 8, f"{seconds:.1f} s do Ctrl-C ao fim (código {code})"
+        for reader in session.readers:
+            reader.join(timeout=10)
+        err = "".join(session.err)
+        assert "grade watch encerrado." in session.text() and "Traceback" not in err, err[-3000:]
+        wait_until(lambda: not any(alive(pid) for pid in started), 10,
+                   f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+        assert leftovers(session.temp) == []
+    finally:
+        for pid in started:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def template_folders(temp: Path) -> list[str]:
+    return sorted(name for name in leftovers(temp) if "grade-template-" in name)
+
+
+def test_the_template_folder_of_a_watch_killed_outright_goes_with_the_next_grading(tmp_path):
+    """kill -9 leaves the socket's folder behind; the next grading of the same user removes it, as it
+    removes a killed grading's, and never the folder of a watch still running."""
+    import shutil
+    import tempfile
+
+    short = Path(tempfile.mkdtemp(prefix="gw-", dir="/tmp"))  # room for the socket's path, in the temp folder
+    sessions: list[Watching] = []
+    try:
+        notebook = write(passing(), short / "exercise-3.ipynb")
+        for _ in range(2):
+            sessions.append(Watching(notebook, short))
+            sessions[-1].wait_reports(1)
+        killed, live = sessions
+        temp = killed.temp
+        killed_template, live_template = killed.template(), live.template()
+        assert len(template_folders(temp)) == 2, leftovers(temp)
+        killed.process.kill()  # kill -9: nothing of it cleans up
+        killed.process.wait()
+        wait_until(lambda: not alive(killed_template), 15, "o modelo do watch morto continua vivo")
+        assert len(template_folders(temp)) == 2, leftovers(temp)
+        done = subprocess.run([sys.executable, "-c", GRADE, "exercise-3", "--notebook", str(notebook), "--level", "1"],
+                              capture_output=True, text=True, timeout=300, cwd=short,
+                              env={**os.environ, "GRADE_STATE_FILE": str(short / "state.json"), "TMPDIR": str(temp),
+                                   "NO_COLOR": "1"})
+        assert PASSING_SCORE in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        remaining = template_folders(temp)
+        assert len(remaining) == 1, leftovers(temp)  # the live watch's, untouched
+        assert alive(live_template)
+        save(make_notebook(SETUP, RETURNS_NOTHING), notebook)  # and it still grades from its template
+        assert PASSING_SCORE not in live.wait_reports(2)[-1]
+        assert live.template() == live_template
+        assert live.stop() == 0
+        assert leftovers(temp) == []
+    finally:
+        for session in sessions:
+            session.close()
+        shutil.rmtree(short, ignore_errors=True)

@@ -35,6 +35,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
 import grader
+from grader.core import scratch
 from grader.core.kernel import STARTUP_TIMEOUT
 from grader.core.kernel_template import receive, send
 
@@ -89,13 +90,17 @@ SOCKET_PATH_MAX = 107  # a Unix socket's path: 108 bytes on Linux, the last one 
 
 
 def socket_folder(parent: str | None) -> str:
-    """A new folder (mode 700) for the template's socket. Under a temporary folder too deep for a
-    socket's path, the folder is made in /tmp instead: otherwise the bind fails and every kernel
-    starts cold. A ``parent`` asked for (the sandbox's scratch folder) is kept as it is."""
-    folder = tempfile.mkdtemp(prefix="grade-template-", dir=parent)
-    if parent is None and len(os.fsencode(os.path.join(folder, "template.sock"))) > SOCKET_PATH_MAX:
+    """A new folder (mode 700) for the template's socket, named with this process's id, as a
+    grading's folder is: if this process is killed outright, a later grading removes it
+    (grader/core/scratch.py). Under a temporary folder too deep for a socket's path, the folder is
+    made in /tmp instead: otherwise the bind fails and every kernel starts cold. A ``parent`` asked
+    for (the batch's scratch folder) is kept as it is."""
+    if parent is not None:
+        return tempfile.mkdtemp(prefix=f"grade-{scratch.TEMPLATE}-{os.getpid()}-", dir=parent)
+    folder = str(scratch.new_scratch(scratch.TEMPLATE))
+    if len(os.fsencode(os.path.join(folder, "template.sock"))) > SOCKET_PATH_MAX:
         os.rmdir(folder)
-        folder = tempfile.mkdtemp(prefix="grade-template-", dir="/tmp")
+        folder = str(scratch.new_scratch(scratch.TEMPLATE, root="/tmp"))
     return folder
 
 
@@ -117,6 +122,10 @@ class TemplateProcess:
                 pass_fds=[listener.fileno(), theirs.fileno()], env=env,
                 # Nothing it prints belongs on the batch's terminal; a worker that finds it gone says so.
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                # Out of the terminal's process group: Ctrl-C reaches the batch (or watch) only, and
+                # the template ends when its owner closes the control socket (or dies: the socket
+                # closes then too), never while its owner still unwinds a running kernel.
+                start_new_session=True,
             )
         except OSError as error:
             self.broken = f"o modelo de kernel não iniciou ({error})"
@@ -139,6 +148,9 @@ class TemplateProcess:
         with contextlib.suppress(OSError):
             self._control.close()
         if self.process is not None:
+            # A template a kernel stopped (SIGSTOP to its parent) would never see the socket close.
+            with contextlib.suppress(OSError):
+                self.process.send_signal(signal.SIGCONT)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -201,6 +213,11 @@ class KernelTemplate:
             except (OSError, ValueError, TimeoutError) as error:
                 self._break(f"o modelo de kernel parou de responder ({error})")
                 return None
+            except BaseException:  # Ctrl-C while it answers: its late answer would be taken for the next fork's
+                self.broken = "o pedido ao modelo de kernel foi interrompido"
+                with contextlib.suppress(OSError):
+                    self._channel.close()  # the template kills what it forked for this connection
+                raise
         if "pid" not in answer or len(fds) != 1:
             for fd in fds:
                 os.close(fd)

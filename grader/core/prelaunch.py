@@ -18,7 +18,7 @@ the notebook machinery, so a command can launch before importing the rest.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from grader.core import grading_files, scratch
 from grader.core import kernel as kernels
@@ -29,7 +29,8 @@ from grader.core.sandbox import Sandbox, kernel_environment, sandboxed_connectio
 class PrelaunchedKernel:
     """A kernel started ahead of its grading, in the folder that grading will use."""
 
-    def __init__(self, sandbox: Sandbox | None = None, template: Any = None, keep_folder: bool = False) -> None:
+    def __init__(self, sandbox: Sandbox | None = None, template: Any = None, keep_folder: bool = False,
+                 while_starting: Callable[[], ContextManager] = contextlib.nullcontext) -> None:
         self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
         self.template = template  # a kernel the grading restarts is forked from it too
         self.keep_folder = keep_folder  # the grading's end leaves the folder to ``remove_folder``
@@ -57,11 +58,13 @@ class PrelaunchedKernel:
                 env = kernel_environment(self.workdir)  # what bubblewrap would have given it
         km = manager_class(kernel_name="python3", **settings)
         try:
-            # The same launch nbclient would do (its in-memory history argument included).
-            run_sync(km.start_kernel)(
-                extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
-                env=env, stderr=self._stderr, stdout=self._stderr,
-            )
+            # The same launch nbclient would do (its in-memory history argument included), in
+            # ``while_starting`` (a warm session lets Ctrl-C through the wait for a fork there).
+            with while_starting():
+                run_sync(km.start_kernel)(
+                    extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
+                    env=env, stderr=self._stderr, stdout=self._stderr,
+                )
             self._km = km
         except Exception:  # noqa: BLE001 - the grading then starts its own kernel
             self._km = None

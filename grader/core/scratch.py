@@ -1,7 +1,8 @@
 """Private temporary folders that never outlive their process for long.
 
-A grading (``grade-PID-…``) and a batch (``grade-lote-PID-…``) each make one folder and remove
-it when they end, after Ctrl-C too. Both live in one folder per user inside the system's temp
+A grading (``grade-PID-…``), a batch (``grade-lote-PID-…``) and a kernel template's socket
+(``grade-template-PID-…``, grader/core/forked_kernels.py) each make one folder and remove it when
+they end, after Ctrl-C too. Both live in one folder per user inside the system's temp
 folder (``grade-tmp-UID``, mode 700), so looking for abandoned ones reads a handful of names,
 not a shared /tmp of thousands. Everything a batch's workers
 and kernels make goes inside the batch's folder, so the workers it had to kill (Ctrl-C, a
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Iterator
 
 BATCH = "lote"
-_NAME = re.compile(r"^grade-(?:lote-)?(\d+)-")
+TEMPLATE = "template"
+_NAME = re.compile(rf"^grade-(?:{BATCH}-|{TEMPLATE}-)?(\d+)-")
 
 
 def _may_be_running(pid: int) -> bool:
@@ -38,7 +40,7 @@ def _may_be_running(pid: int) -> bool:
 
 
 def remove_abandoned(parent: Path) -> list[Path]:
-    """This user's grading and batch folders in ``parent`` whose process is gone; removed, and returned."""
+    """This user's grading, batch and template folders in ``parent`` whose process is gone; removed, and returned."""
     removed = []
     with contextlib.suppress(OSError):
         for entry in os.scandir(parent):
@@ -66,10 +68,11 @@ def place_in(folder: Path) -> None:
     _placed_in = Path(folder)
 
 
-def _private_parent() -> Path | None:
-    """This user's folder of grading folders, made if needed; None when the name is taken by
-    something that is not this user's private folder (a file, a symlink, another user's folder)."""
-    parent = Path(tempfile.gettempdir()) / f"grade-tmp-{os.geteuid()}"
+def _private_parent(root: str | None = None) -> Path | None:
+    """This user's folder of grading folders in ``root`` (the temp folder), made if needed; None when
+    the name is taken by something that is not this user's private folder (a file, a symlink,
+    another user's folder)."""
+    parent = Path(root or tempfile.gettempdir()) / f"grade-tmp-{os.geteuid()}"
     try:
         os.mkdir(parent, 0o700)
     except FileExistsError:
@@ -85,12 +88,12 @@ def _private_parent() -> Path | None:
     return parent
 
 
-def new_scratch(kind: str = "") -> Path:
-    """A private folder (mode 700) for this process's temporary files; the caller removes it
-    (``remove``). Abandoned folders of this user are removed first."""
-    parent = _placed_in or _private_parent()
+def new_scratch(kind: str = "", root: str | None = None) -> Path:
+    """A private folder (mode 700) for this process's temporary files, in ``root`` when given (else
+    the temp folder); the caller removes it (``remove``). Abandoned folders of this user are removed first."""
+    parent = _private_parent(root) if root else _placed_in or _private_parent()
     if parent is None:  # never sweep a folder someone else controls: just make ours beside it
-        parent = Path(tempfile.gettempdir())
+        parent = Path(root or tempfile.gettempdir())
     else:
         remove_abandoned(parent)
     prefix = f"grade-{kind}-" if kind else "grade-"

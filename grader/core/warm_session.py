@@ -50,6 +50,20 @@ def stops_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+@contextlib.contextmanager
+def stops_allowed() -> Iterator[None]:
+    """Inside ``stops_deferred``: Ctrl-C, SIGTERM and SIGHUP act at once again for the block (a wait
+    that may last, such as a fork from a template that does not answer); then wait again."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class WarmGrader:
     """Gradings of one exercise, each in a fresh kernel forked from one template kept warm."""
 
@@ -81,7 +95,9 @@ class WarmGrader:
 
     def prepare(self) -> None:
         """Get the next grading ready (call it once the result is shown): its kernel forked and
-        connected to, the last grading's folder removed."""
+        connected to, the last grading's folder removed. A stop waits while the template starts and
+        the kernel's folder is made, not while the fork is waited for (the kernel then removes what
+        it made itself): a template that does not answer must not hold Ctrl-C for a minute."""
         with stops_deferred():
             if self.spare is None:
                 self.spare = self._prelaunch()
@@ -128,7 +144,7 @@ class WarmGrader:
         return self.template
 
     def _prelaunch(self) -> PrelaunchedKernel:
-        return PrelaunchedKernel(None, self._template(), keep_folder=True)
+        return PrelaunchedKernel(None, self._template(), keep_folder=True, while_starting=stops_allowed)
 
     def _remove_done(self) -> None:
         while self.done:

@@ -193,6 +193,7 @@ def kill_writer(path, mode, rng=None, min_delay=0.02, max_delay=0.25):
         raise ValueError(f"modo desconhecido {mode!r}; use 'in-place' ou 'atomic'")
     rng = rng or random.Random()
     path = Path(path)
+    earlier = set(path.parent.glob(f"{path.name}*.tmp"))  # os que mortes anteriores deixaram
     process = _start_child("writer", str(path), mode)
     try:
         _read_line(process, time.monotonic() + KILL_TIMEOUT)  # a primeira gravação terminou
@@ -200,7 +201,8 @@ def kill_writer(path, mode, rng=None, min_delay=0.02, max_delay=0.25):
         time.sleep(delay)
     finally:
         _kill(process)
-    temporary = Path(str(path) + ".tmp")
+    # write_json_atomic dá a cada temporário um nome único; um SIGKILL deixa no máximo um por gravação
+    temporaries = sorted(set(path.parent.glob(f"{path.name}*.tmp")) - earlier)
     try:
         loaded, error = load_checkpoint(path), None
     except CheckpointError as problem:
@@ -208,7 +210,7 @@ def kill_writer(path, mode, rng=None, min_delay=0.02, max_delay=0.25):
     return WriterKill(
         seconds_alive=delay,
         size=path.stat().st_size if path.exists() else 0,
-        temporary_size=temporary.stat().st_size if temporary.exists() else None,
+        temporary_size=temporaries[-1].stat().st_size if temporaries else None,
         loaded_turns=loaded["turns"] if loaded else None,
         error=error,
     )

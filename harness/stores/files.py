@@ -222,13 +222,12 @@ class FileStore(RunStore):
                               approvals_path=self.run_dir / APPROVALS_FILE, dry_run=dry_run)
 
     def guard_lesson_writes(self):
-        """O livro-razão é gravado pelas funções da lição 4 (``save_effect`` -> ``write_json_atomic`` da
-        lição 2), que abrem ``effects.json.tmp`` com ``open(..., "w")`` e seguiriam um link plantado ali.
-        Sob a trava da posse, antes das ferramentas: um effects.json que é link é recusado, e o
-        ``.tmp`` que estiver lá (sobra de queda ou link plantado) sai; apagar um link não toca o alvo."""
+        """O livro-razão é gravado e lido pelas funções da lição 4 (``save_effect`` -> ``write_json_atomic``
+        da lição 2): a gravação usa um temporário de nome único e nunca segue um link, mas a leitura abre
+        ``effects.json`` com ``open`` e seguiria um link plantado no lugar dele. Sob a trava da posse,
+        antes das ferramentas: um effects.json (ou approvals.json) que é link é recusado."""
         for name in (EFFECTS_FILE, APPROVALS_FILE):
             run_paths.refuse_link(self.run_dir / name)
-            (self.run_dir / (name + ".tmp")).unlink(missing_ok=True)
 
     def world(self, scenario=None):
         return GuardedWorkspace(self.run_dir / WORLD_DIR, self.check_before_effect, boundary=self.run_dir)
@@ -278,6 +277,7 @@ class FileStore(RunStore):
     def find_point(self, turn, point=None):
         require_run_dir(self.run_dir)
         path = latest_point_or_error(self.run_dir, turn, point)
+        check_point_file(path)  # o nome escolheu o ponto: o arquivo precisa ser o que o nome diz
         return SavePoint(path.name, *parse_point_name(path.name))
 
     def rewound_state(self, point_id):
@@ -317,6 +317,25 @@ class FileStore(RunStore):
 def require_run_dir(run_dir):
     if not Path(run_dir).is_dir():
         raise TimelineError(f"{run_dir} não existe: não há execução para rebobinar ou bifurcar")
+
+
+def check_point_file(path):
+    """TimelineError se o ponto ``path`` não é o que o nome dele diz: um link simbólico, ou uma cena
+    de outro turno ou de outro momento do turno (um arquivo copiado ou renomeado à mão). Rebobinar
+    para ele gravaria outra cena com a mensagem do ponto pedido, e deixaria os pontos reais depois
+    dele na linha ativa, para a próxima retomada sobrescrever."""
+    path = Path(path)
+    advice = "nada foi alterado. Apague o arquivo (ou devolva o original) e tente de novo"
+    if path.is_symlink():
+        raise TimelineError(f"{path}: o ponto é um link simbólico, e a execução não segue links (pode ter sido "
+                            f"plantado para levar a leitura para fora dela); {advice}")
+    turn, point = parse_point_name(path.name)
+    scene = read_point(path)
+    messages = scene["messages"]
+    moment = "A" if scene["pending_tool_use"] or (messages and messages[-1].get("role") == "assistant") else "B"
+    if (scene["turns"], moment) != (turn, point):
+        raise TimelineError(f"{path}: o conteúdo é a cena do turno {scene['turns']} (ponto {moment}), mas o nome diz "
+                            f"turno {turn} (ponto {point}): o arquivo foi copiado ou renomeado; {advice}")
 
 
 def point_of(point_id):
@@ -367,6 +386,8 @@ def finish_rewind(run_dir):
         return None
     turn, point = parse_point_name(journal["point"])
     aside = checkpoints_dir(run_dir) / journal["aside"]
+    for folder in (checkpoints_dir(run_dir), aside):  # o plano veio do disco: os pontos nunca saem da execução
+        run_paths.refuse_link(folder)
     for path in list_points(run_dir):
         if parse_point_name(path.name) > (turn, point):
             aside.mkdir(exist_ok=True)

@@ -47,7 +47,7 @@ from harness.lifecycle import (
     now_iso,
     process_identity,
 )
-from harness.scenarios import load_scenario
+from harness.scenarios import ScenarioError, load_scenario
 from harness.state_json import StateFileError, parse_state_json
 from harness.stores.base import ForkPreview, RunStore, SavePoint, StoreError, TimelineFrame, TimelineView
 from harness.stores.database_world import DatabaseWorld
@@ -404,17 +404,25 @@ class SqlStore(RunStore):
     def _head_of(seq, scene):
         return (seq, len(scene["messages"]), scene["turns"], scene["tokens_used"], scene["pending_tool_use"])
 
-    def _write_run(self, lease, state, head_seq, timeline=None, insert=False, expected_head_seq=None):
+    def _write_run(self, lease, state, head_seq, timeline=None, insert=False, expected_head_seq=None,
+                   only_new=False):
         fields = dumps({key: value for key, value in state.items() if key not in RUN_ONLY_FIELDS})
         if insert:
             timeline = dumps(timeline)
-            self._x("INSERT INTO runs (run, run_id, scenario, task, status, head_seq, fields, timeline, token, "
-                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run) DO UPDATE SET "
-                    "run_id = excluded.run_id, scenario = excluded.scenario, task = excluded.task, "
-                    "status = excluded.status, head_seq = excluded.head_seq, fields = excluded.fields, "
-                    "timeline = excluded.timeline, token = excluded.token, updated_at = excluded.updated_at",
-                    (self.run, state["run_id"], self._scenario_name, state["task"], state["status"], head_seq,
-                     fields, timeline, lease.token, time.time()))
+            # only_new: the row is created here or not at all; a run that appeared since exists() was
+            # asked (another fork into the same name) is never overwritten.
+            on_conflict = "DO NOTHING" if only_new else (
+                "DO UPDATE SET run_id = excluded.run_id, scenario = excluded.scenario, task = excluded.task, "
+                "status = excluded.status, head_seq = excluded.head_seq, fields = excluded.fields, "
+                "timeline = excluded.timeline, token = excluded.token, updated_at = excluded.updated_at")
+            changed = self._x("INSERT INTO runs (run, run_id, scenario, task, status, head_seq, fields, timeline, "
+                              "token, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run) "
+                              + on_conflict,
+                              (self.run, state["run_id"], self._scenario_name, state["task"], state["status"],
+                               head_seq, fields, timeline, lease.token, time.time())).rowcount
+            if only_new and changed != 1:
+                raise TimelineError(f"{self.describe()} já existe: outra execução com o nome {self.run} foi criada "
+                                    f"enquanto esta era montada; nada foi gravado. Escolha um destino novo")
             return
         changed = self._x("UPDATE runs SET status = ?, head_seq = ?, fields = ?, token = ?, updated_at = ? "
                           "WHERE run = ? AND head_seq = ?",
@@ -440,15 +448,17 @@ class SqlStore(RunStore):
                  lease.token, time.time()))
         return self._head_of(seq, state)
 
-    def start(self, lease, state, scenario, timeline=None, make_world=True, point=None, effects=None):
+    def start(self, lease, state, scenario, timeline=None, make_world=True, point=None, effects=None,
+              only_new=False):
         """Como no contrato; ``make_world=False`` só grava (quem enfileira não precisa da sandbox),
         ``point`` marca a cena inicial como um ponto da sequência e ``effects`` são os registros
-        que ela herda (os de uma bifurcação), gravados na mesma transação."""
+        que ela herda (os de uma bifurcação), gravados na mesma transação. Com ``only_new`` (a
+        bifurcação), a execução só é criada se ainda não existe: TimelineError, e nada gravado, se já."""
         self._scenario_name = scenario.name if scenario is not None else None
         timeline = timeline or {**state["timeline"], "dry_run": False}
         with self._fenced(lease):
             # A primeira escrita é a da linha da execução: o gatilho confere o token antes de tudo.
-            self._write_run(lease, state, 1, timeline, insert=True)
+            self._write_run(lease, state, 1, timeline, insert=True, only_new=only_new)
             for table in ("saves", "effects", "approvals", "outbox", "tickets", "controls"):
                 self._x(f"DELETE FROM {table} WHERE run = ?", (self.run,))
             head = self._append_save(lease, state, point, None)
@@ -693,6 +703,9 @@ class SqlStore(RunStore):
         return None if state is None else ("cena atual", state)
 
     def find_point(self, turn, point=None):
+        if not self.exists():  # antes de ler: abrir um banco que não existe o criaria
+            raise TimelineError(f"não há execução em {self.describe()}: nada para rebobinar ou bifurcar; confira "
+                                f"a pasta (--workdir) ou o nome (--run); nada foi criado")
         points = self.points()
         chosen = [saved for saved in points if saved.turn == turn and (point is None or saved.point == point)]
         if not chosen:
@@ -721,6 +734,7 @@ class SqlStore(RunStore):
                              f"{new_store.describe()}")
         scene = self.read_point(saved.id)
         inherited = inherited_receipts(self.effects(), scene)
+        scenario = self._scenario_to_fork()  # antes da posse do destino: um cenário ruim não deixa nada lá
         if new_store.exists():
             raise TimelineError(f"{new_store.describe()} já tem uma execução; escolha um destino novo")
         parent = self.timeline()
@@ -729,11 +743,24 @@ class SqlStore(RunStore):
         state = forked_run(self.load(), scene, saved.id, timeline)
         lease = new_store.acquire_lease(owner=f"{os.getpid()}:bifurcar")
         try:
-            new_store.start(lease, state, load_scenario(self.scenario_name()), timeline={**timeline, "dry_run": True},
-                            point=saved.point, effects=inherited)
+            new_store.start(lease, state, scenario, timeline={**timeline, "dry_run": True},
+                            point=saved.point, effects=inherited, only_new=True)
         finally:
             new_store.release_lease(lease)
         return {**timeline, "dry_run": True}
+
+    def _scenario_to_fork(self):
+        """O cenário que a bifurcação recria no destino (o mundo dele), conferido antes de criar qualquer coisa."""
+        name = self.scenario_name()
+        if name is None:
+            problem = "o cenário gravado está vazio (NULL)"
+        else:
+            try:
+                return load_scenario(name)
+            except ScenarioError as error:
+                problem = str(error)
+        raise TimelineError(f"{self.scenario_source()}: {problem}. A bifurcação recria no destino o mundo do "
+                            f"cenário, e nada foi criado: corrija o valor e bifurque de novo")
 
     def _timeline_of(self, text):
         timeline = self._json_object(text, "runs.timeline")

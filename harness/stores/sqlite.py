@@ -149,7 +149,22 @@ class SqliteStore(SqlStore):
         return SqliteStore(self.run_dir, self.run)
 
     def exists(self):
-        return self.path.exists() and super().exists()
+        """Há uma execução em run.sqlite3? Sem criar nada: um arquivo que falta, vazio ou sem o esquema
+        do harness não é uma execução (e abri-lo pela conexão de sempre gravaria o esquema nele)."""
+        if self._connection is None and not self._has_schema():
+            return False
+        return super().exists()
+
+    def _has_schema(self):
+        """O arquivo existe e tem o esquema gravado (PRAGMA user_version), lido sem gravar nada."""
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return False
+        with self._damage_said():
+            connection = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+            try:
+                return connection.execute("PRAGMA user_version").fetchone()[0] != 0
+            finally:
+                connection.close()
 
     def _execute(self, sql, params=()):
         with self._damage_said():
