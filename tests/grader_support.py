@@ -137,3 +137,14 @@ def write_new_fixtures(folder: Path) -> Path:
         json.dumps(with_pending_call("cpC", PENDING_TICKET, "is_error", tickets_after=0), ensure_ascii=False),
         encoding="utf-8")
     return folder
+
+
+def leftovers(temp: Path) -> list[str]:
+    """Grading and template folders left in ``temp`` (the per-user folder that holds them may stay)."""
+    found = []
+    for entry in temp.iterdir():
+        if entry.name.startswith("grade-tmp-"):
+            found += [f"{entry.name}/{inner.name}" for inner in entry.iterdir()]
+        elif entry.name.startswith("grade-"):
+            found.append(entry.name)
+    return found

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from grader.core.forked_kernels import supported
-from tests.grader_support import make_notebook, write
+from tests.grader_support import leftovers, make_notebook, write
 from tests.test_grader_engine import RESUME_OK, SETUP
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not supported(), reason="kernels forked from a template need Linux (fork, pidfd)")]
@@ -99,15 +99,6 @@ def templates(root: int) -> list[int]:
     return [pid for pid, line in descendants(root).items() if "kernel_template" in line and parent_of(pid) == root]
 
 
-def leftovers(temp: Path) -> list[str]:
-    """Grading and template folders left in ``temp`` (the per-user folder that holds them may stay)."""
-    found = []
-    for entry in temp.iterdir():
-        if entry.name.startswith("grade-tmp-"):
-            found += [f"{entry.name}/{inner.name}" for inner in entry.iterdir()]
-        elif entry.name.startswith("grade-"):
-            found.append(entry.name)
-    return found
 
 
 def wait_until(condition, timeout: float, why: str) -> None:

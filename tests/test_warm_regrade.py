@@ -27,7 +27,7 @@ import pytest
 
 from grader.core.forked_kernels import supported
 from grader.core.warm_session import WarmGrader
-from tests.grader_support import make_notebook, write
+from tests.grader_support import leftovers, make_notebook, write
 from tests.test_grader_engine import RESUME_OK, SETUP
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not supported(), reason="kernels forked from a template need Linux (fork, pidfd)")]
@@ -51,14 +51,6 @@ def temp(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def leftovers(temp: Path) -> list[str]:
-    found = []
-    for entry in temp.iterdir():
-        if entry.name.startswith("grade-tmp-"):
-            found += [f"{entry.name}/{inner.name}" for inner in entry.iterdir()]
-        elif entry.name.startswith("grade-"):
-            found.append(entry.name)
-    return found
 
 
 def test_every_grading_gets_a_kernel_of_its_own_also_from_a_spare_connected_ahead(tmp_path, temp):

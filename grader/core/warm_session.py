@@ -37,31 +37,29 @@ _STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if h
 
 
 @contextlib.contextmanager
-def stops_deferred() -> Iterator[None]:
+def _stops_masked(how: int) -> Iterator[None]:
+    """Block (or unblock) Ctrl-C, SIGTERM and SIGHUP for the block, then put the mask back; only
+    the main thread's mask matters, and a platform without signal masks changes nothing."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(how, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def stops_deferred() -> contextlib.AbstractContextManager[None]:
     """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (then act as usual): a kernel being
     forked, or the template being ended, is never left half-way with its folder behind."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    return _stops_masked(getattr(signal, "SIG_BLOCK", 0))
 
 
-@contextlib.contextmanager
-def stops_allowed() -> Iterator[None]:
+def stops_allowed() -> contextlib.AbstractContextManager[None]:
     """Inside ``stops_deferred``: Ctrl-C, SIGTERM and SIGHUP act at once again for the block (a wait
     that may last, such as a fork from a template that does not answer); then wait again."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    return _stops_masked(getattr(signal, "SIG_UNBLOCK", 1))
 
 
 class WarmGrader:
