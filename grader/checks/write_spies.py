@@ -69,8 +69,16 @@ class CrashingFile:
 def named_by_descriptor(handle) -> Path | None:
     """The path of the file open in ``handle`` (Linux: /proc/self/fd), or None."""
     try:
-        where = os.readlink(f"/proc/self/fd/{handle.fileno()}")
+        return named_by_descriptor_number(handle.fileno())
     except (OSError, ValueError, AttributeError):
+        return None
+
+
+def named_by_descriptor_number(descriptor: int) -> Path | None:
+    """The path of the file open as ``descriptor`` (Linux: /proc/self/fd), or None."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{descriptor}")
+    except OSError:
         return None
     return Path(where) if where.startswith("/") and not where.endswith(" (deleted)") else None
 
@@ -107,7 +115,8 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
     descriptor); with ``crash_after``, the writes die after that many characters in all
     (``budget["crashed"]``), and ``on_crash()`` runs at that moment, before the student's
     code can clean anything up. ``before_open(file, mode)`` runs before each real open for
-    writing (the crash-state explorer's snapshot)."""
+    writing (the crash-state explorer's snapshot); ``file`` is what the code passed, a
+    descriptor (an int) for ``os.fdopen``."""
     budget: dict = {"left": crash_after, "crashed": False, "opened": [], "opened_by": [], "modes": [],
                     "handles": 0, "on_crash": on_crash}
     real_builtin, real_io = builtins.open, io.open
@@ -116,8 +125,15 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
         writing = isinstance(mode, str) and any(flag in mode for flag in "wax+")
         # with an opener, ``file`` need not name the file opened (NamedTemporaryFile passes its folder)
         named = isinstance(file, (str, bytes, os.PathLike)) and kwargs.get("opener") is None
-        if writing and named and before_open is not None:
+        if writing and before_open is not None and named:
             before_open(file, mode)
+        elif writing and before_open is not None and isinstance(file, int):
+            # os.fdopen(os.open(...)), as the harness's own atomic write does: the hook gets the descriptor
+            try:
+                before_open(file, mode)
+            except BaseException:
+                os.close(file)  # a process that dies closes its descriptors
+                raise
         handle = real_io(file, mode, *args, **kwargs)
         if writing:
             budget["handles"] += 1
@@ -159,4 +175,5 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
         os.write = real_write
 
 
-__all__ = ["CrashingFile", "TornWrite", "bound_everywhere", "observed_writes", "replaced_globals"]
+__all__ = ["CrashingFile", "TornWrite", "bound_everywhere", "named_by_descriptor_number", "observed_writes",
+           "replaced_globals"]
