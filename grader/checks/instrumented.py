@@ -83,6 +83,15 @@ def _real_execute_tool() -> Any:
     return getattr(tools.execute_tool, "__wrapped_tool__", tools.execute_tool)
 
 
+def _harness_modules() -> list[Any]:
+    """The loaded modules of the harness package. A kernel holds thousands of modules (the SDK
+    alone brings most), and a check enters ``instrumented_tools`` many times per grading: one
+    pass of ``startswith`` over the names costs a tenth of splitting each one."""
+    return [module for name in list(sys.modules)
+            if name.startswith("harness") and (name == "harness" or name.startswith("harness."))
+            and (module := sys.modules.get(name)) is not None]
+
+
 @contextmanager
 def instrumented_tools(root: Path, spec: dict, namespace: dict) -> Iterator[ToolSpy]:
     from harness import tools
@@ -105,8 +114,8 @@ def instrumented_tools(root: Path, spec: dict, namespace: dict) -> Iterator[Tool
         if value is real:
             restore.append((namespace, key, value))
             namespace[key] = execute_tool
-    for module_name, module in list(sys.modules.items()):
-        if module_name.split(".")[0] == "harness" and getattr(module, "execute_tool", None) is real:
+    for module in _harness_modules():
+        if getattr(module, "execute_tool", None) is real:
             restore.append((module, "execute_tool", real))
             module.execute_tool = execute_tool
     try:

@@ -40,7 +40,9 @@ from grader.core.kernel import STARTUP_TIMEOUT
 from grader.core.kernel_template import receive, send
 
 KILL_WAIT = 5.0  # seconds ``kill`` waits for a SIGKILLed kernel to end (jupyter_client's own wait: 5 s)
-ALWAYS_IMPORTED = ("ipykernel.ipkernel", "anthropic")  # what every exercise's kernel imports first
+# What every exercise's kernel imports first. IPythonKernel imports its debugger (and debugpy with
+# it, 0.16 s) on every start: done once in the template, no forked kernel pays it.
+ALWAYS_IMPORTED = ("ipykernel.ipkernel", "ipykernel.debugger", "anthropic")
 SWITCH = "GRADE_KERNEL_TEMPLATE"  # "0" starts every kernel the usual way (to compare, or to rule the template out)
 _TEMPLATE_MAIN = "from grader.core.kernel_template import main; raise SystemExit(main())"
 
