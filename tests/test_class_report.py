@@ -78,14 +78,20 @@ def class_rows() -> list[batch.Row]:
 
 
 def csv_counts(path: Path) -> dict[str, tuple[int, int]]:
-    """check id -> (runs, failures), counted from verificacoes.csv."""
+    """check id -> (runs, failures), counted from verificacoes.csv: a run passed or failed; a check
+    on an unwritten function ("nao_escrita") judged no answer."""
     counts: dict[str, list[int]] = {}
     with path.open(encoding="utf-8", newline="") as stream:
         for line in csv.DictReader(stream):
             runs_failures = counts.setdefault(line["verificacao"], [0, 0])
-            runs_failures[0] += 1
+            runs_failures[0] += line["resultado"] in ("passou", "falhou")
             runs_failures[1] += line["resultado"] == "falhou"
     return {check_id: (runs, failures) for check_id, (runs, failures) in counts.items()}
+
+
+def csv_submissions(path: Path) -> set[str]:
+    with path.open(encoding="utf-8", newline="") as stream:
+        return {line["submissao"] for line in csv.DictReader(stream)}
 
 
 def page_counts(elements: Elements) -> dict[str, tuple[int, int]]:
@@ -137,7 +143,75 @@ def test_the_first_table_sums_each_check_over_its_fixtures_and_one_sentence_sums
     # ana's 100%, the three of 5 graded below it; n2.c fails in 3 of 5 runs, the worst rate
     assert "Média 55%; 1 de 5 com nota cheia; a verificação que mais falhou: N2 “título de n2.c” (60% das execuções)" \
         in text, text[:400]
-    assert "(60% das execuções); 3 entregas pararam no meio ou não rodaram." in text  # edu, fabi, davi's cell
+    # edu, fabi, davi's cell: three submissions (a submission with two troubles is counted once)
+    assert "(60% das execuções); 3 entregas pararam no meio, não rodaram ou vieram em branco." in text
+
+
+def never_ran_row(name: str, kind: str, status_error: str) -> batch.Row:
+    """A row as the engine gives it for a notebook that never ran: every check failed with the
+    notebook's error, none of them having looked at an answer."""
+    checks = [CheckResult(id=c.id, level=c.level, fixture=c.fixture, title=c.title, criterion="", status="fail",
+                          message=status_error) for c in graded_row("x", set()).report.checks]
+    report = GradeReport(exercise="exercise-3", checks=checks, notebook_error=status_error, notebook_error_kind=kind)
+    return batch.row_from_report(batch.Submission(name, Path(f"{name}.ipynb"), label=f"{name}.ipynb"), report, LEVELS)
+
+
+def blank_row(name: str, written: set[str] = frozenset()) -> batch.Row:
+    """A notebook that ran with its stubs in place, except the checks in ``written`` (which fail as
+    answers do)."""
+    row = graded_row(name, {"n1.a[f1]", "n1.a[f2]", "n1.b", "n2.c"})
+    for check in row.report.checks:
+        if check.id not in written:
+            check.unwritten = "resume_action"
+    return row
+
+
+def mixed_class() -> list[batch.Row]:
+    return [
+        graded_row("ana", set()),
+        graded_row("bruno", {"n2.c"}),
+        graded_row("carla", {"n2.c"}),
+        blank_row("davi"),
+        blank_row("eva", written={"n1.b"}),  # wrote one function, wrongly: that failure is a real one
+        never_ran_row("fabio", "invalid_notebook", "fabio.ipynb não é um notebook válido"),
+        never_ran_row("gil", "kernel_died", "O kernel do Python morreu ao executar a célula 2"),
+    ]
+
+
+def test_submissions_that_never_ran_or_came_blank_weigh_on_no_rate_and_no_group(tmp_path):
+    """Never-ran and blank submissions fail every check without any check having judged an answer:
+    counted in the rates they would make every check look missed by the class."""
+    rows = mixed_class()
+    assert [row.status for row in rows[-2:]] == [batch.INVALID_NOTEBOOK, batch.KERNEL_DIED]
+    page_path, csv_path = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    elements = parsed(page_path)
+    # runs: ana, bruno, carla judged every check; eva only n1.b; davi none
+    assert page_counts(elements) == csv_counts(csv_path) == {
+        "n1.a[f1]": (3, 0), "n1.a[f2]": (3, 0), "n1.b": (4, 1), "n2.c": (3, 2)}
+    unwritten = {attrs["data-check"]: int(attrs["data-unwritten"]) for attrs in elements.having("data-check")}
+    assert unwritten == {"n1.a[f1]": 2, "n1.a[f2]": 2, "n1.b": 1, "n2.c": 2}
+    assert csv_submissions(csv_path) == {"ana", "bruno", "carla", "davi", "eva"}  # fabio and gil never ran
+    groups = {attrs["data-group-size"] for attrs in elements.having("data-group-size")}
+    assert groups == {"2", "1"}  # bruno and carla on n2.c; eva on n1.b; davi, fabio and gil in none
+    text = " ".join("".join(elements.text).split())
+    group_table = text[text.index("Entregas que falham"):text.index("Entregas que pararam")]
+    assert "bruno, carla" in group_table and "eva" in group_table
+    assert not any(name in group_table for name in ("davi", "fabio", "gil"))
+    assert "7 entregas: 5 corrigidas, 2 não rodaram. Das corrigidas, 1 veio em branco" in text
+    spaced = " ".join(" ".join(elements.text).split())  # one space between table cells
+    problems = spaced[spaced.index("Entregas que pararam"):]
+    for expected in ("davi em branco", "fabio o arquivo não é um notebook válido", "gil o kernel morreu"):
+        assert expected in problems
+    assert sum(chart_counts(elements)["total"]) == 5  # the charts count the five that ran
+
+
+def test_a_class_where_nothing_ran_says_so_and_has_no_rate(tmp_path):
+    rows = [never_ran_row("fabio", "invalid_notebook", "não é um notebook"),
+            never_ran_row("gil", "kernel_died", "o kernel morreu")]
+    page_path, csv_path = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    text = " ".join("".join(parsed(page_path).text).split())
+    assert "Nenhuma das 2 entregas rodou" in text and "2 entregas: 0 corrigidas, 2 não rodaram." in text
+    assert csv_counts(csv_path) == {} and not parsed(page_path).having("data-group-size")
 
 
 def test_a_check_that_never_failed_is_one_line_not_a_row(tmp_path):

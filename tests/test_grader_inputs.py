@@ -17,7 +17,7 @@ from grader.reports import render
 @pytest.mark.parametrize(
     "name, content, words",
     [
-        ("texto.ipynb", b"print('oi')\n", "o conteúdo não é JSON (linha 1, coluna 1"),
+        ("texto.ipynb", b"print('oi')\n", "o conteúdo não é JSON (linha 1, coluna 1: esperava um valor)"),
         ("lista.ipynb", b"[1, 2, 3]", "é JSON, mas não é um notebook do Jupyter"),
         ("vazio.ipynb", b"", "está vazio"),
         ("binario.ipynb", bytes(range(256)), "não é texto UTF-8"),
@@ -36,6 +36,24 @@ def test_unusable_file_fails_every_check_with_a_portuguese_message(name, content
     assert report.checks and all(c.status == "fail" and c.message == report.notebook_error for c in report.checks)
     assert report.score == 0.0 and not report.passed
     assert path.read_bytes() == content and path.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("text", ["{nao", "", "[1 2]", '{"a" 1}', '"abc', '"a\\q"', '"\\u12"', "1 2", '"a\x01"'])
+def test_every_json_decoder_problem_is_said_in_portuguese(text):
+    """The message names the problem in Portuguese; json's English words never reach a student."""
+    from grader.core.notebook_file import json_problem_words
+
+    with pytest.raises(json.JSONDecodeError) as raised:
+        json.loads(text)
+    words = json_problem_words(raised.value.msg)
+    assert words.startswith(": ") and len(words) > 4
+    assert not any(english in words for english in ("Expecting", "Invalid", "Unterminated", "Extra"))
+
+
+def test_a_json_problem_this_course_does_not_know_is_left_out_not_shown_in_english():
+    from grader.core.notebook_file import json_problem_words
+
+    assert json_problem_words("Some future message") == ""
 
 
 def test_missing_notebook_and_folder(tmp_path):

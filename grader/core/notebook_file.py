@@ -38,6 +38,26 @@ def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, NotebookPro
     return notebook, None if message is None else NotebookProblem(message, INVALID_NOTEBOOK)
 
 
+# The json module's messages (CPython's Modules/_json.c and json/decoder.py), said in Portuguese.
+_JSON_PROBLEMS = {
+    "Expecting value": "esperava um valor",
+    "Expecting property name enclosed in double quotes": "esperava um nome entre aspas duplas",
+    "Expecting ',' delimiter": "faltou uma vírgula",
+    "Expecting ':' delimiter": "faltaram os dois-pontos",
+    "Unterminated string starting at": "um texto entre aspas que nunca fecha",
+    "Invalid control character at": "um caractere de controle dentro de um texto",
+    "Invalid \\escape": "uma barra invertida inválida",
+    "Invalid \\uXXXX escape": "um \\u sem quatro dígitos hexadecimais",
+    "Extra data": "há mais coisa depois do fim do JSON",
+}
+
+
+def json_problem_words(message: str) -> str:
+    """``: `` and json's problem in Portuguese, or nothing for a message this table does not know."""
+    words = _JSON_PROBLEMS.get(message)
+    return f": {words}" if words else ""
+
+
 def _parse(raw: bytes, shown: str) -> tuple[nbformat.NotebookNode | None, str | None]:
     try:
         text = raw.decode("utf-8")
@@ -50,7 +70,7 @@ def _parse(raw: bytes, shown: str) -> tuple[nbformat.NotebookNode | None, str | 
     except json.JSONDecodeError as error:
         return None, (
             f"{shown} não é um notebook válido: o conteúdo não é JSON (linha {error.lineno}, "
-            f"coluna {error.colno}: {error.msg}). Um .ipynb salvo pelo Jupyter é JSON; o arquivo "
+            f"coluna {error.colno}{json_problem_words(error.msg)}). Um .ipynb salvo pelo Jupyter é JSON; o arquivo "
             "foi editado à mão ou salvo em outro formato?"
         )
     except RecursionError:  # thousands of [ or { inside one another: json gives up on the depth

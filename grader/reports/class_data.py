@@ -1,9 +1,13 @@
 """What a class's batch says about the class: computed once, drawn by class_report.py.
 
-Everything here comes from the batch's rows (grader/instructor/batch.py ``Row``): a row with
-a ``report`` was graded, and each of its checks counts in that check's failure rate; a row
-without one (no notebook, a worker that failed, a batch interrupted before it) counts in no
-rate and is listed among the submissions with a problem.
+Everything here comes from the batch's rows (grader/instructor/batch.py ``Row``). Only a row
+whose notebook ran (``ran``) says anything about what the class understood: its checks count in
+the failure rates and the groups, its scores in the charts. A row whose notebook never ran (no
+notebook, not a notebook, its kernel died or did not start, a worker that failed, a batch
+interrupted before it) fails every check without any check having looked at an answer: it counts
+in no rate and is listed among the submissions with a problem. A check that failed because the
+function it calls is still the exercise's stub (``CheckResult.unwritten``) is "not written", not
+a misunderstanding: it is counted apart, and a submission with nothing written is listed as blank.
 """
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ class CheckStats:
     level: int
     fixture: str | None
     title: str
-    runs: int = 0
+    runs: int = 0  # the submissions whose answer it judged: passed or failed, never "not written"
     failures: int = 0
+    unwritten: int = 0  # the submissions where the function it calls was still the stub
 
     @property
     def failure_rate(self) -> float:
@@ -50,8 +55,10 @@ class ClassData:
     levels: list[int]
     level_titles: dict[int, str]
     submissions: list[str]
-    level_scores: dict[int, list[float]]  # level -> scores (0-100) of the rows that graded it
-    overall_scores: list[float]
+    level_scores: dict[int, list[float]]  # level -> scores (0-100) of the rows that ran and graded it
+    overall_scores: list[float]  # one per row that ran
+    not_run: list[str]  # the submissions whose notebook never ran (listed in troubles too)
+    blank: list[str]  # the submissions that ran with every function still the stub
     checks: list[CheckStats]  # sorted: the most failed first
     groups: list[FailureGroup]  # the largest first
     troubles: list[Trouble]
@@ -59,6 +66,10 @@ class ClassData:
 
     def check(self, check_id: str) -> CheckStats:
         return next(stats for stats in self.checks if stats.id == check_id)
+
+    def troubled_submissions(self) -> list[str]:
+        """Each submission with at least one trouble, once, in the order of the troubles."""
+        return list(dict.fromkeys(trouble.submission for trouble in self.troubles))
 
 
 # Row status -> what went wrong, in words (batch.py's statuses, listed here by value so this
@@ -84,10 +95,29 @@ def histogram(scores: list[float], bins: int = BINS) -> list[int]:
     return counts
 
 
+BLANK_WORDS = "em branco"
+BLANK_MESSAGE = "nenhuma das funções pedidas foi escrita: todas ainda levantam NotImplementedError"
+
+
+def ran(row: Any) -> bool:
+    """Whether the row's notebook ran and its checks were graded on it (see the module's docstring)."""
+    report = row.report
+    return report is not None and bool(report.checks) and not report.notebook_error
+
+
+def is_blank(row: Any) -> bool:
+    """A row that ran with nothing written: no check passed, and each one failed on a stub."""
+    return ran(row) and all(not check.passed and check.unwritten for check in row.report.checks)
+
+
 def _troubles(row: Any) -> list[Trouble]:
     found = []
     if row.status in TROUBLE_WORDS:
         found.append(Trouble(row.submission, TROUBLE_WORDS[row.status], row.message))
+    elif row.report is not None and not ran(row):  # a status this table does not know, and nothing ran
+        found.append(Trouble(row.submission, "não rodou", row.message))
+    if is_blank(row):
+        found.append(Trouble(row.submission, BLANK_WORDS, BLANK_MESSAGE))
     report = row.report
     for problem in getattr(report, "cell_problems", []) if report is not None else []:
         if problem.ename in SYNTAX_ERRORS:
@@ -107,11 +137,16 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
     overall: list[float] = []
     by_failures: dict[tuple[str, ...], list[str]] = {}
     troubles: list[Trouble] = []
+    not_run: list[str] = []
+    blank: list[str] = []
     for row in rows:
         troubles += _troubles(row)
-        report = row.report
-        if report is None or not report.checks:
+        if not ran(row):
+            not_run.append(row.submission)
             continue
+        if is_blank(row):
+            blank.append(row.submission)
+        report = row.report
         overall.append(row.total)
         for level in levels:
             if row.level_scores.get(level) is not None:
@@ -121,6 +156,9 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
             if check.id not in stats:
                 stats[check.id] = CheckStats(check.id, check.level, check.fixture, check.title)
                 order.append(check.id)
+            if not check.passed and check.unwritten:
+                stats[check.id].unwritten += 1
+                continue
             stats[check.id].runs += 1
             if not check.passed:
                 stats[check.id].failures += 1
@@ -134,5 +172,6 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
     return ClassData(
         exercise=exercise, levels=list(levels), level_titles=dict(level_titles or {}),
         submissions=[row.submission for row in rows], level_scores=level_scores, overall_scores=overall,
+        not_run=not_run, blank=blank,
         checks=checks, groups=groups, troubles=troubles, sections=dict(sections or {}),
     )

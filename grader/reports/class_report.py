@@ -7,8 +7,11 @@ distribution per level and overall, each check's failure rate (most failed first
 the lesson section its level tests), the groups of submissions that fail the same set of
 checks, the submissions that stopped short, and a link to each student's feedback page.
 
-The CSV has one row per graded submission and check (``submissao, verificacao, nivel,
-fixture, titulo, resultado, pontos, pontos_possiveis``): the page's rates are its counts.
+The CSV has one row per check of each submission whose notebook ran (``submissao, verificacao,
+nivel, fixture, titulo, resultado, pontos, pontos_possiveis``; ``resultado`` is ``passou``,
+``falhou`` or ``nao_escrita``, a check whose function was still the stub): the page's rates are
+its counts, ``falhou`` over ``passou`` plus ``falhou``. Submissions that never ran are left out of
+both the rates and the CSV (grader/reports/class_data.py says why) and listed on the page.
 """
 from __future__ import annotations
 
@@ -24,12 +27,12 @@ from urllib.parse import quote
 from grader.core.atomic_write import write_atomic
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
-from grader.reports.class_data import BINS, ClassData, class_data, histogram
+from grader.reports.class_data import BINS, ClassData, class_data, histogram, ran
 
 PAGE_NAME = "turma.html"
 CSV_NAME = "verificacoes.csv"
 CSV_COLUMNS = ["submissao", "verificacao", "nivel", "fixture", "titulo", "resultado", "pontos", "pontos_possiveis"]
-PASSED_WORD, FAILED_WORD = "passou", "falhou"
+PASSED_WORD, FAILED_WORD, UNWRITTEN_WORD = "passou", "falhou", "nao_escrita"
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#1f2328;line-height:1.45}
@@ -114,9 +117,9 @@ def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Pat
     graded = len(data.overall_scores)
     body = [f"<h1>{_esc(title)}</h1>",
             f'<p id="resumo"><strong>{_esc(summary_line(data))}</strong></p>',
-            f"<p>{quantity(len(data.submissions), 'entrega', 'entregas')}, "
-            f"{quantity(graded, 'corrigida', 'corrigidas')}. Os números desta página são as contagens "
-            f"de <code>{CSV_NAME}</code> (uma linha por entrega e verificação).</p>"]
+            f'<p id="contagem">{_count_line(data, graded)} Os números desta página são as contagens '
+            f"de <code>{CSV_NAME}</code> (uma linha por entrega que rodou e verificação); as entregas que "
+            "não rodaram não entram nas taxas nem nos grupos.</p>"]
 
     body.append('<h2 id="notas">Distribuição das notas</h2><div class="charts">')
     body.append(_chart_figure(data.overall_scores, "Nota total", "total"))
@@ -142,7 +145,7 @@ def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Pat
     else:
         body.append("<p>Nenhuma entrega corrigida falhou alguma verificação.</p>")
 
-    body.append('<h2 id="problemas">Entregas que pararam no meio ou não rodaram</h2>')
+    body.append('<h2 id="problemas">Entregas que pararam no meio, não rodaram ou vieram em branco</h2>')
     if data.troubles:
         body.append('<table id="tabela-problemas"><thead><tr><th>Entrega</th><th>O que houve</th><th>Detalhe</th>'
                     "</tr></thead><tbody>")
@@ -166,6 +169,17 @@ def page(data: ClassData, feedback: dict[str, str], root: Path | None, base: Pat
     )
 
 
+def _count_line(data: ClassData, graded: int) -> str:
+    """How many submissions, and of them how many ran, never ran and came blank."""
+    words = [quantity(graded, "corrigida", "corrigidas")]
+    if data.not_run:
+        words.append(quantity(len(data.not_run), "não rodou", "não rodaram"))
+    line = f"{quantity(len(data.submissions), 'entrega', 'entregas')}: {', '.join(words)}."
+    if data.blank:
+        line += f" Das corrigidas, {quantity(len(data.blank), 'veio', 'vieram')} em branco (nenhuma função escrita)."
+    return line
+
+
 @dataclass
 class CheckTotals:
     """One check over all its fixtures: what the first table shows, one row per check."""
@@ -174,6 +188,7 @@ class CheckTotals:
     title: str
     runs: int = 0
     failures: int = 0
+    unwritten: int = 0
     failing_fixtures: list[str] = field(default_factory=list)
 
     @property
@@ -190,6 +205,7 @@ def check_totals(data: ClassData) -> list[CheckTotals]:
         total = totals.setdefault(key, CheckTotals(key, stats.level, stats.title))
         total.runs += stats.runs
         total.failures += stats.failures
+        total.unwritten += stats.unwritten
         if stats.failures and stats.fixture:
             total.failing_fixtures.append(f"{stats.fixture} ({stats.failures} de {stats.runs})")
     return sorted(totals.values(), key=lambda t: (-t.failure_rate, t.level, t.id))
@@ -199,7 +215,7 @@ def summary_line(data: ClassData) -> str:
     """The page in one sentence: how the class did and the idea it missed most."""
     scores = data.overall_scores
     if not scores:
-        return f"Nenhuma das {quantity(len(data.submissions), 'entrega', 'entregas')} foi corrigida até o fim."
+        return f"Nenhuma das {quantity(len(data.submissions), 'entrega', 'entregas')} rodou: não há o que somar."
     full = sum(1 for score in scores if score >= 100)
     words = [f"Média {sum(scores) / len(scores):.0f}%; {full} de {len(scores)} com nota cheia"]
     failed = [total for total in check_totals(data) if total.failures]
@@ -207,9 +223,10 @@ def summary_line(data: ClassData) -> str:
         worst = failed[0]
         words.append(f"a verificação que mais falhou: N{worst.level} \u201c{worst.title}\u201d "
                      f"({_percent(worst.failures, worst.runs)} das execuções)")
-    if data.troubles:
-        words.append(quantity(len(data.troubles), "entrega parou no meio ou não rodou",
-                              "entregas pararam no meio ou não rodaram"))
+    troubled = data.troubled_submissions()
+    if troubled:
+        words.append(quantity(len(troubled), "entrega parou no meio, não rodou ou veio em branco",
+                              "entregas pararam no meio, não rodaram ou vieram em branco"))
     return "; ".join(words) + "."
 
 
@@ -229,7 +246,7 @@ def _checks_section(data: ClassData, root: Path | None, base: Path) -> list[str]
             parts.append(
                 f'<tr data-check-total="{_esc(total.id)}" data-runs="{total.runs}" data-failures="{total.failures}">'
                 f'<td>{_esc(total.title)}</td><td class="n">{total.level}</td>'
-                f'<td class="n">{total.failures} de {total.runs}</td>'
+                f'<td class="n">{total.failures} de {total.runs}{_unwritten_words(total.unwritten)}</td>'
                 f'<td class="n"><span class="rate" style="width:{4 * total.failure_rate:.2f}em"></span> '
                 f'{_percent(total.failures, total.runs)}</td>'
                 f"<td>{_esc(', '.join(total.failing_fixtures) or '—')}</td>"
@@ -245,12 +262,17 @@ def _checks_section(data: ClassData, root: Path | None, base: Path) -> list[str]
                  "<th>Falhas</th><th>Taxa de falha</th></tr></thead><tbody>")
     for stats in data.checks:
         parts.append(
-            f'<tr data-check="{_esc(stats.id)}" data-runs="{stats.runs}" data-failures="{stats.failures}">'
+            f'<tr data-check="{_esc(stats.id)}" data-runs="{stats.runs}" data-failures="{stats.failures}" '
+            f'data-unwritten="{stats.unwritten}">'
             f"<td>{_esc(stats.title)}</td><td class=\"n\">{stats.level}</td><td>{_esc(stats.fixture or '—')}</td>"
-            f'<td class="n">{stats.failures} de {stats.runs}</td>'
+            f'<td class="n">{stats.failures} de {stats.runs}{_unwritten_words(stats.unwritten)}</td>'
             f'<td class="n">{_percent(stats.failures, stats.runs)}</td></tr>')
     parts.append("</tbody></table></details>")
     return parts
+
+
+def _unwritten_words(count: int) -> str:
+    return f" (e {quantity(count, 'entrega', 'entregas')} sem a função escrita)" if count else ""
 
 
 def _check_words(data: ClassData, check_id: str) -> str:
@@ -269,10 +291,11 @@ def checks_csv(rows: list[Any]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in rows:
-        for check in (row.report.checks if row.report is not None else []):
+        for check in (row.report.checks if ran(row) else []):
+            result = PASSED_WORD if check.passed else UNWRITTEN_WORD if check.unwritten else FAILED_WORD
             writer.writerow([
                 _cell(row.submission), _cell(check.id), check.level, _cell(check.fixture or ""), _cell(check.title),
-                PASSED_WORD if check.passed else FAILED_WORD, shown_points(check.points_earned), shown_points(check.points),
+                result, shown_points(check.points_earned), shown_points(check.points),
             ])
     return buffer.getvalue()
 
