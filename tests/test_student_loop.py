@@ -21,8 +21,14 @@ _CTRL_C_DURING_A_GRADING = textwrap.dedent("""
     moment, marker, notebook = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     pattern = os.path.join(os.environ["TMPDIR"], "**", "kernel-*-connection.json")
 
+    seen = []
+
     def press_ctrl_c():
-        while not (glob.glob(pattern, recursive=True) if moment == "start" else marker.exists()):
+        deadline = time.monotonic() + 60  # never waits out the subprocess's own timeout
+        while time.monotonic() < deadline:
+            if glob.glob(pattern, recursive=True) if moment == "start" else marker.exists():
+                seen.append(moment)
+                break
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -46,7 +52,7 @@ _CTRL_C_DURING_A_GRADING = textwrap.dedent("""
         if not alive():
             break
         time.sleep(0.1)
-    print(json.dumps({"code": code, "alive": alive()}))
+    print(json.dumps({"code": code, "alive": alive(), "seen": seen}))
 """)
 
 
@@ -62,6 +68,7 @@ def test_ctrl_c_during_a_grading_in_watch_leaves_no_kernel_running(tmp_path, mom
                           env={**os.environ, "GRADE_STATE_FILE": str(tmp_path / "state.json"),
                                "TMPDIR": str(tmp_path / "tmp")})
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["seen"] == [moment], ("the moment to press Ctrl-C never came", done.stderr[-2000:])
     assert "grade watch encerrado." in done.stdout
     assert outcome["alive"] == [], (outcome, done.stderr[-2000:])  # the kernel died with the grading
 
