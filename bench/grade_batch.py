@@ -232,23 +232,29 @@ def _bound(timings: dict, copies: int) -> list[str]:
     return lines
 
 
-def measure_scaling(solution: Path, exercise: str, size: int) -> dict[str, dict[str, float]]:
-    """-j 1, -j 2 and --sandbox (where bubblewrap is) over one class of ``size`` submissions, once:
-    with a class this size the batch's serial start weighs little, so -j 2 / -j 1 is the figure
-    of how the batch scales (the 10-submission figure stays, with its Amdahl bound)."""
+def measure_scaling(solution: Path, exercise: str, size: int, rounds: int = 1) -> dict[str, dict[str, float]]:
+    """-j 1, -j 2 and --sandbox (where bubblewrap is) over one class of ``size`` submissions, in
+    ``rounds`` rotating rounds: with a class this size the batch's serial start weighs little, so
+    -j 2 / -j 1 is the figure of how the batch scales (the 10-submission figure stays, with its
+    Amdahl bound)."""
     names = [J1, J2] + ([SANDBOX] if shutil.which("bwrap") else [])
-    return measure_batch(solution, exercise, size, 1, names)
+    return measure_batch(solution, exercise, size, rounds, names)
 
 
 def format_scaling(timings: dict[str, dict], size: int) -> str:
-    lines = [f"Escala, uma turma de {size} submissões numa rodada (numa máquina compartilhada, com ruído):"]
+    rounds = len(timings[J1]["rounds"])
+    lines = [f"Escala, uma turma de {size} submissões, {rounds} rodada(s) (numa máquina compartilhada, com ruído):"]
     for name, figures in timings.items():
-        lines.append(f"  {name:<28} {figures['wall']:7.1f} s  ({figures['wall'] / max(1, figures['graded']):5.2f} s por submissão)")
-    speedup = timings[J1]["wall"] / timings[J2]["wall"]
-    lines.append(f"  aceleração com -j 2 em {size} submissões: {speedup:.2f}x "
+        graded = max(1, figures["graded"])
+        cpu = f", CPU {figures['cpu'] / graded:5.2f} s" if name != SANDBOX else ""
+        rounds_shown = ", ".join(f"{seconds:.1f}" for seconds in figures["rounds"])
+        lines.append(f"  {name:<28} {figures['wall']:7.1f} s  ({figures['wall'] / graded:5.2f} s por submissão{cpu})"
+                     f"  rodadas: [{rounds_shown}]")
+    speedup = _paired(timings, J1, J2)
+    lines.append(f"  aceleração com -j 2 em {size} submissões (mediana das rodadas): {speedup:.2f}x "
                  f"(meta: >= {TARGET_SPEEDUP}x, {_verdict(speedup >= TARGET_SPEEDUP)})")
     if SANDBOX in timings:
-        cost = timings[SANDBOX]["wall"] / timings[J1]["wall"]
+        cost = _paired(timings, SANDBOX, J1)
         lines.append(f"  --sandbox / sem sandbox em {size} submissões: {cost:.2f} "
                      f"(meta: <= {TARGET_SANDBOX}, {_verdict(cost <= TARGET_SANDBOX)})")
     return "\n".join(lines)
@@ -287,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--solution", type=Path, default=None, help="padrão: solutions/EXERCISE.ipynb")
+    parser.add_argument("--class-rounds", type=int, default=1, metavar="R",
+                        help="rodadas da medição de escala (padrão: 1; cada uma corrige a turma 3 vezes)")
     parser.add_argument("--class-size", type=int, default=0, metavar="N",
                         help="mede também -j 2 / -j 1 e --sandbox / -j 1 com N submissões (o tamanho de uma "
                              "turma, 100), numa rodada só: a figura de escala; 0 pula (padrão)")
@@ -300,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     timings = measure_batch(solution, args.exercise, args.copies, args.rounds)
     print(format_batch(timings, args.copies))
     if args.class_size > 1:
-        print(format_scaling(measure_scaling(solution, args.exercise, args.class_size), args.class_size))
+        print(format_scaling(measure_scaling(solution, args.exercise, args.class_size, args.class_rounds),
+                             args.class_size))
         print(f"teto desta máquina no fim: {machine_ceiling():.2f}x")
     print(f"carga média depois: {os.getloadavg()[0]:.1f}")
     return 0
