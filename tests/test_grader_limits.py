@@ -109,7 +109,9 @@ def test_a_check_that_swallows_its_time_limit_or_exhausts_memory_is_named_and_th
         "                pass\n"
         '    return {c["id"]: ("rerun" if c["name"] in READ_ONLY_TOOLS else "is_error") for c in cp["pending_tool_use"] or []}'
     )
-    greedy = "def reconcile(cp):\n    hog = []\n    while True:\n        hog.append(bytearray(10 * 1024 * 1024))"
+    # 100 MB a step: a big bytearray is mapped, not written, so the limit is met in a few steps even
+    # on a loaded machine (10 MB steps could take past the 2 s check limit there, and time out instead)
+    greedy = "def reconcile(cp):\n    hog = []\n    while True:\n        hog.append(bytearray(100 * 1024 * 1024))"
     notebook = make_notebook(SETUP, stuck, greedy, 'ROOT_CAUSE = "B"')
     report = grade("exercise-3", write(notebook, tmp_path / "verificacoes.ipynb"), limits=Limits(check_seconds=2))
     by_id = {c.id: c for c in report.checks}
