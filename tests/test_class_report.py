@@ -274,6 +274,17 @@ def test_a_name_that_a_spreadsheet_would_run_is_kept_as_text_in_the_csv(tmp_path
     assert first["submissao"].startswith("'=")
 
 
+@pytest.mark.parametrize("name", ['=HYPERLINK("https://x","clique")', "+cmd|calc!A0", "@SUM(1+1)", "-2+3", "\tx"])
+def test_the_gradebook_keeps_a_formula_name_as_text_and_the_two_csvs_name_the_student_alike(tmp_path, name):
+    rows = [graded_row(name, {"n1.b"})]
+    batch.write_gradebook(tmp_path / "gradebook.csv", rows, LEVELS)
+    _, csv_path = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    with (tmp_path / "gradebook.csv").open(encoding="utf-8", newline="") as stream:
+        line = next(csv.DictReader(stream))
+    assert line["submissao"] == "'" + name and line["notebook"] == "'" + name + ".ipynb"
+    assert next(csv.DictReader(csv_path.open(encoding="utf-8", newline="")))["submissao"] == line["submissao"]
+
+
 def test_every_check_links_to_the_lesson_section_of_its_level(tmp_path):
     page_path, _ = write_class_report(tmp_path, "exercise-3", class_rows(), LEVELS)
     links = {attrs["href"] for attrs in parsed(page_path).having("href") if ".ipynb#" in attrs["href"]}
@@ -374,3 +385,39 @@ def test_the_class_report_renders_its_charts_in_chromium(batch_run, page):  # no
     assert tall and all(bar.is_visible() for bar in tall)
     assert page.locator("#tabela-verificacoes tbody tr").count() > 0
     page.screenshot(path=str(folder / "turma.png"), full_page=True)
+
+
+def test_a_cell_error_that_kept_a_function_undefined_and_checks_that_stopped_short_judge_nothing(tmp_path):
+    """A cell that raised before its `def` leaves the function undefined: the checks that need it
+    judged no answer (nao_definida), and the cell is listed. A kernel that died during the checks
+    (killed by anything) leaves the row out of the rates: which checks it cut short is unknown."""
+    broke = graded_row("hugo", {"n1.a[f1]", "n1.a[f2]"},
+                       [CellProblem(cell=3, first_line="1/0", ename="ZeroDivisionError", evalue="division by zero",
+                                    message="A célula 3 levantou ZeroDivisionError.", names=["resume_action"])])
+    for check in broke.report.checks:
+        if check.id.startswith("n1.a"):
+            check.undefined = "resume_action"
+    stopped = graded_row("iris", {"n2.c"})
+    stopped.report.notebook_error_kind = "kernel_died"
+    rows = [graded_row("ana", set()), broke, stopped]
+    page_path, csv_path = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    elements = parsed(page_path)
+    assert page_counts(elements) == csv_counts(csv_path) == {
+        "n1.a[f1]": (1, 0), "n1.a[f2]": (1, 0), "n1.b": (2, 0), "n2.c": (2, 0)}
+    with csv_path.open(encoding="utf-8", newline="") as stream:
+        results = {(line["submissao"], line["verificacao"]): line["resultado"] for line in csv.DictReader(stream)}
+    assert results[("hugo", "n1.a[f1]")] == "nao_definida" and ("iris", "n2.c") not in results
+    assert not elements.having("data-group-size")  # nobody failed an answer
+    spaced = " ".join(" ".join(elements.text).split())
+    problems = spaced[spaced.index("Entregas que pararam"):]
+    assert "hugo erro numa célula A célula 3 levantou ZeroDivisionError." in problems
+    assert "iris" in problems  # its status (kernel_morreu) is its trouble
+
+
+def test_the_headline_mean_also_says_it_without_the_blank_submissions(tmp_path):
+    rows = [graded_row("ana", set()), graded_row("bruno", {"n2.c"}), blank_row("davi")]
+    page_path, _ = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    text = " ".join("".join(parsed(page_path).text).split())
+    assert text.count("Média ") >= 1
+    mean = text[text.index("Média "):text.index("com nota cheia")]
+    assert "sem a entrega em branco)" in mean, mean

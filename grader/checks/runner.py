@@ -86,7 +86,8 @@ def run_check(exercise, planned: PlannedCheck, fixtures: dict[str, Fixture], ses
     except CheckFailed as failure:
         outcome.update(status=FAIL, message=failure.message, expected=failure.expected, observed=failure.observed)
     except StudentProblem as problem:
-        outcome.update(status=FAIL, message=problem.message, observed=problem.observed, unwritten=problem.unwritten)
+        outcome.update(status=FAIL, message=problem.message, observed=problem.observed, unwritten=problem.unwritten,
+                       undefined=problem.undefined)
         if problem.kind == MEMORY:
             outcome["stopped_by"] = MEMORY
     except (CheckTimeout, KeyboardInterrupt):

@@ -35,6 +35,7 @@ class CheckResult:
     output: str = ""
     points: float = 1.0  # what the check is worth (grader/core/points.py); earned only when it passes
     unwritten: str = ""  # the student's function or answer not written yet, when that is why it failed
+    undefined: str = ""  # the one a failing cell kept from being defined, when that is why it failed
 
     @property
     def passed(self) -> bool:

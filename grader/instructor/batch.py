@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator, TextIO
 
 from grader.core import results
 from grader.core.atomic_write import write_atomic
+from grader.core.csv_cells import text_cell
 from grader.core.errors import os_reason
 from grader.reports import console
 from grader.core.limits import DEFAULT_MEMORY_MB, DEFAULT_TOTAL_SECONDS, Limits  # the same defaults as grade and check()
@@ -609,8 +610,8 @@ def gradebook_text(rows: list[Row], levels: list[int], max_points: float | None 
     writer.writerow(csv_columns(levels))
     for row in rows:
         writer.writerow([
-            row.submission,
-            row.notebook,
+            text_cell(row.submission),
+            text_cell(row.notebook),
             row.status,
             *["" if row.level_scores.get(level) is None else f"{row.level_scores[level]:g}" for level in levels],
             f"{row.total:g}",
@@ -618,7 +619,7 @@ def gradebook_text(rows: list[Row], levels: list[int], max_points: float | None 
             "" if (row.max_points if row.max_points is not None else max_points) is None
             else shown_points(row.max_points if row.max_points is not None else max_points),
             f"{row.passed_checks}/{row.total_checks}",
-            row.message,
+            text_cell(row.message),
             f"{row.seconds:.1f}",
         ])
     return buffer.getvalue()

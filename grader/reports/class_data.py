@@ -25,7 +25,7 @@ class CheckStats:
     title: str
     runs: int = 0  # the submissions whose answer it judged: passed or failed, never "not written"
     failures: int = 0
-    unwritten: int = 0  # the submissions where the function it calls was still the stub
+    unwritten: int = 0  # the runs where it judged no answer: a stub, or a name a failing cell never defined
 
     @property
     def failure_rate(self) -> float:
@@ -57,6 +57,7 @@ class ClassData:
     submissions: list[str]
     level_scores: dict[int, list[float]]  # level -> scores (0-100) of the rows that ran and graded it
     overall_scores: list[float]  # one per row that ran
+    ran: list[str]  # the submissions of overall_scores, in its order
     not_run: list[str]  # the submissions whose notebook never ran (listed in troubles too)
     blank: list[str]  # the submissions that ran with every function still the stub
     checks: list[CheckStats]  # sorted: the most failed first
@@ -86,6 +87,9 @@ TROUBLE_WORDS = {
     "nao_corrigido": "não corrigida",
 }
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+# The engine's kinds for checks that stopped short (results.py): the checks after the stop judged
+# nothing, and which ones those are the report cannot say, so the row counts in no rate.
+STOPPED_SHORT = ("kernel_died", "timeout", "grader_error")
 
 
 def histogram(scores: list[float], bins: int = BINS) -> list[int]:
@@ -102,7 +106,14 @@ BLANK_MESSAGE = "nenhuma das funções pedidas foi escrita: todas ainda levantam
 def ran(row: Any) -> bool:
     """Whether the row's notebook ran and its checks were graded on it (see the module's docstring)."""
     report = row.report
-    return report is not None and bool(report.checks) and not report.notebook_error
+    return (report is not None and bool(report.checks) and not report.notebook_error
+            and report.notebook_error_kind not in STOPPED_SHORT)
+
+
+def judged_no_answer(check: Any) -> bool:
+    """A failed check that never reached an answer: its function is still the stub, or a failing
+    cell kept it from being defined (that cell is listed among the troubles)."""
+    return not check.passed and bool(check.unwritten or getattr(check, "undefined", ""))
 
 
 def is_blank(row: Any) -> bool:
@@ -126,6 +137,8 @@ def _troubles(row: Any) -> list[Trouble]:
             found.append(Trouble(row.submission, "tempo esgotado numa célula", problem.message))
         elif problem.ename == "MemoryError" and row.status != "memoria_esgotada":
             found.append(Trouble(row.submission, "memória esgotada numa célula", problem.message))
+        elif problem.ename not in ("NotImplementedError", "TimeoutError", "MemoryError"):
+            found.append(Trouble(row.submission, "erro numa célula", problem.message))
     return found
 
 
@@ -139,6 +152,7 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
     troubles: list[Trouble] = []
     not_run: list[str] = []
     blank: list[str] = []
+    ran_names: list[str] = []
     for row in rows:
         troubles += _troubles(row)
         if not ran(row):
@@ -148,6 +162,7 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
             blank.append(row.submission)
         report = row.report
         overall.append(row.total)
+        ran_names.append(row.submission)
         for level in levels:
             if row.level_scores.get(level) is not None:
                 level_scores.setdefault(level, []).append(row.level_scores[level])
@@ -156,7 +171,7 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
             if check.id not in stats:
                 stats[check.id] = CheckStats(check.id, check.level, check.fixture, check.title)
                 order.append(check.id)
-            if not check.passed and check.unwritten:
+            if judged_no_answer(check):
                 stats[check.id].unwritten += 1
                 continue
             stats[check.id].runs += 1
@@ -172,6 +187,6 @@ def class_data(exercise: str, rows: list[Any], levels: list[int], level_titles: 
     return ClassData(
         exercise=exercise, levels=list(levels), level_titles=dict(level_titles or {}),
         submissions=[row.submission for row in rows], level_scores=level_scores, overall_scores=overall,
-        not_run=not_run, blank=blank,
+        not_run=not_run, blank=blank, ran=ran_names,
         checks=checks, groups=groups, troubles=troubles, sections=dict(sections or {}),
     )

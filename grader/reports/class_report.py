@@ -9,7 +9,8 @@ checks, the submissions that stopped short, and a link to each student's feedbac
 
 The CSV has one row per check of each submission whose notebook ran (``submissao, verificacao,
 nivel, fixture, titulo, resultado, pontos, pontos_possiveis``; ``resultado`` is ``passou``,
-``falhou`` or ``nao_escrita``, a check whose function was still the stub): the page's rates are
+``falhou``, ``nao_escrita`` (its function was still the stub) or ``nao_definida`` (a failing cell
+kept it from being defined; that cell is listed among the troubles)): the page's rates are
 its counts, ``falhou`` over ``passou`` plus ``falhou``. Submissions that never ran are left out of
 both the rates and the CSV (grader/reports/class_data.py says why) and listed on the page.
 """
@@ -25,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from grader.core.atomic_write import write_atomic
+from grader.core.csv_cells import text_cell
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
 from grader.reports.class_data import BINS, ClassData, class_data, histogram, ran
@@ -32,7 +34,7 @@ from grader.reports.class_data import BINS, ClassData, class_data, histogram, ra
 PAGE_NAME = "turma.html"
 CSV_NAME = "verificacoes.csv"
 CSV_COLUMNS = ["submissao", "verificacao", "nivel", "fixture", "titulo", "resultado", "pontos", "pontos_possiveis"]
-PASSED_WORD, FAILED_WORD, UNWRITTEN_WORD = "passou", "falhou", "nao_escrita"
+PASSED_WORD, FAILED_WORD, UNWRITTEN_WORD, UNDEFINED_WORD = "passou", "falhou", "nao_escrita", "nao_definida"
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:64em;margin:2em auto;padding:0 1em;color:#1f2328;line-height:1.45}
@@ -217,7 +219,13 @@ def summary_line(data: ClassData) -> str:
     if not scores:
         return f"Nenhuma das {quantity(len(data.submissions), 'entrega', 'entregas')} rodou: não há o que somar."
     full = sum(1 for score in scores if score >= 100)
-    words = [f"Média {sum(scores) / len(scores):.0f}%; {full} de {len(scores)} com nota cheia"]
+    mean = f"Média {sum(scores) / len(scores):.0f}%"
+    if data.blank and len(data.blank) < len(scores):
+        # a blank submission's 0 is its grade, but it says nothing of how the others did
+        answered = [row_score for name, row_score in zip(data.ran, scores) if name not in data.blank]
+        left_out = "a entrega em branco" if len(data.blank) == 1 else f"as {len(data.blank)} entregas em branco"
+        mean += f" ({sum(answered) / len(answered):.0f}% sem {left_out})"
+    words = [f"{mean}; {full} de {len(scores)} com nota cheia"]
     failed = [total for total in check_totals(data) if total.failures]
     if failed:
         worst = failed[0]
@@ -272,7 +280,7 @@ def _checks_section(data: ClassData, root: Path | None, base: Path) -> list[str]
 
 
 def _unwritten_words(count: int) -> str:
-    return f" (e {quantity(count, 'entrega', 'entregas')} sem a função escrita)" if count else ""
+    return f" (e {quantity(count, 'execução', 'execuções')} sem resposta a julgar)" if count else ""
 
 
 def _check_words(data: ClassData, check_id: str) -> str:
@@ -280,10 +288,7 @@ def _check_words(data: ClassData, check_id: str) -> str:
     return f"N{stats.level} {stats.title}" + (f" [{stats.fixture}]" if stats.fixture else "")
 
 
-def _cell(text: Any) -> str:
-    """A CSV cell a spreadsheet shows as text: one starting with = + - @ would be a formula."""
-    text = str(text)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+_cell = text_cell
 
 
 def checks_csv(rows: list[Any]) -> str:
@@ -292,7 +297,8 @@ def checks_csv(rows: list[Any]) -> str:
     writer.writerow(CSV_COLUMNS)
     for row in rows:
         for check in (row.report.checks if ran(row) else []):
-            result = PASSED_WORD if check.passed else UNWRITTEN_WORD if check.unwritten else FAILED_WORD
+            result = (PASSED_WORD if check.passed else UNWRITTEN_WORD if check.unwritten
+                      else UNDEFINED_WORD if check.undefined else FAILED_WORD)
             writer.writerow([
                 _cell(row.submission), _cell(check.id), check.level, _cell(check.fixture or ""), _cell(check.title),
                 result, shown_points(check.points_earned), shown_points(check.points),

@@ -108,7 +108,9 @@ class Context:
         if name in namespace:
             return namespace[name]
         message = missing_name_message(name, self._session.cell_problems)
-        raise StudentProblem(message, unwritten=name if message.startswith(NOT_IMPLEMENTED_PREFIX) else "")
+        if message.startswith(NOT_IMPLEMENTED_PREFIX):
+            raise StudentProblem(message, unwritten=name)
+        raise StudentProblem(message, undefined=name)
 
     # --- calling student code
 
@@ -265,7 +267,8 @@ class Context:
                 memo[key] = ("problem", problem)
         kind, value = memo[key]
         if kind == "problem":
-            raise StudentProblem(value.message, value.observed, value.kind, unwritten=value.unwritten)
+            raise StudentProblem(value.message, value.observed, value.kind, unwritten=value.unwritten,
+                                 undefined=value.undefined)
         return value
 
 

@@ -39,14 +39,17 @@ class StudentProblem(Exception):
     never returning, which no check that accepts a raised exception may accept) and "refused"
     when it is not called again because it did one of those in an earlier check.
     ``unwritten`` names the function or answer the student has not written yet, when that is
-    the reason (the report then lists it once instead of repeating the failure per check)."""
+    the reason (the report then lists it once instead of repeating the failure per check);
+    ``undefined`` names the one a failing cell kept from being defined (written, perhaps, but
+    never run): in both cases the check judged no answer."""
 
-    def __init__(self, message: str, observed: str = "", kind: str = "", *, unwritten: str = ""):
+    def __init__(self, message: str, observed: str = "", kind: str = "", *, unwritten: str = "", undefined: str = ""):
         super().__init__(message)
         self.message = message
         self.observed = observed or message
         self.kind = kind
         self.unwritten = unwritten
+        self.undefined = undefined
 
 
 class CheckTimeout(BaseException):
