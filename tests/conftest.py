@@ -200,7 +200,7 @@ def edited_exercises(root: Path) -> list[str]:
                                  capture_output=True, text=True, timeout=10).stdout.split("\n")
     except (OSError, subprocess.SubprocessError):
         return []
-    return [line[3:] for line in changed if line.strip()]
+    return [line[3:] + (" (fora do repositório)" if line.startswith("??") else "") for line in changed if line.strip()]
 
 
 def pytest_report_header(config):
@@ -209,8 +209,9 @@ def pytest_report_header(config):
     edited = edited_exercises(Path(__file__).resolve().parent.parent)
     if not edited:
         return None
-    config.stash[EDITED_EXERCISES] = (f"atenção: {', '.join(edited)} difere do repositório (respostas suas?). Os "
+    verb = "difere" if len(edited) == 1 else "diferem"
+    config.stash[EDITED_EXERCISES] = (f"atenção: {', '.join(edited)} {verb} do repositório (respostas suas?). Os "
                                       "testes que conferem os exercícios gerados vão falhar; guarde as respostas "
-                                      "(git stash) ou rode `course build`.")
+                                      "(git stash -u guarda também os arquivos novos) ou rode `course build`.")
     return [config.stash[EDITED_EXERCISES]]
 

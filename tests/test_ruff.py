@@ -21,9 +21,21 @@ def ruff_command() -> list[str]:
     return [found]
 
 
+def project_files() -> list[str]:
+    """What the repository holds (a student's scratch notebook or Copy1 is not project code), or
+    "." outside a git checkout."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--", "*.py", "*.ipynb", "*.pyi"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ["."]
+    files = [name for name in listed.stdout.split("\0") if name and (ROOT / name).exists()]
+    return files if listed.returncode == 0 and files else ["."]
+
+
 def test_ruff_check_passes():
-    result = subprocess.run([*ruff_command(), "check", "--no-cache", "--output-format", "concise", "."],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([*ruff_command(), "check", "--no-cache", "--force-exclude", "--output-format", "concise",
+                             *project_files()], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -35,3 +47,18 @@ def test_ruff_finds_a_planted_problem(tmp_path):
     result = subprocess.run([*ruff_command(), "check", "--no-cache", "--output-format", "concise", "."],
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1 and "grader/planted.py:1:8: F401" in result.stdout, result.stdout
+
+
+def test_an_untracked_scratch_notebook_is_not_linted(tmp_path):
+    """A student's rascunho.ipynb or exercise-3-Copy1.ipynb in the checkout is not the project's code."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "kept.py").write_text("x = 1\n", encoding="utf-8")
+    subprocess.run(["git", "add", "kept.py", "pyproject.toml"], cwd=tmp_path, check=True)
+    (tmp_path / "rascunho.py").write_text("import os\n", encoding="utf-8")
+    listed = subprocess.run(["git", "ls-files", "-z", "--", "*.py"], cwd=tmp_path, capture_output=True, text=True)
+    files = [name for name in listed.stdout.split("\0") if name]
+    assert files == ["kept.py"]
+    result = subprocess.run([*ruff_command(), "check", "--no-cache", "--force-exclude", *files], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout

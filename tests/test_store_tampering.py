@@ -119,6 +119,7 @@ def test_random_bytes_in_the_database_pages_are_one_line_and_exit_2(tmp_path, pa
     assert seen["run"] == EXIT_BAD_INPUT, seen  # the resume reads the whole run: it must see the damage
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", ["nao-existe", None, "../../etc/passwd"], ids=["unknown", "null", "a-path"])
 def test_a_fork_of_a_run_with_a_doctored_scenario_is_one_line_and_leaves_nothing(tmp_path, scenario):
     folder, into = tmp_path / "execucao", tmp_path / "d-fork"
