@@ -88,7 +88,7 @@ def _harness_modules() -> list[Any]:
     alone brings most), and a check enters ``instrumented_tools`` many times per grading: one
     pass of ``startswith`` over the names costs a tenth of splitting each one."""
     return [module for name in list(sys.modules)
-            if name.startswith("harness") and (name == "harness" or name.startswith("harness."))
+            if (name == "harness" or name.startswith("harness."))
             and (module := sys.modules.get(name)) is not None]
 
 

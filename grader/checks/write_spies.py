@@ -175,5 +175,46 @@ def observed_writes(ctx: Context, crash_after: int | None = None,
         os.write = real_write
 
 
-__all__ = ["CrashingFile", "TornWrite", "bound_everywhere", "named_by_descriptor_number", "observed_writes",
-           "replaced_globals"]
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def opened_path(file: Any, dir_fd: int | None = None) -> Path | None:
+    """The absolute path an open names: a descriptor's file (os.fdopen), or a name relative to
+    ``dir_fd`` (os.open(..., dir_fd=...), as the harness's atomic write does) or to the cwd."""
+    if isinstance(file, int):
+        return named_by_descriptor_number(file)
+    if not isinstance(file, (str, bytes, os.PathLike)):
+        return None
+    name = os.fsdecode(file)
+    if dir_fd is not None and not os.path.isabs(name):
+        base = named_by_descriptor_number(dir_fd)
+        if base is None:
+            return None
+        name = os.path.join(base, name)
+    name = os.path.abspath(name)
+    return Path(os.path.realpath(os.path.dirname(name))) / os.path.basename(name)
+
+
+@contextmanager
+def dying_os_open(ctx: Context, hook: Any) -> Iterator[None]:
+    """``os.open`` for writing runs ``hook(path)`` first (mkstemp, NamedTemporaryFile and the harness's
+    own save all open through it); the student's ``from os import open as ...`` names too."""
+    real = os.open
+
+    def spied(path, flags, mode=0o777, *, dir_fd=None):
+        if flags & _WRITE_FLAGS:
+            where = opened_path(path, dir_fd)
+            if where is not None:
+                hook(where)
+        return real(path, flags, mode, dir_fd=dir_fd)
+
+    os.open = spied
+    try:
+        with bound_everywhere(ctx, {"open": spied}, {"open": real}):
+            yield
+    finally:
+        os.open = real
+
+
+__all__ = ["CrashingFile", "TornWrite", "bound_everywhere", "dying_os_open", "named_by_descriptor_number",
+           "observed_writes", "opened_path", "replaced_globals"]

@@ -113,7 +113,7 @@ def ran(row: Any) -> bool:
 def judged_no_answer(check: Any) -> bool:
     """A failed check that never reached an answer: its function is still the stub, or a failing
     cell kept it from being defined (that cell is listed among the troubles)."""
-    return not check.passed and bool(check.unwritten or getattr(check, "undefined", ""))
+    return not check.passed and bool(check.unwritten or check.undefined)
 
 
 def is_blank(row: Any) -> bool:

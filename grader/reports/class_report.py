@@ -288,7 +288,6 @@ def _check_words(data: ClassData, check_id: str) -> str:
     return f"N{stats.level} {stats.title}" + (f" [{stats.fixture}]" if stats.fixture else "")
 
 
-_cell = text_cell
 
 
 def checks_csv(rows: list[Any]) -> str:
@@ -300,7 +299,7 @@ def checks_csv(rows: list[Any]) -> str:
             result = (PASSED_WORD if check.passed else UNWRITTEN_WORD if check.unwritten
                       else UNDEFINED_WORD if check.undefined else FAILED_WORD)
             writer.writerow([
-                _cell(row.submission), _cell(check.id), check.level, _cell(check.fixture or ""), _cell(check.title),
+                text_cell(row.submission), text_cell(check.id), check.level, text_cell(check.fixture or ""), text_cell(check.title),
                 result, shown_points(check.points_earned), shown_points(check.points),
             ])
     return buffer.getvalue()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from grader.checks.exercise_5.fixtures import CHECKPOINTS, EXERCISE, RUN_FOLDER, _point, write_run_dir
 from grader.checks.exercise_5.probes import (
@@ -182,51 +181,6 @@ class CrashHere(BaseException):
     """The process dies when the checkpoint is about to be written (a BaseException: no `except Exception` stops it)."""
 
 
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-
-
-def _opened_path(file: Any, dir_fd: int | None = None) -> Path | None:
-    """The absolute path an open names: a descriptor's file (os.fdopen), or a name relative to
-    ``dir_fd`` (os.open(..., dir_fd=...), as the harness's atomic write does) or to the cwd."""
-    from grader.checks.write_spies import named_by_descriptor_number
-
-    if isinstance(file, int):
-        return named_by_descriptor_number(file)
-    if not isinstance(file, (str, bytes, os.PathLike)):
-        return None
-    name = os.fsdecode(file)
-    if dir_fd is not None and not os.path.isabs(name):
-        base = named_by_descriptor_number(dir_fd)
-        if base is None:
-            return None
-        name = os.path.join(base, name)
-    name = os.path.abspath(name)
-    return Path(os.path.realpath(os.path.dirname(name))) / os.path.basename(name)
-
-
-@contextmanager
-def _dying_os_open(ctx: Context, hook: Any) -> Iterator[None]:
-    """``os.open`` for writing runs ``hook(path)`` first (mkstemp, NamedTemporaryFile and the harness's
-    own save all open through it); the student's ``from os import open as ...`` names too."""
-    from grader.checks.write_spies import bound_everywhere
-
-    real = os.open
-
-    def spied(path, flags, mode=0o777, *, dir_fd=None):
-        if flags & _WRITE_FLAGS:
-            where = _opened_path(path, dir_fd)
-            if where is not None:
-                hook(where)
-        return real(path, flags, mode, dir_fd=dir_fd)
-
-    os.open = spied
-    try:
-        with bound_everywhere(ctx, {"open": spied}, {"open": real}):
-            yield
-    finally:
-        os.open = real
-
-
 @EXERCISE.check(
     level=4,
     per_fixture=True,
@@ -238,7 +192,7 @@ def _dying_os_open(ctx: Context, hook: Any) -> Iterator[None]:
     ),
 )
 def finish_survives_its_own_crash(ctx: Context, fixture: Fixture) -> None:
-    from grader.checks.write_spies import observed_writes
+    from grader.checks.write_spies import dying_os_open, observed_writes, opened_path
 
     finish_rewind = ctx.student_function("finish_rewind")
     crash = {"armed": True, "happened": False}
@@ -256,11 +210,11 @@ def finish_survives_its_own_crash(ctx: Context, fixture: Fixture) -> None:
                 raise CrashHere("queda simulada ao gravar checkpoint.json")
 
         def die_on_open(file: Any, mode: str) -> None:
-            where = _opened_path(file)
+            where = opened_path(file)
             if where is not None:
                 die_at_a_save_in_the_run(where)
 
-        with observed_writes(ctx, before_open=die_on_open), _dying_os_open(ctx, die_at_a_save_in_the_run):
+        with observed_writes(ctx, before_open=die_on_open), dying_os_open(ctx, die_at_a_save_in_the_run):
             ctx.call_or_problem(finish_rewind, run_dir)
         marker_left = (run_dir / MARKER).exists()
         if not crash["happened"]:
