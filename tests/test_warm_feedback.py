@@ -112,12 +112,12 @@ def wait_until(condition, timeout: float, why: str) -> None:
 class Watching:
     """`grade watch exercise-3 --level 1` on ``notebook``, in a process group of its own (as a terminal runs it)."""
 
-    def __init__(self, notebook: Path, tmp_path: Path, *extra: str):
+    def __init__(self, notebook: Path, tmp_path: Path, *extra: str, prelude: str = ""):
         self.temp = tmp_path / "tmp"
         self.temp.mkdir(exist_ok=True)
         env = {**os.environ, "GRADE_STATE_FILE": str(tmp_path / "state.json"), "TMPDIR": str(self.temp), "NO_COLOR": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", GRADE, "watch", "exercise-3", "--notebook", str(notebook), "--level", "1",
+            [sys.executable, "-c", prelude + GRADE, "watch", "exercise-3", "--notebook", str(notebook), "--level", "1",
              "--polling", "--interval", "0.2", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True)
         self.out: list[str] = []
@@ -184,8 +184,8 @@ class Watching:
 def watching(tmp_path):
     sessions: list[Watching] = []
 
-    def start(notebook: Path, *extra: str) -> Watching:
-        sessions.append(Watching(notebook, tmp_path, *extra))
+    def start(notebook: Path, *extra: str, prelude: str = "") -> Watching:
+        sessions.append(Watching(notebook, tmp_path, *extra, prelude=prelude))
         return sessions[-1]
 
     yield start
@@ -298,6 +298,35 @@ def test_when_watch_ends_nothing_it_started_is_left(tmp_path, watching, how, mom
         assert int(marker.read_text()) in started
     code = session.stop(how)
     assert code == 0 and "grade watch encerrado." in session.text(), (code, "".join(session.err)[-2000:])
+    wait_until(lambda: not any(alive(pid) for pid in started), 10,
+               f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+    assert leftovers(session.temp) == []
+
+
+STUCK_ON_STOP = """
+import time
+from grader.core import forked_kernels
+
+def never_ends(self):  # a template whose end is never seen: the orderly ending waits forever
+    time.sleep(3600)
+
+forked_kernels.TemplateProcess.close = never_ends
+"""
+
+
+def test_a_stop_whose_orderly_ending_is_stuck_still_ends_the_watch_and_all_it_started(tmp_path, watching):
+    """Whatever hangs while the watch ends (here: waiting for its template), Ctrl-C ends it: after
+    the grace period what it started is killed and its folders removed, and it says so."""
+    (tmp_path / "stuck_on_stop.py").write_text(STUCK_ON_STOP)
+    notebook = write(passing(), tmp_path / "exercise-3.ipynb")
+    session = watching(notebook, prelude="import stuck_on_stop; ")  # imported from the watch's folder
+    session.wait_reports(1)
+    template = session.template()
+    wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+    started = descendants(session.process.pid)
+    assert template in started
+    assert session.stop() == 0  # within stop()'s 60 s: the grace period is 10 s
+    assert "grade watch encerrado" in session.text() and "à força" in session.text(), session.text()[-2000:]
     wait_until(lambda: not any(alive(pid) for pid in started), 10,
                f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
     assert leftovers(session.temp) == []

@@ -39,6 +39,7 @@ from grader.core import scratch
 from grader.core.kernel import STARTUP_TIMEOUT
 from grader.core.kernel_template import receive, send
 
+WAIT_SLICE = 0.25  # seconds of one look for the template's answer (a held stop acts between looks)
 KILL_WAIT = 5.0  # seconds ``kill`` waits for a SIGKILLed kernel to end (jupyter_client's own wait: 5 s)
 # What every exercise's kernel imports first. IPythonKernel imports its debugger (and debugpy with
 # it, 0.16 s) on every start: done once in the template, no forked kernel pays it.
@@ -112,8 +113,8 @@ class TemplateProcess:
     def __init__(self, modules: list[str], env: dict[str, str], wrapper: list[str] = (), parent: str | None = None):
         self.broken: str | None = None
         self.process: subprocess.Popen | None = None
-        self._folder = socket_folder(parent)  # mode 700: only this user connects
-        self.address = os.path.join(self._folder, "template.sock")
+        self.folder = socket_folder(parent)  # mode 700: only this user connects
+        self.address = os.path.join(self.folder, "template.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -158,7 +159,7 @@ class TemplateProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self._folder, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class KernelTemplate:
@@ -171,6 +172,9 @@ class KernelTemplate:
         self.broken: str | None = None  # why forks are not asked for any more
         self.server = server  # the template process, when this connection started it
         self.scratch: Path | None = None  # a folder of grading folders, removed on close
+        # Called between slices of a wait for the template's answer: a warm session acts there on a
+        # stop it held (grader/core/stop_signals.py), at a point where nothing is half-made.
+        self.while_waiting: Any = lambda: None
         self._channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if server is not None and server.broken:
             self.broken = server.broken
@@ -293,10 +297,18 @@ class KernelTemplate:
         return True
 
     def _answer(self, timeout: float) -> tuple[dict, list[int]]:
-        """The template's next message that is not an exit notice (notices are kept)."""
+        """The template's next message that is not an exit notice (notices are kept). Waited for in
+        short slices, ``while_waiting`` called between them (a stop held meanwhile acts there)."""
         deadline = time.monotonic() + timeout
         while True:
-            message, fds = self._read(deadline - time.monotonic())
+            remaining = deadline - time.monotonic()
+            try:
+                message, fds = self._read(min(remaining, WAIT_SLICE))
+            except TimeoutError:
+                if remaining <= WAIT_SLICE:
+                    raise
+                self.while_waiting()
+                continue
             if not self._keep_notice(message, fds):
                 return message, fds
 

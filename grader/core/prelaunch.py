@@ -18,19 +18,21 @@ the notebook machinery, so a command can launch before importing the rest.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, ContextManager, Iterator
+import time
+from typing import Any, Callable, Iterator
 
 from grader.core import grading_files, scratch
 from grader.core import kernel as kernels
 from grader.core.environment import kernel_env
 from grader.core.sandbox import Sandbox, kernel_environment, sandboxed_connection
 
+ANSWER_SLICE = 1.0  # seconds of one wait for the kernel's first answer (jupyter_client looks once a second)
+
 
 class PrelaunchedKernel:
     """A kernel started ahead of its grading, in the folder that grading will use."""
 
-    def __init__(self, sandbox: Sandbox | None = None, template: Any = None, keep_folder: bool = False,
-                 while_starting: Callable[[], ContextManager] = contextlib.nullcontext) -> None:
+    def __init__(self, sandbox: Sandbox | None = None, template: Any = None, keep_folder: bool = False) -> None:
         self.sandbox = sandbox  # with the user id this kernel runs as: the grading keeps it
         self.template = template  # a kernel the grading restarts is forked from it too
         self.keep_folder = keep_folder  # the grading's end leaves the folder to ``remove_folder``
@@ -58,13 +60,11 @@ class PrelaunchedKernel:
                 env = kernel_environment(self.workdir)  # what bubblewrap would have given it
         km = manager_class(kernel_name="python3", **settings)
         try:
-            # The same launch nbclient would do (its in-memory history argument included), in
-            # ``while_starting`` (a warm session lets Ctrl-C through the wait for a fork there).
-            with while_starting():
-                run_sync(km.start_kernel)(
-                    extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
-                    env=env, stderr=self._stderr, stdout=self._stderr,
-                )
+            # The same launch nbclient would do (its in-memory history argument included).
+            run_sync(km.start_kernel)(
+                extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=str(self.workdir),
+                env=env, stderr=self._stderr, stdout=self._stderr,
+            )
             self._km = km
         except Exception:  # noqa: BLE001 - the grading then starts its own kernel
             self._km = None
@@ -78,21 +78,34 @@ class PrelaunchedKernel:
         self._taken = True
         return self._km
 
-    def connect(self) -> None:
+    def connect(self, between_waits: Callable[[], None] = lambda: None) -> None:
         """Connect to the kernel and wait for its answer now, not when the grading begins. A kernel
-        that does not answer is left as it is: the grading connects (or starts another) as usual."""
+        that does not answer is left as it is: the grading connects (or starts another) as usual.
+
+        The answer is waited for in slices of about a second, ``between_waits`` called between them:
+        a warm session acts there on a stop it held. An interruption inside jupyter_client's wait
+        could leave a socket its client does not know of, and ending that client would then wait
+        for the socket forever (zmq's ``term``)."""
         if self._km is None or self._taken or self._kc is not None:
             return
         from jupyter_core.utils import run_sync
 
         client = self._km.client()
+        deadline = time.monotonic() + kernels.STARTUP_TIMEOUT
         try:
             client.start_channels()
-            run_sync(client.wait_for_ready)(timeout=kernels.STARTUP_TIMEOUT)
+            while True:
+                try:
+                    run_sync(client.wait_for_ready)(timeout=ANSWER_SLICE)
+                    break
+                except RuntimeError:  # no answer within the slice, or the kernel died
+                    if time.monotonic() > deadline or not run_sync(self._km.is_alive)():
+                        raise
+                between_waits()
         except Exception:  # noqa: BLE001 - it died, or does not answer
             _stop(client)
             return
-        except BaseException:  # Ctrl-C while it waits: nothing of the client is left behind
+        except BaseException:  # a stop acted between slices: nothing of the client is left behind
             _stop(client)
             raise
         client.allow_stdin = False  # as nbclient sets it on the clients it connects

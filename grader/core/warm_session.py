@@ -23,43 +23,15 @@ that died is started again, a few times at most.
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from grader.core.environment import kernel_env
 from grader.core.limits import DEFAULT_LIMITS, Limits
 from grader.core.prelaunch import PrelaunchedKernel
+from grader.core.stop_signals import act_on_stop, stops_deferred
 
 MAX_TEMPLATE_STARTS = 3  # a template that keeps dying is not started again and again
-_STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
-
-
-@contextlib.contextmanager
-def _stops_masked(how: int) -> Iterator[None]:
-    """Block (or unblock) Ctrl-C, SIGTERM and SIGHUP for the block, then put the mask back; only
-    the main thread's mask matters, and a platform without signal masks changes nothing."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(how, _STOPS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def stops_deferred() -> contextlib.AbstractContextManager[None]:
-    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (then act as usual): a kernel being
-    forked, or the template being ended, is never left half-way with its folder behind."""
-    return _stops_masked(getattr(signal, "SIG_BLOCK", 0))
-
-
-def stops_allowed() -> contextlib.AbstractContextManager[None]:
-    """Inside ``stops_deferred``: Ctrl-C, SIGTERM and SIGHUP act at once again for the block (a wait
-    that may last, such as a fork from a template that does not answer); then wait again."""
-    return _stops_masked(getattr(signal, "SIG_UNBLOCK", 1))
 
 
 class WarmGrader:
@@ -93,14 +65,15 @@ class WarmGrader:
 
     def prepare(self) -> None:
         """Get the next grading ready (call it once the result is shown): its kernel forked and
-        connected to, the last grading's folder removed. A stop waits while the template starts and
-        the kernel's folder is made, not while the fork is waited for (the kernel then removes what
-        it made itself): a template that does not answer must not hold Ctrl-C for a minute."""
+        connected to, the last grading's folder removed. A stop is held meanwhile and acts only
+        between the short slices of the waits for the template's and the kernel's answers, so
+        neither a kernel nor a client is ever left half-made, and Ctrl-C still acts within about
+        a second."""
         with stops_deferred():
             if self.spare is None:
                 self.spare = self._prelaunch()
-        self._remove_done()  # while the new kernel starts
-        self.spare.connect()
+            self._remove_done()  # while the new kernel starts
+            self.spare.connect(between_waits=act_on_stop)
 
     def close(self) -> None:
         """End the waiting kernel and the template (which kills any kernel of it still running)."""
@@ -117,6 +90,15 @@ class WarmGrader:
                         template.close()
                 finally:
                     self._remove_done()
+
+    def folders(self) -> list[Path]:
+        """Every folder this session made and has not removed yet (a last-resort stop removes them)."""
+        kernels = [kernel for kernel in (self.spare, *self.done) if kernel is not None]
+        found = [kernel.workdir for kernel in kernels]
+        server = getattr(self.template, "server", None)
+        if server is not None:
+            found.append(Path(server.folder))
+        return found
 
     def __enter__(self) -> WarmGrader:
         return self
@@ -137,12 +119,14 @@ class WarmGrader:
 
             self.starts += 1
             self.template = KernelTemplate.start(self.exercise, kernel_env())
+            if self.template is not None:
+                self.template.while_waiting = act_on_stop  # a stop held while a fork is waited for acts there
             if self.template is None:
                 self.starts = MAX_TEMPLATE_STARTS  # forks are not supported here, or switched off
         return self.template
 
     def _prelaunch(self) -> PrelaunchedKernel:
-        return PrelaunchedKernel(None, self._template(), keep_folder=True, while_starting=stops_allowed)
+        return PrelaunchedKernel(None, self._template(), keep_folder=True)
 
     def _remove_done(self) -> None:
         while self.done:

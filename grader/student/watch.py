@@ -10,7 +10,8 @@ polling by itself. A changed file that parses as a whole JSON document is a fini
 (Jupyter writes a new file and renames it over the notebook; a prefix of a JSON document never
 parses), graded at once; anything else is waited for until the file stops changing, so a save
 still being written is not graded half-way. Ctrl-C (or SIGTERM, or the terminal closing) ends it
-cleanly.
+cleanly, and always: if the orderly ending is stuck for ``STOP_GRACE`` seconds, what the watch
+started is killed outright and its folders removed (grader/core/stop_signals.py).
 
 Each save is graded in a fresh kernel, as ``grade exercise-N`` grades, but without paying the
 kernel's start again: for as long as it runs, the watcher keeps a kernel template that has
@@ -21,10 +22,8 @@ imported ipykernel and anthropic once, and a kernel forked from it waiting for t
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from datetime import datetime
@@ -42,6 +41,9 @@ POLLING_ENV = "GRADE_WATCH_POLLING"
 Signature = tuple[int, int] | None
 POLL_SETTLE = 0.25  # seconds between the two equal readings of a changed file, when polling
 EVENT_SETTLE = 0.05  # the same after a file event
+# After Ctrl-C (or SIGTERM, SIGHUP), how long the orderly ending (each kernel shut down, the template
+# waited for) may take before what the watch started is killed outright and its folders removed.
+STOP_GRACE = 10.0
 EVENT_STEP_MS = 20  # watchfiles yields a batch of events after this long without more (its default: 50)
 
 
@@ -184,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     from grader.core.limits import Limits
+    from grader.core.stop_signals import ends_within, stops_as_interrupt
     from grader.core.warm_session import WarmGrader
 
     limits = Limits.from_grade_flags(args)  # the same flags, and defaults, as `grade exercise-N`
@@ -205,28 +208,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         warm.prepare()  # the next save's kernel starts now, while the student reads this one
 
+    warm = WarmGrader(args.exercise)
+    forced = f"\ngrade watch encerrado (a limpeza não terminou em {STOP_GRACE:g} s: os kernels foram encerrados à força).\n"
     try:
-        with stops_as_interrupt(), WarmGrader(args.exercise) as warm:
+        with stops_as_interrupt(), ends_within(STOP_GRACE, forced, warm.folders), warm:
             watch(notebook, grade_once, interval=args.interval, use_events=not polling_forced(getattr(args, "polling", False)))
     except KeyboardInterrupt:
         print("\ngrade watch encerrado.")
     return 0
-
-
-@contextlib.contextmanager
-def stops_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a polite kill) and SIGHUP (the terminal closed) end the watcher as Ctrl-C does, so
-    its kernel template and kernels are ended and their folders removed, not left behind."""
-    def interrupt(_signum, _frame):
-        raise KeyboardInterrupt
-
-    names = [getattr(signal, name) for name in ("SIGHUP", "SIGTERM") if hasattr(signal, name)]
-    try:
-        previous = {signum: signal.signal(signum, interrupt) for signum in names}
-    except ValueError:  # not the main thread: signals stay as they are
-        previous = {}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
