@@ -222,6 +222,22 @@ def test_a_check_that_never_failed_is_one_line_not_a_row(tmp_path):
     assert "2 verificações passaram em todas as entregas corrigidas." in " ".join("".join(elements.text).split())
 
 
+def test_a_check_some_left_unwritten_is_not_said_to_pass_everywhere(tmp_path):
+    """Among the checks nobody failed: one every submission answered passed everywhere; one some
+    left unwritten passed only where it was answered; one nobody answered did not pass at all."""
+    rows = [graded_row("ana", set()), graded_row("bruno", set())]
+    for row in rows:
+        for check in row.report.checks:
+            if check.id == "n1.b" or (check.id == "n2.c" and row.submission == "bruno"):
+                check.status, check.unwritten = "fail", "resume_action"  # the stub, as the engine reports it
+    page_path, csv_path = write_class_report(tmp_path, "exercise-3", rows, LEVELS)
+    text = " ".join("".join(parsed(page_path).text).split())
+    assert "1 verificação passou em todas as entregas corrigidas." in text, text  # n1.a
+    assert "1 verificação passou em todas as entregas que a responderam (as outras deixaram a função sem escrever)." in text
+    assert "1 verificação não foi respondida por nenhuma entrega corrigida." in text  # n1.b
+    assert csv_counts(csv_path)["n2.c"] == (1, 0)  # judged once (ana), never failed
+
+
 def test_the_last_axis_label_ends_inside_its_chart():
     from grader.reports.class_report import score_chart
 

@@ -305,30 +305,69 @@ def test_when_watch_ends_nothing_it_started_is_left(tmp_path, watching, how, mom
 
 STUCK_ON_STOP = """
 import time
-from grader.core import forked_kernels
+from grader.core import forked_kernels, prelaunch
 
-def never_ends(self):  # a template whose end is never seen: the orderly ending waits forever
+def never_ends(*args, **kwargs):  # an ending that waits forever
     time.sleep(3600)
 
-forked_kernels.TemplateProcess.close = never_ends
+if "{step}" == "template":
+    forked_kernels.TemplateProcess.close = never_ends
+else:  # the waiting kernel's shutdown, once the watch is ending (gradings discard theirs as usual)
+    from grader.core import warm_session
+
+    closing, close, discard = [], warm_session.WarmGrader.close, prelaunch.PrelaunchedKernel.discard
+    warm_session.WarmGrader.close = lambda self: closing.append(1) or close(self)
+    prelaunch.PrelaunchedKernel.discard = lambda self: never_ends() if closing else discard(self)
 """
 
 
-def test_a_stop_whose_orderly_ending_is_stuck_still_ends_the_watch_and_all_it_started(tmp_path, watching):
-    """Whatever hangs while the watch ends (here: waiting for its template), Ctrl-C ends it: after
-    the grace period what it started is killed and its folders removed, and it says so."""
-    (tmp_path / "stuck_on_stop.py").write_text(STUCK_ON_STOP)
+@pytest.mark.parametrize("step", ["template", "kernel"])
+def test_a_stop_whose_orderly_ending_is_stuck_still_ends_the_watch_and_all_it_started(step):
+    """Whatever hangs while the watch ends (waiting for its template, or for a kernel to shut down),
+    Ctrl-C ends it: after the grace period what it started is killed and every folder it made is
+    removed, also those whose owner it had already let go of, and it says so."""
+    import shutil
+    import tempfile
+
+    short = Path(tempfile.mkdtemp(prefix="gw-", dir="/tmp"))  # the template's socket folder lands in this temp folder
+    session = None
+    try:
+        (short / "stuck_on_stop.py").write_text(STUCK_ON_STOP.replace("{step}", step))
+        notebook = write(passing(), short / "exercise-3.ipynb")
+        session = Watching(notebook, short, prelude="import stuck_on_stop; ")  # imported from the watch's folder
+        session.wait_reports(1)
+        template = session.template()
+        wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
+        started = descendants(session.process.pid)
+        assert template in started and template_folders(session.temp), leftovers(session.temp)
+        assert session.stop() == 0  # within stop()'s 60 s: the grace period is 10 s
+        assert "grade watch encerrado" in session.text() and "à força" in session.text(), session.text()[-2000:]
+        wait_until(lambda: not any(alive(pid) for pid in started), 10,
+                   f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+        assert leftovers(session.temp) == []
+    finally:
+        if session is not None:
+            session.close()
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def test_a_second_ctrl_c_while_the_watch_ends_changes_nothing(tmp_path, watching):
     notebook = write(passing(), tmp_path / "exercise-3.ipynb")
-    session = watching(notebook, prelude="import stuck_on_stop; ")  # imported from the watch's folder
+    session = watching(notebook)
     session.wait_reports(1)
-    template = session.template()
     wait_until(lambda: len(descendants(session.process.pid)) >= 2, 60, str(descendants(session.process.pid)))
     started = descendants(session.process.pid)
-    assert template in started
-    assert session.stop() == 0  # within stop()'s 60 s: the grace period is 10 s
-    assert "grade watch encerrado" in session.text() and "à força" in session.text(), session.text()[-2000:]
-    wait_until(lambda: not any(alive(pid) for pid in started), 10,
-               f"ainda vivos: {[started[pid] for pid in started if alive(pid)]}")
+    os.killpg(session.process.pid, signal.SIGINT)
+    for _ in range(20):  # more Ctrl-C while it ends, and while Python exits
+        time.sleep(0.02)
+        if session.process.poll() is not None:
+            break
+        os.killpg(session.process.pid, signal.SIGINT)
+    assert session.process.wait(timeout=60) == 0, "".join(session.err)[-2000:]
+    for reader in session.readers:
+        reader.join(timeout=10)
+    assert "Traceback" not in "".join(session.err) and "grade watch encerrado." in session.text()
+    wait_until(lambda: not any(alive(pid) for pid in started), 10, "ainda vivos")
     assert leftovers(session.temp) == []
 
 

@@ -172,3 +172,40 @@ def test_what_the_template_imports_ahead_is_a_copy_of_each_grading_s_own(tmp_pat
     for report in (second, third):
         assert _probe(report) == {"template": "True", "vazou": "-"}, report.cell_problems
         assert report.passed
+
+
+@pytest.mark.parametrize("moment", ["template folder made", "kernel folder made"])
+def test_a_stop_while_the_first_kernel_is_set_up_leaves_nothing_behind(tmp_path, monkeypatch, moment):
+    """Ctrl-C in the first grading's set-up (the template's folder just made, or the kernel's) is
+    held until the fork is waited for, so neither folder nor process is left; acting at once, it
+    would land where nothing cleans up."""
+    import shutil
+
+    from grader.core import forked_kernels, prelaunch
+    from grader.core.stop_signals import descendants
+    from tests.test_warm_feedback import alive
+
+    short = Path(tempfile.mkdtemp(prefix="gw-", dir="/tmp"))  # room for the template's socket path
+    monkeypatch.setattr(tempfile, "tempdir", str(short))
+    notebook = write(make_notebook(SETUP, RESUME_OK), tmp_path / "exercise-3.ipynb")
+    module, name = (forked_kernels, "socket_folder") if moment == "template folder made" else (prelaunch.scratch, "new_scratch")
+    original = getattr(module, name)
+
+    def then_ctrl_c(*args, **kwargs):
+        made = original(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return made
+
+    monkeypatch.setattr(module, name, then_ctrl_c)
+    before = set(descendants(os.getpid()))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with WarmGrader("exercise-3") as warm:
+                warm.grade(notebook, level=1)
+        assert leftovers(short) == []
+        deadline = time.monotonic() + 10
+        while [pid for pid in descendants(os.getpid()) if pid not in before and alive(pid)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in descendants(os.getpid()) if pid not in before and alive(pid)] == []
+    finally:
+        shutil.rmtree(short, ignore_errors=True)

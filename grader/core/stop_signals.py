@@ -117,16 +117,29 @@ def interrupt(signum: int, _frame: Any) -> None:
 @contextlib.contextmanager
 def stops_as_interrupt() -> Iterator[None]:
     """Ctrl-C, SIGTERM (a polite kill) and SIGHUP (the terminal closed) all raise KeyboardInterrupt
-    in the block, so the program unwinds and ends what it started."""
+    in the block, so the program unwinds and ends what it started. Only the first does: a second
+    Ctrl-C while it ends would cut the ending short (the last resort of ``ends_within`` is there
+    for an ending that is stuck), and after the block, once stopped, later stops are ignored, so
+    one landing while Python exits does not turn a clean end into status 130."""
+    stopped = False
+
+    def first_only(signum: int, frame: Any) -> None:
+        nonlocal stopped
+        if stopped:
+            _received(signum)
+            return
+        stopped = True
+        interrupt(signum, frame)
+
     try:
-        previous = {signum: signal.signal(signum, interrupt) for signum in STOPS}
+        previous = {signum: signal.signal(signum, first_only) for signum in STOPS}
     except ValueError:  # not the main thread: signals stay as they are
         previous = {}
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, signal.SIG_IGN if stopped else handler)
 
 
 class LastResort:

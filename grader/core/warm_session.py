@@ -23,6 +23,7 @@ that died is started again, a few times at most.
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -44,6 +45,7 @@ class WarmGrader:
         self.spare: PrelaunchedKernel | None = None
         self.done: list[PrelaunchedKernel] = []  # gradings whose folders go once their result is shown
         self._fixtures: tuple[tuple, list] | None = None  # (files_signature, the fixtures it read)
+        self._made: list[Path] = []  # the folders of its kernels and templates, as they are made
 
     def grade(self, notebook: Path, *, limits: Limits = DEFAULT_LIMITS, level: int | None = None,
               fixture_dirs: Sequence[Path] = ()) -> Any:
@@ -56,7 +58,8 @@ class WarmGrader:
         current, self.spare = self.spare, None
         try:
             if current is None and Path(notebook).is_file():
-                current = self._prelaunch()
+                with stops_deferred():  # a stop acts in the fork's wait slices, never half-way
+                    current = self._prelaunch()
             return grade_with_fixtures(spec, fixtures, notebook, level=level, limits=limits, prelaunched=current)
         finally:
             if current is not None:
@@ -92,13 +95,10 @@ class WarmGrader:
                     self._remove_done()
 
     def folders(self) -> list[Path]:
-        """Every folder this session made and has not removed yet (a last-resort stop removes them)."""
-        kernels = [kernel for kernel in (self.spare, *self.done) if kernel is not None]
-        found = [kernel.workdir for kernel in kernels]
-        server = getattr(self.template, "server", None)
-        if server is not None:
-            found.append(Path(server.folder))
-        return found
+        """Every folder this session made that is still there (a last-resort stop removes them):
+        noted when made, so one whose owner was let go of before a stuck ending is named too."""
+        self._made = [folder for folder in self._made if os.path.lexists(folder)]
+        return list(self._made)
 
     def __enter__(self) -> WarmGrader:
         return self
@@ -119,6 +119,8 @@ class WarmGrader:
 
             self.starts += 1
             self.template = KernelTemplate.start(self.exercise, kernel_env())
+            if self.template is not None and self.template.server is not None:
+                self._made.append(Path(self.template.server.folder))
             if self.template is not None:
                 self.template.while_waiting = act_on_stop  # a stop held while a fork is waited for acts there
             if self.template is None:
@@ -126,7 +128,9 @@ class WarmGrader:
         return self.template
 
     def _prelaunch(self) -> PrelaunchedKernel:
-        return PrelaunchedKernel(None, self._template(), keep_folder=True)
+        kernel = PrelaunchedKernel(None, self._template(), keep_folder=True)
+        self._made.append(kernel.workdir)
+        return kernel
 
     def _remove_done(self) -> None:
         while self.done:

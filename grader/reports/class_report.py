@@ -260,10 +260,7 @@ def _checks_section(data: ClassData, root: Path | None, base: Path) -> list[str]
                 f"<td>{_esc(', '.join(total.failing_fixtures) or '—')}</td>"
                 f"<td>{_section_link(data, total.level, root, base)}</td></tr>")
         parts.append("</tbody></table>")
-    clean = len(totals) - len(failed)
-    if clean:
-        parts.append(f'<p id="sem-falhas">{quantity(clean, "verificação passou", "verificações passaram")} '
-                     "em todas as entregas corrigidas.</p>")
+    parts += _clean_lines([total for total in totals if not total.failures])
     parts.append(f"<details><summary>Cada verificação em cada fixture ({len(data.checks)} linhas, as contagens de "
                  f"<code>{CSV_NAME}</code>)</summary>"
                  '<table id="detalhe-verificacoes"><thead><tr><th>Verificação</th><th>Nível</th><th>Fixture</th>'
@@ -277,6 +274,26 @@ def _checks_section(data: ClassData, root: Path | None, base: Path) -> list[str]
             f'<td class="n">{_percent(stats.failures, stats.runs)}</td></tr>')
     parts.append("</tbody></table></details>")
     return parts
+
+
+def _clean_lines(clean: list) -> list[str]:
+    """The checks that never failed, said as they are: passed by every corrected submission, passed
+    wherever someone answered (others left the function unwritten), or answered by nobody."""
+    everywhere = sum(1 for total in clean if total.runs and not total.unwritten)
+    where_answered = [total for total in clean if total.runs and total.unwritten]  # some left it unwritten
+    nobody = sum(1 for total in clean if not total.runs)
+    lines = []
+    if everywhere:
+        lines.append(f'<p id="sem-falhas">{quantity(everywhere, "verificação passou", "verificações passaram")} '
+                     "em todas as entregas corrigidas.</p>")
+    if where_answered:
+        one = len(where_answered) == 1
+        lines.append(f'<p id="sem-falhas-onde-respondidas">{quantity(len(where_answered), "verificação passou", "verificações passaram")} '
+                     f"em todas as entregas que {'a' if one else 'as'} responderam (as outras deixaram a função sem escrever).</p>")
+    if nobody:
+        lines.append(f'<p id="sem-resposta">{quantity(nobody, "verificação não foi respondida", "verificações não foram respondidas")} '
+                     "por nenhuma entrega corrigida.</p>")
+    return lines
 
 
 def _unwritten_words(count: int) -> str:
