@@ -29,6 +29,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from grader.core import scratch
+
 STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -108,12 +110,6 @@ def stops_deferred() -> Iterator[None]:
             act_on_stop()
 
 
-def interrupt(signum: int, _frame: Any) -> None:
-    """A handler that ends the program as Ctrl-C does (KeyboardInterrupt), for SIGTERM and SIGHUP too."""
-    _received(signum)
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
 def stops_as_interrupt() -> Iterator[None]:
     """Ctrl-C, SIGTERM (a polite kill) and SIGHUP (the terminal closed) all raise KeyboardInterrupt
@@ -123,13 +119,12 @@ def stops_as_interrupt() -> Iterator[None]:
     one landing while Python exits does not turn a clean end into status 130."""
     stopped = False
 
-    def first_only(signum: int, frame: Any) -> None:
+    def first_only(signum: int, _frame: Any) -> None:
         nonlocal stopped
-        if stopped:
-            _received(signum)
-            return
-        stopped = True
-        interrupt(signum, frame)
+        _received(signum)
+        if not stopped:
+            stopped = True
+            raise KeyboardInterrupt
 
     try:
         previous = {signum: signal.signal(signum, first_only) for signum in STOPS}
@@ -153,7 +148,6 @@ class LastResort:
         self.farewell = farewell
         self.folders = folders
         self.armed = threading.Event()
-        self.fired = False
 
     def arm(self, _signum: int = 0) -> None:
         if self.armed.is_set():
@@ -171,10 +165,9 @@ class LastResort:
 
     def _after_grace(self) -> None:
         threading.Event().wait(self.grace)
-        self.fired = True
         kill_descendants(os.getpid())
         for folder in self.folders():
-            _remove_tree(folder)
+            scratch.remove(folder)
         with contextlib.suppress(OSError):
             sys.stdout.flush()
         with contextlib.suppress(OSError):
@@ -224,9 +217,3 @@ def kill_descendants(pid: int) -> None:
     for child in descendants(pid):
         with contextlib.suppress(OSError):
             os.kill(child, signal.SIGKILL)
-
-
-def _remove_tree(folder: Path) -> None:
-    import shutil
-
-    shutil.rmtree(folder, ignore_errors=True)

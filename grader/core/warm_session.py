@@ -119,10 +119,10 @@ class WarmGrader:
 
             self.starts += 1
             self.template = KernelTemplate.start(self.exercise, kernel_env())
-            if self.template is not None and self.template.server is not None:
-                self._made.append(Path(self.template.server.folder))
             if self.template is not None:
                 self.template.while_waiting = act_on_stop  # a stop held while a fork is waited for acts there
+                if self.template.server is not None:
+                    self._made.append(Path(self.template.server.folder))
             if self.template is None:
                 self.starts = MAX_TEMPLATE_STARTS  # forks are not supported here, or switched off
         return self.template
