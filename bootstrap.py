@@ -135,10 +135,15 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
     return 128 - code if code < 0 else code  # morto por um sinal: 128 + o número, como o shell
 
 
+# The whole suite in two pytest-xdist workers, a file's tests kept together: measured on 2
+# cores, 1,208 s against 2,033-2,192 s serially, all tests passing either way.
+WHOLE_SUITE = ["-n", "2", "--dist", "loadfile"]
+
+
 def test_command(rest: list[str]) -> list[str]:
-    """O pytest com os argumentos de quem chamou (em série; `-n 2 --dist loadfile` divide a suíte
-    entre dois processos, pelo pytest-xdist)."""
-    return [str(BIN / "python"), "-m", "pytest", *rest]
+    """Sem argumentos, a suíte inteira em dois processos; com argumentos, o pytest com eles, em
+    série (quem roda um arquivo só não paga a partida de dois processos)."""
+    return [str(BIN / "python"), "-m", "pytest", *(rest or WHOLE_SUITE)]
 
 
 def main(argv: list[str]) -> int:

@@ -204,3 +204,13 @@ def test_bench_and_extra_commands_in_the_docs_say_how_to_run_them():
             paragraph = text[max(0, match.start() - 600):match.end() + 600]
             assert re.search(r"bootstrap\.py python (-m pip install|bench/)", written) or ("bootstrap.py" in paragraph and ".venv" in paragraph), \
                 (name, text[match.start() - 80:match.end() + 40])
+
+
+def test_the_readme_test_command_splits_the_whole_suite_and_leaves_a_chosen_run_as_asked():
+    import bootstrap
+
+    whole = bootstrap.test_command([])
+    assert whole[1:4] == ["-m", "pytest", "-n"] and whole[4:] == ["2", "--dist", "loadfile"]
+    one_file = bootstrap.test_command(["tests/test_stores.py", "-x", "-q"])
+    assert one_file[3:] == ["tests/test_stores.py", "-x", "-q"]  # as asked, serially
+    assert "-n" not in one_file

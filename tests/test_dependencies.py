@@ -28,7 +28,7 @@ USED_WITHOUT_IMPORT = {
     "jupyter": "named by the course; brings Notebook 7 (tests/test_browser.py opens a lesson in it)",
     "jupyterlab": "`bootstrap.py lab` runs `python -m jupyterlab`",
     "pytest-timeout": "a pytest plugin (the --timeout option)",
-    "pytest-xdist": "a pytest plugin (the -n option, `bootstrap.py test -n 2`)",
+    "pytest-xdist": "a pytest plugin (the -n option: `bootstrap.py test` runs the whole suite with `-n 2`)",
     "ruff": "tests/test_ruff.py runs `ruff check`",
     "langgraph-checkpoint-sqlite": "bench/stores.py imports it as langgraph.checkpoint.sqlite",
 }

@@ -32,6 +32,9 @@ def test_lesson_runs_top_to_bottom(path, tmp_path, monkeypatch):
     # Run from a scratch copy of the lessons folder so files a lesson writes stay out of the repo.
     workdir = tmp_path / "lessons"
     shutil.copytree(LESSONS_DIR, workdir)
+    temporary = tmp_path / "tmp"  # the kernel's system temporary folder, looked at once it ends
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     notebook = nbformat.read(workdir / path.name, as_version=4)
     client = NotebookClient(notebook, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(workdir)}})
@@ -43,6 +46,8 @@ def test_lesson_runs_top_to_bottom(path, tmp_path, monkeypatch):
         and any(output.get("output_type") == "error" for output in cell.get("outputs", []))
     ]
     assert not errors
+    # The kernel has ended (nbclient shuts it down): a lesson run after run leaves nothing behind.
+    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 def test_all_six_lessons_exist():

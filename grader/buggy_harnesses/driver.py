@@ -19,8 +19,9 @@ import importlib
 import io
 import os
 import shutil
-import tempfile
 from pathlib import Path
+
+from harness.display.scratch_folder import scratch_folder
 
 from grader.core.error_text import describe_error
 
@@ -60,7 +61,10 @@ class HarnessUnderTest:
     def __init__(self, name: str, patches: dict[str, object] | None = None, root=None):
         self.name = name
         self._patches = dict(patches or {})
-        self._root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="harness-sob-teste-"))
+        if root is not None:
+            self._root = Path(root)
+        else:  # a folder of its own, removed when this Python ends (a run folder may outlive the object)
+            self._root = scratch_folder("harness-sob-teste-")
         self._count = 0
         self.last_output = ""
 

@@ -8,5 +8,7 @@ armazenamentos, nunca o contrário:
   (HTML no Jupyter, texto no terminal);
 - ``widgets``: o visualizador da linha do tempo (lição 5) e o explorador de quedas (lição 6);
 - ``demos``: processos filhos que as lições 1 e 2 derrubam no meio;
-- ``crash_lab``: a matriz de quedas por SIGKILL e os passos do explorador (lição 6).
+- ``crash_lab``: a matriz de quedas por SIGKILL e os passos do explorador (lição 6);
+- ``scratch_folder``: a pasta temporária de uma lição ou exercício, apagada quando o kernel
+  encerra.
 """

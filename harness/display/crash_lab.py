@@ -190,10 +190,12 @@ def resume_run(run_dir, scenario="team-email", crash_after=None):
 
 def passes_per_label(scenario="team-email", work_dir=None):
     """Quantas vezes uma execução sem queda passa por cada rótulo (as janelas possíveis)."""
-    import tempfile
+    if work_dir is None:  # the run is only counted, never looked at: its folder goes at once
+        import tempfile
 
-    folder = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="passagens-"))
-    code, output = run_in_process(run_arguments(folder / "sem-queda", scenario))
+        with tempfile.TemporaryDirectory(prefix="passagens-") as folder:
+            return passes_per_label(scenario, folder)
+    code, output = run_in_process(run_arguments(Path(work_dir) / "sem-queda", scenario))
     if code != 0:
         raise RuntimeError(f"a execução sem queda de {scenario} terminou com {code}:\n{output}")
     return crash_counts()
