@@ -175,16 +175,23 @@ def test_the_workers_of_a_batch_killed_outright_die_with_it(tmp_path):
 
 @pytest.mark.slow
 def test_what_a_graded_notebook_makes_with_tempfile_goes_with_its_grading_folder(tmp_path):
-    """The course's own notebooks call tempfile.mkdtemp(); graded, those folders must not pile up."""
+    """A student's own tempfile.mkdtemp(), never removed: graded, those folders must not pile up."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    notebook = tmp_path / "exercise-1.ipynb"
-    shutil.copyfile(ROOT / "solutions" / "exercise-1.ipynb", notebook)
-    assert "mkdtemp" in notebook.read_text(encoding="utf-8")  # the case this test is about
+    notebook_path = tmp_path / "exercise-1.ipynb"
+    notebook = nbformat.read(ROOT / "solutions" / "exercise-1.ipynb", as_version=4)
+    where = tmp_path / "onde.txt"  # the cell says where its folder went, so the test has something to observe
+    leaked = ("import tempfile, pathlib\npasta = tempfile.mkdtemp()\n"
+              f"pathlib.Path(pasta, 'rascunho.txt').write_text('x')\npathlib.Path({str(where)!r}).write_text(pasta)")
+    notebook.cells.insert(1, nbformat.v4.new_code_cell(leaked))  # no cleanup, no atexit
+    nbformat.write(notebook, notebook_path)
+    notebook = notebook_path
     env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT), "GRADE_STATE_FILE": str(tmp_path / "s.json")}
     done = subprocess.run([sys.executable, "-m", "grader.cli", "exercise-1", "--notebook", str(notebook)],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    made = Path(where.read_text())
+    assert made.is_relative_to(temp) and not made.exists()
     assert leftovers(temp) == []
 
 
