@@ -138,12 +138,39 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
 # The whole suite in two pytest-xdist workers, a file's tests kept together: measured on 2
 # cores, 1,208 s against 2,033-2,192 s serially, all tests passing either way.
 WHOLE_SUITE = ["-n", "2", "--dist", "loadfile"]
+# Options that choose the workers themselves, or that xdist refuses (a debugger needs one process).
+CHOOSES_WORKERS = {"-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist"}
+# pytest's options whose value is the next argument: that value never names a test to run.
+TAKES_A_VALUE = {"-k", "-m", "-p", "-o", "-c", "-r", "-W", "--ignore", "--ignore-glob", "--deselect",
+                 "--durations", "--maxfail", "--basetemp", "--rootdir", "--tb", "--confcutdir"}
+
+
+def names_tests(argument: str) -> bool:
+    """A file, folder or test id (tests/test_x.py::test_y) that exists, as pytest reads it."""
+    return not argument.startswith("-") and (ROOT / argument.split("::")[0]).exists()
+
+
+def chooses_workers(argument: str) -> bool:
+    option = argument.split("=")[0]
+    return option in CHOOSES_WORKERS or (option.startswith("-n") and option[2:].isalnum())
+
+
+def runs_as_chosen(rest: list[str]) -> bool:
+    """True when the arguments name tests to run or choose the workers: then pytest gets them alone."""
+    after_option = False
+    for argument in rest:
+        if chooses_workers(argument) or (not after_option and names_tests(argument)):
+            return True
+        after_option = argument in TAKES_A_VALUE
+    return False
 
 
 def test_command(rest: list[str]) -> list[str]:
-    """Sem argumentos, a suíte inteira em dois processos; com argumentos, o pytest com eles, em
-    série (quem roda um arquivo só não paga a partida de dois processos)."""
-    return [str(BIN / "python"), "-m", "pytest", *(rest or WHOLE_SUITE)]
+    """Sem caminho de teste, a suíte (toda ou filtrada por -m, -k...) em dois processos; com um
+    arquivo, pasta ou teste nomeado, em série (quem roda um arquivo só não paga a partida de dois
+    processos); quem escolhe -n, --dist ou um depurador (--pdb) fica com o que escolheu."""
+    chosen = rest if runs_as_chosen(rest) else [*WHOLE_SUITE, *rest]
+    return [str(BIN / "python"), "-m", "pytest", *chosen]
 
 
 def main(argv: list[str]) -> int:

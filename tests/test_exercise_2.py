@@ -3,6 +3,8 @@ implemented, and plausible wrong answers fail the check that names their mistake
 (while the same check ids pass on the solution)."""
 from __future__ import annotations
 
+import tempfile
+
 import pytest
 
 from grader.checks.framework import NOT_IMPLEMENTED_PREFIX
@@ -181,6 +183,9 @@ def test_forgetting_the_folder_fsync(tmp_path, monkeypatch):
 
 
 def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
+    system_temp = tmp_path / "tmp"  # where mkstemp() puts the answer's temporaries: not the real /tmp
+    system_temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_temp))
     failed = level1('''    descriptor, temporary = tempfile.mkstemp(suffix=".json")
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
         json.dump(state, file)
@@ -193,6 +198,7 @@ def test_temporary_file_in_another_folder(tmp_path, monkeypatch):
 ''', tmp_path, monkeypatch)
     assert set(failed) == {REPLACE, "n1.saves_to_a_relative_path"} and "outra pasta" in failed[REPLACE]
     assert "o temporário foi criado em" in failed["n1.saves_to_a_relative_path"]
+    assert any(system_temp.iterdir())  # the wrong answer did write there, and it stayed in this test's folder
 
 
 @pytest.mark.slow

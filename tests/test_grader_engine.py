@@ -58,11 +58,13 @@ def test_solution_scores_100_percent_and_exits_0(solution_run):
                           "observed", "message", "hint_ref", "output"}
 
 
+@pytest.mark.slow
 def test_student_notebook_is_never_written(solution_run):
     _, _, _, before, after = solution_run
     assert before == after  # same mtime, same bytes
 
 
+@pytest.mark.slow
 def test_junit_report_lists_every_check(solution_run):
     _, report, junit, _, _ = solution_run
     root = ET.parse(junit).getroot()

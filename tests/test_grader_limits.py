@@ -56,6 +56,7 @@ def test_a_memory_bomb_cell_is_named_as_memory_exhaustion_and_costs_no_points(bo
     assert report["passed_count"] == report["total"] == 12 and code == 0
 
 
+@pytest.mark.slow
 def test_the_memory_bomb_in_the_text_report(bomb_json):
     text = render.text_report(GradeReport.from_dict(bomb_json[1]))
     assert "esgotou a memória do kernel" in text and "`hog = []`" in text

@@ -38,6 +38,7 @@ def entries(counter) -> int:
     return len(counter.read_text().splitlines()) if counter.exists() else 0
 
 
+@pytest.mark.slow
 def test_in_the_kernel_a_function_that_timed_out_is_not_called_by_the_later_checks(tmp_path, monkeypatch):
     counter = tmp_path / "entries.txt"
     namespace, problems = namespace_of(make_notebook(SETUP, looping_resume_action(counter)), monkeypatch)

@@ -8,9 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grader.buggy_harnesses import REFERENCE, make_harness
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
 
 
 def python_in(temporary: Path, code: str) -> str:
@@ -34,21 +42,58 @@ def test_a_scratch_folder_is_there_while_python_runs_and_gone_when_it_ends(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_python_killed_outright_leaves_its_folder_to_the_system(tmp_path):
-    """What the docstring promises and no more: atexit does not run on SIGKILL."""
-    python_in(tmp_path, (
-        "import os, signal\n"
-        "from harness.display.scratch_folder import scratch_folder\n"
-        "scratch_folder('licao-9-')\n"
-        "import subprocess, sys\n"
-        "child = subprocess.run([sys.executable, '-c', "
-        "'import os, signal; from harness.display.scratch_folder import scratch_folder; "
-        "scratch_folder(\"morto-\"); os.kill(os.getpid(), signal.SIGKILL)'])\n"
-        "assert child.returncode == -signal.SIGKILL\n"
-    ))
-    assert [p.name.split("-")[0] for p in tmp_path.iterdir()] == ["morto"]
+def test_a_python_killed_outright_leaves_its_folder_until_the_next_one_asks_for_that_prefix(tmp_path):
+    """atexit does not run on SIGKILL nor on os._exit (a kernel whose Jupyter server died ends so):
+    the folder stays, named with the dead pid, and the next scratch_folder of that prefix removes it."""
+    names = []
+    for ending in ("os.kill(os.getpid(), signal.SIGKILL)", "os._exit(1)"):
+        done = subprocess.run([sys.executable, "-c", (
+            "import os, signal\n"
+            "from harness.display.scratch_folder import scratch_folder\n"
+            "(scratch_folder('licao-9-') / 'a.json').write_text('{}')\n" + ending)],
+            cwd=ROOT, env=dict(os.environ, TMPDIR=str(tmp_path)), timeout=120)
+        assert done.returncode != 0
+        left = list(tmp_path.iterdir())  # the second run swept the first's folder, and left its own
+        assert len(left) == 1 and left[0].name.startswith("licao-9-") and (left[0] / "a.json").is_file()
+        names.append(left[0].name)
+    assert names[0] != names[1]
+    python_in(tmp_path, "from harness.display.scratch_folder import scratch_folder\nscratch_folder('outra-')")
+    assert sorted(tmp_path.iterdir()) == left  # another prefix's sweep leaves them
+    python_in(tmp_path, "from harness.display.scratch_folder import scratch_folder\nscratch_folder('licao-9-')")
+    assert list(tmp_path.iterdir()) == []
 
 
+def test_the_sweep_keeps_what_is_not_an_ended_folder_of_that_prefix(tmp_path):
+    dead = dead_pid()
+    outside = tmp_path / "fora"
+    (outside / "guardar").mkdir(parents=True)
+    kept = {
+        "live": tmp_path / f"licao-9-{os.getpid()}-abcdefgh",  # this test's process: alive
+        "other prefix": tmp_path / f"licao-10-{dead}-abcdefgh",
+        "longer prefix": tmp_path / f"licao-9-x-{dead}-abcdefgh",
+        "no pid": tmp_path / "licao-9-abcdefgh",
+        "not mkdtemp's tail": tmp_path / f"licao-9-{dead}-minha-pasta",
+        "impossible pid": tmp_path / "licao-9-99999999999999999999-abcdefgh",
+    }
+    for folder in kept.values():
+        folder.mkdir()
+    trap = tmp_path / f"licao-9-{dead}-zzzzzzzz"  # the right name, pointing elsewhere
+    trap.symlink_to(outside, target_is_directory=True)
+    a_file = tmp_path / f"licao-9-{dead}-yyyyyyyy"
+    a_file.write_text("x")
+    if os.geteuid() == 0:  # as root, a folder of another user with the right name stays too
+        kept["another user's"] = tmp_path / f"licao-9-{dead}-outrousr"
+        kept["another user's"].mkdir()
+        os.chown(kept["another user's"], 65534, 65534)
+    ended = tmp_path / f"licao-9-{dead}-a1b2c3_d"
+    (ended / "sub").mkdir(parents=True)
+    python_in(tmp_path, "from harness.display.scratch_folder import scratch_folder\nscratch_folder('licao-9-')")
+    assert not ended.exists()
+    assert {what: path.is_dir() for what, path in kept.items()} == {what: True for what in kept}
+    assert trap.is_symlink() and (outside / "guardar").is_dir() and a_file.is_file()
+
+
+@pytest.mark.slow
 def test_the_harness_a_verification_drives_cleans_its_own_folder_when_python_ends(tmp_path):
     said = python_in(tmp_path, (
         "from grader.buggy_harnesses import REFERENCE, make_harness\n"

@@ -22,39 +22,16 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from harness import abandoned_folders
+
 BATCH = "lote"
 TEMPLATE = "template"
 _NAME = re.compile(rf"^grade-(?:{BATCH}-|{TEMPLATE}-)?(\d+)-")
 
 
-def _may_be_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    except (OverflowError, ValueError):  # no process can have that number: not a folder of ours
-        return True
-    return True
-
-
 def remove_abandoned(parent: Path) -> list[Path]:
     """This user's grading, batch and template folders in ``parent`` whose process is gone; removed, and returned."""
-    removed = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(parent):
-            match = _NAME.match(entry.name)
-            if not match or not entry.is_dir(follow_symlinks=False):
-                continue
-            with contextlib.suppress(OSError):
-                # Never another user's folder, nor one whose process still runs (a pid now taken
-                # by another live process keeps its folder until a later run).
-                if entry.stat(follow_symlinks=False).st_uid != os.geteuid() or _may_be_running(int(match.group(1))):
-                    continue
-                shutil.rmtree(entry.path, ignore_errors=True)
-                removed.append(Path(entry.path))
-    return removed
+    return abandoned_folders.remove_abandoned(parent, _NAME)
 
 
 _placed_in: Path | None = None
