@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -138,16 +139,13 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
 # The whole suite in two pytest-xdist workers, a file's tests kept together: measured on 2
 # cores, 1,208 s against 2,033-2,192 s serially, all tests passing either way.
 WHOLE_SUITE = ["-n", "2", "--dist", "loadfile"]
-# Options that choose the workers themselves, or that xdist refuses (a debugger needs one process).
-CHOOSES_WORKERS = {"-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist"}
+# Options that choose the workers themselves, or that need one process: a debugger (xdist refuses
+# it) and -s (a worker's output never reaches the terminal).
+CHOOSES_WORKERS = {"-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist", "-pno:xdist", "-s",
+                   "--capture"}
 # pytest's options whose value is the next argument: that value never names a test to run.
 TAKES_A_VALUE = {"-k", "-m", "-p", "-o", "-c", "-r", "-W", "--ignore", "--ignore-glob", "--deselect",
                  "--durations", "--maxfail", "--basetemp", "--rootdir", "--tb", "--confcutdir"}
-
-
-def names_tests(argument: str) -> bool:
-    """A file, folder or test id (tests/test_x.py::test_y) that exists, as pytest reads it."""
-    return not argument.startswith("-") and (ROOT / argument.split("::")[0]).exists()
 
 
 def chooses_workers(argument: str) -> bool:
@@ -155,22 +153,30 @@ def chooses_workers(argument: str) -> bool:
     return option in CHOOSES_WORKERS or (option.startswith("-n") and option[2:].isalnum())
 
 
-def runs_as_chosen(rest: list[str]) -> bool:
-    """True when the arguments name tests to run or choose the workers: then pytest gets them alone."""
-    after_option = False
-    for argument in rest:
-        if chooses_workers(argument) or (not after_option and names_tests(argument)):
-            return True
-        after_option = argument in TAKES_A_VALUE
-    return False
+def from_caller(argument: str, cwd: Path) -> str | None:
+    """A file, folder or test id (tests/test_x.py::test_y) that exists from the caller's folder,
+    as pytest, which runs in the project's folder, must be given it; None when it names none."""
+    if argument.startswith("-"):
+        return None
+    path, sep, test = argument.partition("::")
+    if not (cwd / path).exists():
+        return None
+    return argument if cwd == ROOT else str((cwd / path).resolve()) + sep + test
 
 
-def test_command(rest: list[str]) -> list[str]:
+def test_command(rest: list[str], cwd: Path = ROOT) -> list[str]:
     """Sem caminho de teste, a suíte (toda ou filtrada por -m, -k...) em dois processos; com um
-    arquivo, pasta ou teste nomeado, em série (quem roda um arquivo só não paga a partida de dois
-    processos); quem escolhe -n, --dist ou um depurador (--pdb) fica com o que escolheu."""
-    chosen = rest if runs_as_chosen(rest) else [*WHOLE_SUITE, *rest]
-    return [str(BIN / "python"), "-m", "pytest", *chosen]
+    arquivo, pasta ou teste nomeado (a partir da pasta de quem chama), em série: quem roda um
+    arquivo só não paga a partida de dois processos; quem escolhe -n, --dist, -s ou um depurador
+    (--pdb), também em PYTEST_ADDOPTS, fica com o que escolheu."""
+    arguments, as_chosen, after_option = [], False, False
+    for argument in rest:
+        named = None if after_option else from_caller(argument, cwd)
+        as_chosen = as_chosen or named is not None or chooses_workers(argument)
+        arguments.append(named or argument)
+        after_option = argument in TAKES_A_VALUE
+    as_chosen = as_chosen or any(map(chooses_workers, shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))))
+    return [str(BIN / "python"), "-m", "pytest", *(arguments if as_chosen else [*WHOLE_SUITE, *arguments])]
 
 
 def main(argv: list[str]) -> int:
@@ -184,7 +190,7 @@ def main(argv: list[str]) -> int:
             say("rodando como root (contêiner, Codespaces, WSL?): o JupyterLab sobe com --allow-root.")
         return run_child(lab_command(rest), environment(), cwd=ROOT)
     if task == "test":
-        return run_child(test_command(rest), environment(), cwd=ROOT)
+        return run_child(test_command(rest, Path.cwd()), environment(), cwd=ROOT)
     # Os outros comandos rodam na pasta de quem chamou: um caminho relativo (--notebook, --workdir)
     # quer dizer o que quer dizer ali. O grade acha a pasta do curso sozinho.
     return run_child([str(BIN / task) if (BIN / task).exists() else task, *rest], environment())

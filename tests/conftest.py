@@ -20,6 +20,7 @@ import grader  # noqa: F401  (imported for the side effect above)
 import pytest
 
 from harness.crash import reset_crash_counts
+from harness.display.scratch_folder import remove_made_folders
 from harness.stores.local_postgres import LocalPostgres, unavailable_reason
 from tests.stores_support import SQL_KINDS, STORE_KINDS, StoreCase
 
@@ -88,6 +89,10 @@ def pytest_configure_node(node):
 
 def pytest_sessionfinish(session):
     global _shared_cluster
+    # What the notebooks run in this process made with scratch_folder, removed now: an xdist
+    # worker slow to finish is ended by os._exit or killed (execnet gives it 15 s), and its atexit
+    # handlers never run (what a killed worker leaves goes with the next scratch_folder's sweep).
+    remove_made_folders()
     if _shared_cluster is not None and not hasattr(session.config, "workerinput"):
         _shared_cluster.stop()
         _shared_cluster = None

@@ -29,6 +29,12 @@ def leftovers(temp: Path) -> list[str]:
     return others + ([p.name for p in home.iterdir()] if home.is_dir() else [])
 
 
+def one_folder_and_its_lock(left: list[str], prefix: str) -> bool:
+    """A process that could not clean up leaves its folder and, beside it, the lock it held."""
+    [folder] = [name for name in left if not name.endswith(".dono")] or [""]
+    return folder.startswith(prefix) and sorted(left) == sorted([folder, f"{folder}.dono"])
+
+
 def dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -97,7 +103,7 @@ def test_a_batch_killed_outright_leaves_one_folder_the_next_batch_removes(tmp_pa
     process.kill()  # kill -9 of the batch itself: nothing of it runs to clean up
     process.wait()
     left = leftovers(temp)
-    assert len(left) == 1 and left[0].startswith(f"{PREFIX}{process.pid}-"), left
+    assert one_folder_and_its_lock(left, f"{PREFIX}{process.pid}-"), left
 
     again, _ = start_batch(tmp_path, copies=1, jobs=1)
     again.communicate(timeout=300)
@@ -128,10 +134,8 @@ def test_a_grading_that_dies_midway_leaves_at_most_its_folder_and_the_next_gradi
     os.killpg(process.pid, signum)
     process.wait()
     left = leftovers(temp)
-    if signum == signal.SIGKILL:
-        assert len(left) == 1 and left[0].startswith(f"grade-{process.pid}-"), left
-    else:
-        assert len(left) <= 1 and all(name.startswith(f"grade-{process.pid}-") for name in left), left
+    if signum == signal.SIGKILL or left:
+        assert one_folder_and_its_lock(left, f"grade-{process.pid}-"), left
 
     shutil.copyfile(SOLUTION, notebook)
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -203,26 +207,45 @@ def test_a_folder_named_with_an_impossible_pid_is_left_alone(tmp_path):
 
 
 def test_only_this_users_folders_of_ended_batches_are_removed(tmp_path):
-    ended = tmp_path / f"{PREFIX}{dead_pid()}-abc"
+    long_ago = time.time() - 60  # past the grace a folder without its lock gets while being made
+    ended = tmp_path / f"{PREFIX}{dead_pid()}-abcdefgh"
     (ended / "grade-x").mkdir(parents=True)
     (ended / "grade-x" / "kernel.log").write_text("x")
-    running = tmp_path / f"{PREFIX}{os.getpid()}-def"  # this process is alive: a batch still running
+    Path(f"{ended}.dono").write_text("")  # the lock it held, free now
+    running = tmp_path / f"{PREFIX}{os.getpid()}-defghijk"  # this process is alive: a batch still running
     running.mkdir()
     outside = tmp_path / "fora"
     (outside / "keep").mkdir(parents=True)
-    trap = tmp_path / f"{PREFIX}{dead_pid()}-link"  # a name that matches, pointing elsewhere
+    trap = tmp_path / f"{PREFIX}{dead_pid()}-linklink"  # a name that matches, pointing elsewhere
     trap.symlink_to(outside, target_is_directory=True)
     unrelated = tmp_path / "grade-lote-nao-e-numero-x"
     unrelated.mkdir()
     lookalike = tmp_path / "grade-12345678"  # a folder tempfile named at random, no pid in it
     lookalike.mkdir()
-    ended_grading = tmp_path / f"grade-{dead_pid()}-xyz"
+    ended_grading = tmp_path / f"grade-{dead_pid()}-xyzxyzxy"  # an older grader's: no lock file
     ended_grading.mkdir()
+    being_made = tmp_path / f"grade-{dead_pid()}-novinha_"  # no lock yet, made a moment ago
+    being_made.mkdir()
+    for folder in (ended, running, unrelated, lookalike, ended_grading):
+        os.utime(folder, (long_ago, long_ago))
 
     assert sorted(remove_abandoned(tmp_path)) == sorted([ended, ended_grading])
-    assert not ended.exists() and not ended_grading.exists()
+    assert not ended.exists() and not ended_grading.exists() and not Path(f"{ended}.dono").exists()
     assert running.is_dir() and unrelated.is_dir() and lookalike.is_dir() and trap.is_symlink()
-    assert (outside / "keep").is_dir()
+    assert being_made.is_dir() and (outside / "keep").is_dir()
+
+
+def test_a_grading_folder_keeps_its_lock_beside_it_while_it_lives_and_drops_it_when_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with scratch_folder() as scratch:
+        lock = Path(f"{scratch}.dono")
+        assert lock.is_file() and list(scratch.iterdir()) == []  # beside: the kernel's folder holds only its files
+        done = subprocess.run([sys.executable, "-c", (
+            "import sys; from grader.core.scratch import remove_abandoned; from pathlib import Path\n"
+            f"print(remove_abandoned(Path({str(scratch.parent)!r})))")],
+            cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.stdout.strip() == "[]" and scratch.is_dir()  # another process sees it held
+    assert not scratch.exists() and not lock.exists()
 
 
 def test_the_socket_folder_of_a_template_whose_owner_died_is_swept_and_a_live_one_s_kept(tmp_path, monkeypatch):
@@ -231,9 +254,10 @@ def test_the_socket_folder_of_a_template_whose_owner_died_is_swept_and_a_live_on
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     live = Path(socket_folder(None))  # this process owns it, and is alive
     assert live.name.startswith(f"grade-template-{os.getpid()}-")
-    ended = live.parent / f"grade-template-{dead_pid()}-abc"
+    ended = live.parent / f"grade-template-{dead_pid()}-abcdefgh"
     ended.mkdir()
     (ended / "template.sock").write_text("")
+    Path(f"{ended}.dono").write_text("")  # its lock, which nobody holds any more
     assert remove_abandoned(live.parent) == [ended]
     assert live.is_dir()
 
@@ -241,7 +265,7 @@ def test_the_socket_folder_of_a_template_whose_owner_died_is_swept_and_a_live_on
 def test_a_folder_of_grading_folders_someone_else_planted_is_never_swept(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     elsewhere = tmp_path / "alheia"
-    abandoned = elsewhere / f"grade-{dead_pid()}-abc"
+    abandoned = elsewhere / f"grade-{dead_pid()}-abcdefgh"
     abandoned.mkdir(parents=True)
     (tmp_path / f"grade-tmp-{os.geteuid()}").symlink_to(elsewhere)  # planted before our first run
     with scratch_folder() as scratch:

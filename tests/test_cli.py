@@ -206,8 +206,10 @@ def test_bench_and_extra_commands_in_the_docs_say_how_to_run_them():
                 (name, text[match.start() - 80:match.end() + 40])
 
 
-def test_the_readme_test_command_splits_the_whole_suite_and_leaves_a_chosen_run_as_asked():
+def test_the_readme_test_command_splits_the_whole_suite_and_leaves_a_chosen_run_as_asked(monkeypatch):
     import bootstrap
+
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
 
     whole = bootstrap.test_command([])
     assert whole[1:4] == ["-m", "pytest", "-n"] and whole[4:] == ["2", "--dist", "loadfile"]
@@ -220,5 +222,11 @@ def test_the_readme_test_command_splits_the_whole_suite_and_leaves_a_chosen_run_
     assert bootstrap.test_command(["-k", "tests"])[3:5] == ["-n", "2"]  # a -k word that is also a folder's name
     assert bootstrap.test_command(["--ignore", "tests/test_browser.py"])[3:5] == ["-n", "2"]  # a path left out
     assert bootstrap.test_command(["-x", "tests"])[3:] == ["-x", "tests"]  # a folder named after a flag
-    for chosen in (["-n", "3"], ["-n0"], ["--numprocesses=4"], ["--dist=each"], ["--pdb"], ["-p", "no:xdist"]):
+    for chosen in (["-n", "3"], ["-n0"], ["--numprocesses=4"], ["--dist=each"], ["--pdb"], ["-p", "no:xdist"],
+                   ["-pno:xdist"], ["-s", "-k", "stores"], ["--capture=no"]):
         assert bootstrap.test_command(chosen)[3:] == chosen  # the contributor's own choice, untouched
+    # From inside tests/, a file is named from there, as every other command reads a relative path.
+    inside = bootstrap.test_command(["test_stores.py::test_x", "-q"], cwd=REPO / "tests")
+    assert inside[3:] == [f"{REPO / 'tests' / 'test_stores.py'}::test_x", "-q"]
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--pdb")  # xdist refuses it wherever it comes from
+    assert bootstrap.test_command([])[3:] == []

@@ -30,6 +30,7 @@ functions count: they are arrows too, only taken later.
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 from pathlib import Path
 
@@ -86,12 +87,18 @@ def import_targets(tree: ast.AST, module: str, is_package: bool, modules: set[st
     return targets
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(source: str) -> ast.AST:
+    """One parse per distinct source text: the planted copies of the project repeat every file but one."""
+    return ast.parse(source)
+
+
 def import_graph(root: Path) -> dict[str, set[str]]:
     """module -> the project modules it imports."""
     sources = project_sources(root)
     return {
-        module: import_targets(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), module,
-                               path.name == "__init__.py", set(sources))
+        module: import_targets(parsed(path.read_text(encoding="utf-8")), module, path.name == "__init__.py",
+                               set(sources))
         for module, path in sources.items()
     }
 

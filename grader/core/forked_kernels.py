@@ -21,7 +21,6 @@ import os
 import select
 import signal
 import socket
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,7 +101,7 @@ def socket_folder(parent: str | None) -> str:
         return tempfile.mkdtemp(prefix=f"grade-{scratch.TEMPLATE}-{os.getpid()}-", dir=parent)
     folder = str(scratch.new_scratch(scratch.TEMPLATE))
     if len(os.fsencode(os.path.join(folder, "template.sock"))) > SOCKET_PATH_MAX:
-        os.rmdir(folder)
+        scratch.remove(Path(folder))  # with the lock beside it
         folder = str(scratch.new_scratch(scratch.TEMPLATE, root="/tmp"))
     return folder
 
@@ -159,7 +158,7 @@ class TemplateProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        scratch.remove(self.folder)
 
 
 class KernelTemplate:
@@ -254,7 +253,7 @@ class KernelTemplate:
         if self.server is not None:
             self.server.close()
         if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            scratch.remove(self.scratch)
 
     # --- inside
 

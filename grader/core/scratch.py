@@ -8,7 +8,8 @@ not a shared /tmp of thousands. Everything a batch's workers
 and kernels make goes inside the batch's folder, so the workers it had to kill (Ctrl-C, a
 submission past its deadline) leave nothing elsewhere. A process killed outright (kill -9) cannot
 clean up, and one whose terminal closed (SIGHUP) may not: the next grading or batch of the same
-user removes its folder, recognising it by the dead process id in the name.
+user removes its folder, recognising it by the lock the process no longer holds
+(harness/abandoned_folders.py).
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from harness import abandoned_folders
 
 BATCH = "lote"
 TEMPLATE = "template"
-_NAME = re.compile(rf"^grade-(?:{BATCH}-|{TEMPLATE}-)?(\d+)-")
+# The whole name mkdtemp gives: the pid, then 8 of [a-z0-9_].
+_NAME = re.compile(rf"grade-(?:{BATCH}-|{TEMPLATE}-)?([0-9]+)-[a-z0-9_]{{8}}")
 
 
 def remove_abandoned(parent: Path) -> list[Path]:
@@ -74,12 +76,15 @@ def new_scratch(kind: str = "", root: str | None = None) -> Path:
     else:
         remove_abandoned(parent)
     prefix = f"grade-{kind}-" if kind else "grade-"
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+    abandoned_folders.claim(folder)
+    return folder
 
 
 def remove(folder: Path, attempts: int = 20) -> None:
     """Remove ``folder``; try again for a moment if something still writing in it (a kernel a
     killed worker left, still dying) made a file after the walk passed, so the folder survives."""
+    abandoned_folders.release(folder)
     for attempt in range(attempts):
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.lexists(folder):

@@ -4,8 +4,8 @@ Lessons and exercises write their runs under one of these: a kernel shut down or
 Jupyter ends normally, its `atexit` handlers run (https://docs.python.org/3/library/atexit.html),
 and nothing is left in the system's temporary folder run after run. A kernel that cannot run
 them (killed outright, or ended by ``os._exit`` when its Jupyter server dies) leaves its folder;
-the folder's name holds the kernel's process id, so the next kernel that asks for a folder with
-the same prefix removes it.
+beside it is a lock the kernel held while it ran (harness/abandoned_folders.py), so the next
+kernel that asks for a folder, in any lesson, sees it is abandoned and removes it.
 """
 from __future__ import annotations
 
@@ -16,24 +16,55 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.abandoned_folders import remove_abandoned
+from harness.abandoned_folders import claim, release, remove_abandoned
 
 _swept: set[tuple[str, str]] = set()  # (temp folder, prefix) already swept by this process
+# Any folder this module names (a prefix, the pid, mkdtemp's tail): swept only on a free lock.
+_ANY_PREFIX = "*"
 
 
 def _named(prefix: str) -> re.Pattern[str]:
     # mkdtemp's random tail is 8 of [a-z0-9_]: no hyphen, so "x-" never claims "x-1-<pid>-…".
-    return re.compile(rf"^{re.escape(prefix)}(\d+)-[a-z0-9_]{{8}}$")
+    start = r"[A-Za-z0-9_.-]*[A-Za-z_.-]" if prefix == _ANY_PREFIX else re.escape(prefix)
+    return re.compile(rf"{start}([0-9]+)-[a-z0-9_]{{8}}")
+
+
+def _sweep(parent: str, prefix: str) -> None:
+    """Once per process and folder: every folder whose free lock says it was left (any lesson's),
+    and this prefix's older folders without a lock whose process is gone."""
+    for chosen, by_pid in ((_ANY_PREFIX, False), (prefix, True)):
+        if (parent, chosen) not in _swept:
+            _swept.add((parent, chosen))
+            remove_abandoned(Path(parent), _named(chosen), by_pid=by_pid)
+
+
+_made: list[tuple[Path, int]] = []  # (folder, pid of the process that made it)
+
+
+def remove_made_folders() -> None:
+    """Remove the folders this process made: at its normal end, or sooner when it may not end
+    normally (a pytest-xdist worker slow to finish is ended by ``os._exit``). A child forked from
+    the maker inherits the list and the handler: it never takes its parent's folders with it."""
+    for folder, maker in list(_made):
+        if os.getpid() == maker:
+            shutil.rmtree(folder, ignore_errors=True)
+            release(folder)
+            _made.remove((folder, maker))
+
+
+atexit.register(remove_made_folders)
 
 
 def scratch_folder(prefix: str) -> Path:
     """A new empty folder ``<prefix><pid>-<random>`` under the system's temporary folder, removed
-    when this process ends normally. The first call for a prefix also removes the folders of that
-    prefix whose process is gone."""
-    parent = tempfile.gettempdir()
-    if (parent, prefix) not in _swept:
-        _swept.add((parent, prefix))
-        remove_abandoned(Path(parent), _named(prefix))
+    when this process ends normally. The first call also removes the folders a process that
+    ended without cleaning up left (``_sweep``). ``prefix`` ends in a character that is not a digit (``"licao-1-"``),
+    or the pid after it could be read as part of it."""
+    if not prefix or prefix[-1].isdigit():
+        raise ValueError(f"o prefixo {prefix!r} precisa terminar num caractere que não seja dígito, como 'licao-1-'")
+    parent = os.path.abspath(tempfile.gettempdir())  # a relative TMPDIR would move with os.chdir
+    _sweep(parent, prefix)
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    claim(folder, shared=True)
+    _made.append((folder, os.getpid()))
     return folder
