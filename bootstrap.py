@@ -159,8 +159,8 @@ def from_caller(argument: str, cwd: Path) -> str | None:
     if argument.startswith("-"):
         return None
     path, sep, test = argument.partition("::")
-    if not (cwd / path).exists():
-        return None
+    if not (cwd / path).exists():  # not from there: as pytest reads it, from the project's folder
+        return argument if (ROOT / path).exists() else None
     return argument if cwd == ROOT else str((cwd / path).resolve()) + sep + test
 
 

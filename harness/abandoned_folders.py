@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +30,8 @@ _PID_MAX = 4194304  # Linux's highest possible pid (PID_MAX_LIMIT): above it, no
 
 _held: dict[str, int] = {}  # lock file path -> descriptor this process holds it by
 _shared: list[str] = []  # lock files later folders may link to (one inode, one descriptor)
+_claimed: set[str] = set()  # every lock file this process put beside a folder of its own
+_guard = threading.Lock()  # claim and release from several threads at once
 
 
 def lock_file(folder: Path | str) -> str:
@@ -49,43 +52,72 @@ def may_be_running(pid: int) -> bool:
     return True
 
 
-def claim(folder: Path, *, shared: bool = False) -> None:
-    """Put beside ``folder`` a lock file this process holds. ``shared``: a hard link to the lock
-    file of an earlier ``shared`` folder of this process, when it can (a lock belongs to the
-    inode, so a process with hundreds of folders keeps one descriptor, not hundreds)."""
+def claim(folder: Path, *, shared: bool = False) -> bool:
+    """Put beside ``folder`` a lock file this process holds; False, and no lock, when the
+    filesystem or the moment cannot give one (no flock or hard links, descriptors exhausted, a
+    name already taken): the folder is still this process's, swept by its pid alone. ``shared``:
+    a hard link to the lock file of an earlier ``shared`` folder of this process, when it can (a
+    lock belongs to the inode, so a process with hundreds of folders keeps one descriptor)."""
     target = lock_file(folder)
-    if shared:
-        _release_unlinked()
-        for source in reversed(_shared):
-            with contextlib.suppress(OSError):
-                os.link(source, target)
-                return
+    with _guard:
+        if shared:
+            _release_unlinked()
+            for source in reversed(_shared):
+                with contextlib.suppress(OSError):
+                    os.link(source, target)
+                    _claimed.add(target)
+                    return True
+        descriptor = _new_lock(folder, target)
+        if descriptor is None:
+            return False
+        _held[target] = descriptor
+        _claimed.add(target)
+        if shared:
+            _shared.append(target)
+        return True
+
+
+def _new_lock(folder: Path, target: str) -> int | None:
+    """A locked file made inside ``folder`` and moved out to ``target``: a sweep only ever sees it locked."""
     making = os.path.join(folder, _MAKING)
-    descriptor = os.open(making, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        descriptor = os.open(making, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
-        os.link(making, target)  # never over a file someone else put there; a sweep sees it locked
-    except BaseException:
+        try:
+            os.link(making, target)  # never over a file someone else put there
+        except FileExistsError:
+            raise
+        except OSError:  # a filesystem without hard links (FAT): a rename, if the name is free
+            if os.path.lexists(target):
+                raise
+            os.rename(making, target)
+    except OSError:
         os.close(descriptor)
-        raise
-    finally:
+        descriptor = None
+    with contextlib.suppress(OSError):
         os.unlink(making)
-    _held[target] = descriptor
-    if shared:
-        _shared.append(target)
+    return descriptor
 
 
 def release(folder: Path | str) -> None:
-    """Drop ``folder``'s lock file, before the folder is removed (this process's own folder)."""
+    """Drop the lock file this process put beside ``folder`` (the folder is being removed); a
+    folder it never claimed keeps its lock, whoever holds it."""
     path = lock_file(folder)
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-    if path in _shared:
-        return  # other folders may link to its inode: closed once none does (_release_unlinked)
-    descriptor = _held.pop(path, None)
-    if descriptor is not None:
+    with _guard:
+        if path not in _claimed:
+            return
+        _claimed.discard(path)
         with contextlib.suppress(OSError):
-            os.close(descriptor)
+            os.unlink(path)
+        if path in _shared:
+            return  # other folders may link to its inode: closed once none does (_release_unlinked)
+        descriptor = _held.pop(path, None)
+        if descriptor is not None:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
 
 
 def _release_unlinked() -> None:
@@ -106,10 +138,12 @@ def _owner_holds(path: str) -> bool | None:
     """True while the lock file's owner runs (or it cannot tell), False once nobody holds this
     user's lock file, None when there is none."""
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return True  # a link, a device, a FIFO: never opened, and the folder stays
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    except OSError:  # a link, something unreadable: cannot tell, so the folder stays
+    except OSError:  # something unreadable: cannot tell, so the folder stays
         return True
     try:
         info = os.fstat(descriptor)

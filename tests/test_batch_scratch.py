@@ -8,13 +8,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader.core.scratch import BATCH, remove_abandoned, scratch_folder
+from grader.core.scratch import BATCH, remove, remove_abandoned, scratch_folder
 
 PREFIX = f"grade-{BATCH}-"
 
@@ -251,15 +252,22 @@ def test_a_grading_folder_keeps_its_lock_beside_it_while_it_lives_and_drops_it_w
 def test_the_socket_folder_of_a_template_whose_owner_died_is_swept_and_a_live_one_s_kept(tmp_path, monkeypatch):
     from grader.core.forked_kernels import socket_folder
 
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    live = Path(socket_folder(None))  # this process owns it, and is alive
-    assert live.name.startswith(f"grade-template-{os.getpid()}-")
-    ended = live.parent / f"grade-template-{dead_pid()}-abcdefgh"
-    ended.mkdir()
-    (ended / "template.sock").write_text("")
-    Path(f"{ended}.dono").write_text("")  # its lock, which nobody holds any more
-    assert remove_abandoned(live.parent) == [ended]
-    assert live.is_dir()
+    short = Path(tempfile.mkdtemp(prefix="gw-", dir="/tmp"))  # room for the socket's path: never the real /tmp's folders
+    monkeypatch.setattr("tempfile.tempdir", str(short))
+    try:
+        live = Path(socket_folder(None))  # this process owns it, and is alive
+        assert live.parent == short / f"grade-tmp-{os.geteuid()}"
+        assert live.name.startswith(f"grade-template-{os.getpid()}-")
+        ended = live.parent / f"grade-template-{dead_pid()}-abcdefgh"
+        ended.mkdir()
+        (ended / "template.sock").write_text("")
+        Path(f"{ended}.dono").write_text("")  # its lock, which nobody holds any more
+        assert remove_abandoned(live.parent) == [ended]
+        assert live.is_dir()
+        remove(live)
+        assert not live.exists() and not Path(f"{live}.dono").exists()
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_a_folder_of_grading_folders_someone_else_planted_is_never_swept(tmp_path, monkeypatch):
@@ -291,3 +299,20 @@ def test_the_scratch_folder_goes_even_when_the_batch_raises(tmp_path, monkeypatc
     assert scratch.name.startswith(f"{PREFIX}{os.getpid()}-")
     assert scratch.parent == tmp_path / f"grade-tmp-{os.geteuid()}"
     assert (scratch.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_with_the_private_folder_taken_a_killed_grading_s_locked_folder_in_the_temp_folder_still_goes(tmp_path, monkeypatch):
+    """grade-tmp-UID taken by something else: gradings make their folders in the temp folder itself,
+    where only what a free lock of ours proves ours is swept (a lockless look-alike stays)."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    (tmp_path / f"grade-tmp-{os.geteuid()}").write_text("not a folder")
+    killed = tmp_path / f"grade-{dead_pid()}-abcdefgh"
+    killed.mkdir()
+    Path(f"{killed}.dono").write_text("")  # the lock its grading held, free now
+    lookalike = tmp_path / f"grade-{dead_pid()}-semdono_"
+    lookalike.mkdir()
+    os.utime(lookalike, (time.time() - 60, time.time() - 60))
+    with scratch_folder() as scratch:
+        assert scratch.parent == tmp_path
+    assert not killed.exists() and not Path(f"{killed}.dono").exists()
+    assert lookalike.is_dir()

@@ -228,5 +228,7 @@ def test_the_readme_test_command_splits_the_whole_suite_and_leaves_a_chosen_run_
     # From inside tests/, a file is named from there, as every other command reads a relative path.
     inside = bootstrap.test_command(["test_stores.py::test_x", "-q"], cwd=REPO / "tests")
     assert inside[3:] == [f"{REPO / 'tests' / 'test_stores.py'}::test_x", "-q"]
+    from_the_root = bootstrap.test_command(["tests/test_stores.py"], cwd=REPO / "tests")  # named from the project
+    assert from_the_root[3:] == ["tests/test_stores.py"]
     monkeypatch.setenv("PYTEST_ADDOPTS", "--pdb")  # xdist refuses it wherever it comes from
     assert bootstrap.test_command([])[3:] == []

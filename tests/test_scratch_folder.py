@@ -232,3 +232,62 @@ def test_an_xdist_worker_leaves_none_of_the_folders_its_tests_made(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
     assert [path.name for path in temp.iterdir() if not path.name.startswith("pytest-of-")] == []
+
+
+def test_without_hard_links_or_locks_a_folder_is_still_made_and_removed_at_exit(tmp_path):
+    """A filesystem with no hard links (FAT) gets the lock by a rename; one with no flock, or a
+    process out of descriptors, gets a folder with no lock, swept by its pid: never a traceback."""
+    said = python_in(tmp_path, (
+        "import errno, fcntl, os\n"
+        "from harness import abandoned_folders\n"
+        "from harness.display.scratch_folder import scratch_folder\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise PermissionError(errno.EPERM, 'not here')\n"
+        "os.link = refuse\n"
+        "renamed = scratch_folder('licao-9-')\n"
+        "fcntl.flock = refuse\n"
+        "bare = scratch_folder('licao-8-')\n"
+        "print(os.path.isfile(f'{renamed}.dono'), os.path.exists(f'{bare}.dono'), os.listdir(renamed), os.listdir(bare))\n"
+    ))
+    assert said.split() == ["True", "False", "[]", "[]"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_release_never_takes_the_lock_of_a_folder_this_process_did_not_claim(tmp_path):
+    from harness.abandoned_folders import release
+
+    folder = tmp_path / "licao-9-1-abcdefgh"
+    folder.mkdir()
+    Path(f"{folder}.dono").write_text("")  # another process's lock
+    release(folder)
+    assert Path(f"{folder}.dono").is_file()
+
+
+def test_folders_made_from_many_threads_at_once_while_their_locks_go_raise_nothing_and_all_go(tmp_path):
+    said = python_in(tmp_path, (
+        "import os, threading\n"
+        "from harness.display.scratch_folder import scratch_folder\n"
+        "made, errors = [], []\n"
+        "def make():\n"
+        "    try:\n"
+        "        for _ in range(30):\n"
+        "            folder = scratch_folder('licao-9-')\n"
+        "            os.unlink(f'{folder}.dono')  # its lock file gone: the next one needs a new lock\n"
+        "            made.append(folder)\n"
+        "    except Exception as error:\n"
+        "        errors.append(repr(error))\n"
+        "threads = [threading.Thread(target=make) for _ in range(8)]\n"
+        "[thread.start() for thread in threads]; [thread.join() for thread in threads]\n"
+        "print(len(made), errors)\n"
+    ))
+    assert said.split() == ["240", "[]"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fifo_for_a_lock_file_is_never_opened_and_its_folder_stays(tmp_path):
+    folder = tmp_path / f"licao-9-{dead_pid()}-fifofifo"
+    folder.mkdir()
+    old(folder)
+    os.mkfifo(f"{folder}.dono")
+    python_in(tmp_path, "from harness.display.scratch_folder import scratch_folder\nscratch_folder('licao-9-')")
+    assert folder.is_dir()

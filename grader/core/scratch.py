@@ -71,8 +71,9 @@ def new_scratch(kind: str = "", root: str | None = None) -> Path:
     """A private folder (mode 700) for this process's temporary files, in ``root`` when given (else
     the temp folder); the caller removes it (``remove``). Abandoned folders of this user are removed first."""
     parent = _private_parent(root) if root else _placed_in or _private_parent()
-    if parent is None:  # never sweep a folder someone else controls: just make ours beside it
-        parent = Path(root or tempfile.gettempdir())
+    if parent is None:  # never sweep a folder someone else controls: just make ours beside it,
+        parent = Path(root or tempfile.gettempdir())  # and sweep there only what our free locks prove ours
+        abandoned_folders.remove_abandoned(parent, _NAME, by_pid=False)
     else:
         remove_abandoned(parent)
     prefix = f"grade-{kind}-" if kind else "grade-"
@@ -84,10 +85,10 @@ def new_scratch(kind: str = "", root: str | None = None) -> Path:
 def remove(folder: Path, attempts: int = 20) -> None:
     """Remove ``folder``; try again for a moment if something still writing in it (a kernel a
     killed worker left, still dying) made a file after the walk passed, so the folder survives."""
-    abandoned_folders.release(folder)
     for attempt in range(attempts):
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.lexists(folder):
+            abandoned_folders.release(folder)  # only now: a folder that stays keeps its lock, and a later sweep takes both
             return
         time.sleep(0.05 * (attempt + 1))
 

@@ -10,6 +10,7 @@ kernel that asks for a folder, in any lesson, sees it is abandoned and removes i
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -48,8 +49,10 @@ def remove_made_folders() -> None:
     for folder, maker in list(_made):
         if os.getpid() == maker:
             shutil.rmtree(folder, ignore_errors=True)
-            release(folder)
-            _made.remove((folder, maker))
+            if not os.path.lexists(folder):  # a folder that stays keeps its lock file: a later sweep takes both
+                release(folder)
+            with contextlib.suppress(ValueError):  # another thread got there first
+                _made.remove((folder, maker))
 
 
 atexit.register(remove_made_folders)
