@@ -47,7 +47,7 @@ def may_be_running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, ValueError):
+    except PermissionError:  # another user's process
         return True
     return True
 
@@ -88,10 +88,8 @@ def _new_lock(folder: Path, target: str) -> int | None:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         try:
             os.link(making, target)  # never over a file someone else put there
-        except FileExistsError:
-            raise
-        except OSError:  # a filesystem without hard links (FAT): a rename, if the name is free
-            if os.path.lexists(target):
+        except OSError as error:  # a filesystem without hard links (FAT): a rename, if the name is free
+            if isinstance(error, FileExistsError) or os.path.lexists(target):
                 raise
             os.rename(making, target)
     except OSError:
@@ -118,6 +116,16 @@ def release(folder: Path | str) -> None:
         if descriptor is not None:
             with contextlib.suppress(OSError):
                 os.close(descriptor)
+
+
+def remove(folder: Path | str) -> bool:
+    """Remove ``folder`` with all it holds, then its lock file; True once it is gone. A folder
+    that stays keeps its lock file, so that a later sweep, once the lock is free, takes both."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.path.lexists(folder):
+        return False
+    release(folder)
+    return True
 
 
 def _release_unlinked() -> None:

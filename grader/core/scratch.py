@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import stat
 import tempfile
 import time
@@ -86,9 +85,7 @@ def remove(folder: Path, attempts: int = 20) -> None:
     """Remove ``folder``; try again for a moment if something still writing in it (a kernel a
     killed worker left, still dying) made a file after the walk passed, so the folder survives."""
     for attempt in range(attempts):
-        shutil.rmtree(folder, ignore_errors=True)
-        if not os.path.lexists(folder):
-            abandoned_folders.release(folder)  # only now: a folder that stays keeps its lock, and a later sweep takes both
+        if abandoned_folders.remove(folder):
             return
         time.sleep(0.05 * (attempt + 1))
 

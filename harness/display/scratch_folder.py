@@ -13,30 +13,25 @@ import atexit
 import contextlib
 import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
-from harness.abandoned_folders import claim, release, remove_abandoned
+from harness.abandoned_folders import claim, remove, remove_abandoned
 
-_swept: set[tuple[str, str]] = set()  # (temp folder, prefix) already swept by this process
-# Any folder this module names (a prefix, the pid, mkdtemp's tail): swept only on a free lock.
-_ANY_PREFIX = "*"
-
-
-def _named(prefix: str) -> re.Pattern[str]:
-    # mkdtemp's random tail is 8 of [a-z0-9_]: no hyphen, so "x-" never claims "x-1-<pid>-…".
-    start = r"[A-Za-z0-9_.-]*[A-Za-z_.-]" if prefix == _ANY_PREFIX else re.escape(prefix)
-    return re.compile(rf"{start}([0-9]+)-[a-z0-9_]{{8}}")
+_swept: set[tuple[str, str]] = set()  # (temp folder, pattern) already swept by this process
+# mkdtemp's random tail is 8 of [a-z0-9_]: no hyphen, so "x-" never claims "x-1-<pid>-…".
+_TAIL = r"([0-9]+)-[a-z0-9_]{8}"
+# Any folder this module names (a prefix, the pid, the tail): swept only on a free lock.
+_ANY_FOLDER = rf"[A-Za-z0-9_.-]*[A-Za-z_.-]{_TAIL}"
 
 
 def _sweep(parent: str, prefix: str) -> None:
     """Once per process and folder: every folder whose free lock says it was left (any lesson's),
     and this prefix's older folders without a lock whose process is gone."""
-    for chosen, by_pid in ((_ANY_PREFIX, False), (prefix, True)):
-        if (parent, chosen) not in _swept:
-            _swept.add((parent, chosen))
-            remove_abandoned(Path(parent), _named(chosen), by_pid=by_pid)
+    for pattern, by_pid in ((_ANY_FOLDER, False), (re.escape(prefix) + _TAIL, True)):
+        if (parent, pattern) not in _swept:
+            _swept.add((parent, pattern))
+            remove_abandoned(Path(parent), re.compile(pattern), by_pid=by_pid)
 
 
 _made: list[tuple[Path, int]] = []  # (folder, pid of the process that made it)
@@ -48,9 +43,7 @@ def remove_made_folders() -> None:
     the maker inherits the list and the handler: it never takes its parent's folders with it."""
     for folder, maker in list(_made):
         if os.getpid() == maker:
-            shutil.rmtree(folder, ignore_errors=True)
-            if not os.path.lexists(folder):  # a folder that stays keeps its lock file: a later sweep takes both
-                release(folder)
+            remove(folder)
             with contextlib.suppress(ValueError):  # another thread got there first
                 _made.remove((folder, maker))
 
