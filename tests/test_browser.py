@@ -498,9 +498,14 @@ def test_an_untouched_lesson_saved_by_lab_stays_byte_for_byte_as_shipped(student
     page.locator(".jp-NotebookPanel:visible .jp-RenderedMarkdown").first.click()
     page.keyboard.press("Control+s")
     page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.lm-mod-current.jp-mod-dirty')")
-    for _ in range(100):  # the request reaches the server a moment after the tab turns clean
-        if (root / lesson).stat().st_mtime_ns != before:
+    # The request reaches the server a moment after the tab turns clean. Jupyter writes the
+    # file in place, with the old bytes kept in `.~NAME` until the write is whole, so the
+    # file is read only once that copy is gone.
+    saved, backup = root / lesson, (root / lesson).with_name(".~" + Path(lesson).name)
+    for _ in range(100):
+        if saved.stat().st_mtime_ns != before and not backup.exists():
             break
         page.wait_for_timeout(100)
-    assert (root / lesson).stat().st_mtime_ns != before, "Lab never saved the lesson"
+    assert saved.stat().st_mtime_ns != before, "Lab never saved the lesson"
+    assert not backup.exists(), "Lab's save never finished"
     assert (root / lesson).read_bytes() == shipped

@@ -77,11 +77,14 @@ def test_a_cut_stream_drops_inside_the_tool_use_before_message_stop():
     endpoint = ScriptedEndpoint([tool_turn(cut_stream=True)])
     client = raw_client(endpoint)
     events = []
-    with pytest.raises(httpx2.TransportError):
+    # Newer 2.x SDKs wrap the transport error in APIConnectionError; older ones let it through.
+    with pytest.raises((httpx2.TransportError, anthropic.APIConnectionError)) as raised:
         with client.messages.stream(model="claude-haiku-4-5", max_tokens=512, tools=TOOL_SCHEMAS,
                                     messages=[{"role": "user", "content": TASK}]) as stream:
             for event in stream:
                 events.append(event.type)
+    drop = raised.value if isinstance(raised.value, httpx2.TransportError) else raised.value.__cause__
+    assert isinstance(drop, httpx2.RemoteProtocolError) and "cortado pelo roteiro" in str(drop)
     assert "content_block_start" in events and "message_stop" not in events
     # The same request again gets the whole answer (stream=True through create, too).
     kinds = [event.type for event in create(client, stream=True)]
