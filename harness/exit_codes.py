@@ -21,8 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-import anthropic
-
+from harness import api_errors
 from harness.approval import ApprovalError
 from harness.checkpoint import CheckpointError
 from harness.cli_args import BadInput, UsageError
@@ -93,7 +92,7 @@ FAILURES = (
     # Ctrl-C e um erro da API deixam a execução pausada, não "caída" (harness.stopping).
     Failure((KeyboardInterrupt,), Exit(INTERRUPTED, "interrompida (Ctrl-C): {after}", pause="interrompida com Ctrl-C"),
             None),
-    Failure((anthropic.APIError,), Exit(EXIT_BAD_INPUT, "parou: {api}. {after}", pause="{api}"), None),
+    Failure((api_errors.APIError,), Exit(EXIT_BAD_INPUT, "parou: {api}. {after}", pause="{api}"), None),
     # Um disco que recusa a gravação não grava mais nada: a última cena gravada continua inteira.
     Failure((OSError,), Exit(EXIT_BAD_INPUT, "parou: {disk}. A última cena gravada continua inteira; resolvido isso, "
                                              "retome com --resume"),
@@ -121,7 +120,7 @@ def end(error: BaseException, exit_: Exit, *, resuming: bool = False, stop=None,
     words = {"error": error, "verb": "retomar" if resuming else "começar"}
     if isinstance(error, OSError):
         words["disk"] = describe_disk_error(error)
-    if isinstance(error, anthropic.APIError):
+    if isinstance(error, api_errors.APIError):
         words["api"] = describe_api_error(error)
     if exit_.pause is not None:
         words["after"] = stop(exit_.pause.format(**words))

@@ -13,14 +13,17 @@ import json
 from collections.abc import Sequence
 from typing import Iterable
 
-import anthropic
+from typing import TYPE_CHECKING
+
 import httpx2
-from anthropic.types import Message
 
 from harness.endpoint_cache import PromptCache
 from harness.endpoint_sse import streamed_response
 from harness.endpoint_thinking import signed, thinking_problem
 from harness.tools import EMPTY_FOLDER, NO_MATCHES
+
+if TYPE_CHECKING:
+    import anthropic
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 # Chaves opcionais de uma resposta roteirizada: a resposta a servir no lugar dela conforme o
@@ -152,6 +155,8 @@ def expand_response(compact: dict, index: int, model: str = DEFAULT_MODEL) -> di
         "usage": {"input_tokens": 0, "output_tokens": 0},
     }
     full.update(copy.deepcopy(compact))
+    from anthropic.types import Message  # o SDK é importado quando um roteiro é carregado, não antes
+
     try:
         Message.model_validate(full)
     except Exception as error:  # pydantic.ValidationError, com a lista de campos ruins
@@ -371,6 +376,8 @@ class ScriptedEndpoint:
 
     def client(self) -> anthropic.Anthropic:
         """O cliente de verdade do SDK, ligado a este endpoint."""
+        import anthropic  # já carregado com o roteiro (expand_response): aqui não custa nada
+
         http_client = httpx2.Client(transport=httpx2.MockTransport(self.handle))
         client = anthropic.Anthropic(api_key="offline", max_retries=0, http_client=http_client)
         client.stub_endpoint = self

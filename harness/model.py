@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import os
-
-import anthropic
+from typing import TYPE_CHECKING
 
 from harness.fake_endpoint import DEFAULT_MODEL, make_stub_client
+
+if TYPE_CHECKING:
+    import anthropic
 
 MODEL = DEFAULT_MODEL
 MAX_TOKENS = 1024
@@ -25,6 +27,8 @@ def make_client(responses: list[dict] | None = None, live: bool = False) -> anth
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise LiveModeUnavailable("modo ao vivo pedido, mas ANTHROPIC_API_KEY não está definida: defina a "
                                       "chave no ambiente ou rode sem --live (o modo offline é o padrão)")
+        import anthropic  # só aqui: importar o SDK leva um segundo (veja harness/api_errors.py)
+
         return anthropic.Anthropic()
     if responses is None:
         raise ValueError("no modo offline é preciso uma fila de respostas (responses)")

@@ -13,8 +13,7 @@ import errno
 import signal
 import threading
 
-import anthropic
-
+from harness import api_errors
 from harness.lifecycle import LeaseHeld, set_status
 
 # O que fazer diante de cada erro de disco, pelo errno.
@@ -69,7 +68,7 @@ def restore_ctrl_c(previous):
 
 def describe_api_error(error):
     """Uma linha sobre o erro da API: o código HTTP, o tipo e a mensagem que a API mandou."""
-    if isinstance(error, anthropic.APIStatusError):
+    if isinstance(error, api_errors.APIStatusError):
         body = error.body if isinstance(error.body, dict) else {}
         detail = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
         kind = detail.get("type") or type(error).__name__
@@ -79,7 +78,7 @@ def describe_api_error(error):
         else:
             advice = "a API recusou o pedido: ele não vai passar se for repetido igual"
         return f"a API respondeu {error.status_code} ({kind}: {message}); {advice}"
-    if isinstance(error, anthropic.APITimeoutError):
+    if isinstance(error, api_errors.APITimeoutError):
         return "a API não respondeu a tempo; tente de novo em instantes"
     return f"não deu para falar com a API ({error}); confira a rede e tente de novo"
 
