@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import nbformat
+from nbclient import NotebookClient
 
 from grader.checks.framework import CellProblemInfo, Fixture, Session
 from grader.checks.runner import run_plan
@@ -63,13 +64,17 @@ def make_notebook(*sources: str) -> nbformat.NotebookNode:
     return notebook
 
 
+SKIPPED_TAG = NotebookClient.skip_cells_with_tag.default_value  # "skip-execution": nbclient never runs these
+
+
 def namespace_of(notebook: nbformat.NotebookNode, monkeypatch) -> tuple[dict, list[CellProblemInfo]]:
-    """Execute the notebook's code cells in a fresh dict, as a kernel would (errors noted)."""
+    """Execute the notebook's code cells in a fresh dict, as the grading kernel would (errors
+    noted, the cells nbclient skips skipped)."""
     monkeypatch.setenv(GRADER_ENV, "1")
     namespace: dict = {"__name__": "__main__"}
     problems = []
     for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or SKIPPED_TAG in cell.metadata.get("tags", []):
             continue
         try:
             exec(compile(cell.source, f"<célula {index + 1}>", "exec"), namespace)

@@ -58,6 +58,17 @@ def level_score(results) -> float:
     return sum(r["status"] == "pass" for r in results.values()) / len(results)
 
 
+def test_the_loop_over_every_defect_is_the_students_alone_the_grader_skips_it():
+    """Level 2's checks run verify_resume on each defect themselves: the notebook's own loop
+    (five seconds on the solution) carries nbclient's skip tag, in the exercise too."""
+    for path in (SOLUTION, EXERCISE_NOTEBOOK):
+        cells = {cell.get("id"): cell for cell in nbformat.read(str(path), as_version=4).cells}
+        loop = cells["ex6-09"]
+        assert "defect_names()" in loop.source and "skip-execution" in loop.metadata.get("tags", []), path.name
+        skipped = [id_ for id_, cell in cells.items() if "skip-execution" in cell.metadata.get("tags", [])]
+        assert skipped == ["ex6-09"], (path.name, skipped)
+
+
 # ----------------------------------------------------------------- real kernel
 
 

@@ -19,6 +19,7 @@ from grader.core.limits import Limits
 from tests.grader_support import (
     SOLUTION,
     make_notebook,
+    namespace_of,
     solution_notebook,
     with_definition,
     write,
@@ -134,6 +135,28 @@ def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
     assert "`resume_action` levantou ValueError: quebrou" in by_id["n1.resume_action_decides[cpB]"].message
     reconcile_message = by_id["n2.clears_pending[cpB]"].message
     assert "a célula 3" in reconcile_message and "SyntaxError" in reconcile_message
+
+
+@pytest.mark.parametrize("tagged", [True, False], ids=["skip-execution", "untagged"])
+def test_a_cell_tagged_skip_execution_never_runs_in_the_grading_kernel(tmp_path, tagged):
+    """A demonstration cell the grader checks anyway (exercise 6's loop over every defect) carries
+    nbclient's own tag; untagged, the same cell runs, overrides the function and is reported."""
+    notebook = make_notebook(SETUP, RESUME_OK, 'def resume_action(cp):\n    raise ValueError("demo")\n'
+                                                'raise RuntimeError("a demonstração rodou")')
+    if tagged:
+        notebook.cells[2].metadata["tags"] = ["skip-execution"]
+    report = grade("exercise-3", write(notebook, tmp_path / "tagged.ipynb"), level=1)
+    decides = {c.id: c for c in report.checks}["n1.resume_action_decides[cpB]"]
+    assert [p.cell for p in report.cell_problems] == ([] if tagged else [3])
+    assert decides.passed == tagged, decides.message
+    assert tagged or "levantou ValueError: demo" in decides.message
+
+
+def test_the_in_process_runner_of_the_tests_skips_the_same_cells(monkeypatch):
+    notebook = make_notebook("ran = []", "ran.append('tagged')", "ran.append('plain')")
+    notebook.cells[1].metadata["tags"] = ["skip-execution"]
+    namespace, problems = namespace_of(notebook, monkeypatch)
+    assert namespace["ran"] == ["plain"] and problems == []
 
 
 @pytest.mark.slow
