@@ -100,10 +100,11 @@ def form_pattern(form: str) -> re.Pattern[str]:
     return re.compile(LEFT_BOUNDARY + body + RIGHT_BOUNDARY)
 
 
-def _same_code(content: str, form: str) -> bool:
-    content = unicodedata.normalize("NFC", content.strip())
-    form = unicodedata.normalize("NFC", form)
-    return content == form if is_code_name(form) else content.casefold() == form.casefold()
+def _code_key(text: str, exact: bool) -> str:
+    """What an inline code span and a form are compared by: the NFC text, casefolded unless
+    the form is a code name (``turns`` and ``Turns`` are different names)."""
+    text = unicodedata.normalize("NFC", text)
+    return text if exact else text.casefold()
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class Marker:
         self.terms = list(terms)
         forms = [(form, term) for term in self.terms for form in term.forms]
         forms.sort(key=lambda pair: -len(pair[0]))
-        self._forms = [(form, term, form_pattern(form)) for form, term in forms]
+        self._forms = [(form, term, form_pattern(form), is_code_name(form)) for form, term in forms]
 
     def occurrences(self, cell: int, text: str) -> list[Occurrence]:
         """Every place in one (unmarked) cell where a term may be marked."""
@@ -136,14 +137,20 @@ class Marker:
         sources = sources_spans(text)
         for start, end in sources:
             blocked[start:end] = b"\x01" * (end - start)
+        # The cell's code spans by what a form is compared with, looked up once per form (a
+        # lesson has hundreds of spans and the glossary hundreds of forms).
+        spans: dict[tuple[bool, str], list] = {}
+        for span in regions.code_spans:
+            if not any(a <= span.start < b for a, b in sources):
+                for exact in (True, False):
+                    spans.setdefault((exact, _code_key(span.content.strip(), exact)), []).append(span)
         found: list[Occurrence] = []
-        for form, term, pattern in self._forms:
+        for form, term, pattern, code_name in self._forms:
             for match in pattern.finditer(text):
                 if not any(blocked[match.start():match.end()]):
                     found.append(Occurrence(cell, match.start(), match.end(), term))
-            for span in regions.code_spans:
-                if _same_code(span.content, form) and not any(a <= span.start < b for a, b in sources):
-                    found.append(Occurrence(cell, span.start, span.end, term))
+            for span in spans.get((code_name, _code_key(form, code_name)), []):
+                found.append(Occurrence(cell, span.start, span.end, term))
         return found
 
     def mark_cells(self, sources: Iterable[str]) -> MarkingResult:
