@@ -136,9 +136,11 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
     return 128 - code if code < 0 else code  # morto por um sinal: 128 + o número, como o shell
 
 
-# The whole suite in two pytest-xdist workers, a file's tests kept together: measured on 2
-# cores, 1,208 s against 2,033-2,192 s serially, all tests passing either way.
-WHOLE_SUITE = ["-n", "2", "--dist", "loadfile"]
+# The whole suite in three pytest-xdist workers that take tests from each other's queues as
+# they free up (many tests wait on a kernel or a child process, so a third worker fills the
+# gaps). Measured in one session on 2 cores, 2,966 tests: 666 s with -n 3 --dist worksteal,
+# 694 s with -n 4, 852 s with -n 2 --dist loadfile; serially, 2,033-2,192 s.
+WHOLE_SUITE = ["-n", "3", "--dist", "worksteal"]
 # Options that choose the workers themselves, or that need one process: a debugger (xdist refuses
 # it) and -s (a worker's output never reaches the terminal).
 CHOOSES_WORKERS = {"-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist", "-pno:xdist", "-s",
@@ -165,9 +167,9 @@ def from_caller(argument: str, cwd: Path) -> str | None:
 
 
 def test_command(rest: list[str], cwd: Path = ROOT) -> list[str]:
-    """Sem caminho de teste, a suíte (toda ou filtrada por -m, -k...) em dois processos; com um
+    """Sem caminho de teste, a suíte (toda ou filtrada por -m, -k...) em três processos; com um
     arquivo, pasta ou teste nomeado (a partir da pasta de quem chama), em série: quem roda um
-    arquivo só não paga a partida de dois processos; quem escolhe -n, --dist, -s ou um depurador
+    arquivo só não paga a partida de três processos; quem escolhe -n, --dist, -s ou um depurador
     (--pdb), também em PYTEST_ADDOPTS, fica com o que escolheu."""
     arguments, as_chosen, after_option = [], False, False
     for argument in rest:

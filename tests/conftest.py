@@ -55,7 +55,7 @@ def pytest_configure(config):
             signal.signal(signum, _unwind_as_ctrl_c)
 
 
-# Under pytest-xdist (`-n 2`), the controller process starts the one cluster and hands its
+# Under pytest-xdist (`-n 3`), the controller process starts the one cluster and hands its
 # address to every worker (https://pytest-xdist.readthedocs.io/en/stable/how-to.html): a worker
 # starting its own would make one cluster per worker. Without xdist, the first test that asks
 # starts it.

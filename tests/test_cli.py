@@ -212,15 +212,15 @@ def test_the_readme_test_command_splits_the_whole_suite_and_leaves_a_chosen_run_
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
 
     whole = bootstrap.test_command([])
-    assert whole[1:4] == ["-m", "pytest", "-n"] and whole[4:] == ["2", "--dist", "loadfile"]
+    assert whole[1:4] == ["-m", "pytest", "-n"] and whole[4:] == ["3", "--dist", "worksteal"]
     one_file = bootstrap.test_command(["tests/test_stores.py", "-x", "-q"])
     assert one_file[3:] == ["tests/test_stores.py", "-x", "-q"]  # as asked, serially
     one_test = bootstrap.test_command(["tests/test_cli.py::test_bootstrap_help"])
     assert one_test[3:] == ["tests/test_cli.py::test_bootstrap_help"]
     fast_tier = bootstrap.test_command(["-m", "not slow and not browser"])  # a filter, no path: still the suite
-    assert fast_tier[3:] == ["-n", "2", "--dist", "loadfile", "-m", "not slow and not browser"]
-    assert bootstrap.test_command(["-k", "tests"])[3:5] == ["-n", "2"]  # a -k word that is also a folder's name
-    assert bootstrap.test_command(["--ignore", "tests/test_browser.py"])[3:5] == ["-n", "2"]  # a path left out
+    assert fast_tier[3:] == ["-n", "3", "--dist", "worksteal", "-m", "not slow and not browser"]
+    assert bootstrap.test_command(["-k", "tests"])[3:5] == ["-n", "3"]  # a -k word that is also a folder's name
+    assert bootstrap.test_command(["--ignore", "tests/test_browser.py"])[3:5] == ["-n", "3"]  # a path left out
     assert bootstrap.test_command(["-x", "tests"])[3:] == ["-x", "tests"]  # a folder named after a flag
     for chosen in (["-n", "3"], ["-n0"], ["--numprocesses=4"], ["--dist=each"], ["--pdb"], ["-p", "no:xdist"],
                    ["-pno:xdist"], ["-s", "-k", "stores"], ["--capture=no"]):
