@@ -13,8 +13,9 @@ import sys
 
 class _ComoAClasseDoSdk(type):
     def __instancecheck__(cls, instance) -> bool:
-        sdk = sys.modules.get("anthropic")
-        return sdk is not None and isinstance(instance, getattr(sdk, cls.__name__))
+        # Outro módulo com o nome anthropic (um anthropic.py na pasta) não tem a classe: nada é dela.
+        sdk_class = getattr(sys.modules.get("anthropic"), cls.__name__, None)
+        return isinstance(sdk_class, type) and isinstance(instance, sdk_class)
 
 
 class APIError(metaclass=_ComoAClasseDoSdk):

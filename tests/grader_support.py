@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 from grader.checks.framework import CellProblemInfo, Fixture, Session
 from grader.checks.runner import run_plan
 from grader.core.engine import load_exercise
 from grader.core.environment import GRADER_ENV
+from grader.core.execution import skipped_cell_problem
+from grader.core.results import SKIPPED_CELL
 from grader.core.fixture_loader import load_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +65,7 @@ def make_notebook(*sources: str) -> nbformat.NotebookNode:
     return notebook
 
 
-SKIPPED_TAG = NotebookClient.skip_cells_with_tag.default_value  # "skip-execution": nbclient never runs these
+SKIPPED_TAG = SKIPPED_CELL  # nbclient never runs these cells in the grading kernel
 
 
 def namespace_of(notebook: nbformat.NotebookNode, monkeypatch) -> tuple[dict, list[CellProblemInfo]]:
@@ -74,7 +75,13 @@ def namespace_of(notebook: nbformat.NotebookNode, monkeypatch) -> tuple[dict, li
     namespace: dict = {"__name__": "__main__"}
     problems = []
     for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "code" or SKIPPED_TAG in cell.metadata.get("tags", []):
+        if cell.cell_type != "code":
+            continue
+        if SKIPPED_TAG in cell.metadata.get("tags", []):
+            skipped = skipped_cell_problem(cell, index)
+            if skipped is not None:
+                problems.append(CellProblemInfo(skipped.cell, skipped.first_line, skipped.ename, skipped.evalue,
+                                                skipped.names))
             continue
         try:
             exec(compile(cell.source, f"<célula {index + 1}>", "exec"), namespace)

@@ -137,26 +137,44 @@ def test_cell_errors_are_reported_and_execution_goes_on(tmp_path):
     assert "a célula 3" in reconcile_message and "SyntaxError" in reconcile_message
 
 
+DEMO = 'print(resume_action({"pending_tool_use": None}))\nraise RuntimeError("a demonstração rodou")'
+
+
 @pytest.mark.parametrize("tagged", [True, False], ids=["skip-execution", "untagged"])
-def test_a_cell_tagged_skip_execution_never_runs_in_the_grading_kernel(tmp_path, tagged):
-    """A demonstration cell the grader checks anyway (exercise 6's loop over every defect) carries
-    nbclient's own tag; untagged, the same cell runs, overrides the function and is reported."""
-    notebook = make_notebook(SETUP, RESUME_OK, 'def resume_action(cp):\n    raise ValueError("demo")\n'
-                                                'raise RuntimeError("a demonstração rodou")')
+def test_a_demonstration_cell_tagged_skip_execution_never_runs_in_the_grading_kernel(tmp_path, tagged):
+    """A cell that only shows results and that the checks redo (exercise 6's loop over every
+    defect) carries nbclient's own tag; untagged, the same cell runs and its error is reported."""
+    notebook = make_notebook(SETUP, RESUME_OK, DEMO)
     if tagged:
         notebook.cells[2].metadata["tags"] = ["skip-execution"]
-    report = grade("exercise-3", write(notebook, tmp_path / "tagged.ipynb"), level=1)
-    decides = {c.id: c for c in report.checks}["n1.resume_action_decides[cpB]"]
+    report = grade("exercise-3", write(notebook, tmp_path / "demo.ipynb"), level=1)
     assert [p.cell for p in report.cell_problems] == ([] if tagged else [3])
-    assert decides.passed == tagged, decides.message
-    assert tagged or "levantou ValueError: demo" in decides.message
+    assert {c.id: c for c in report.checks}["n1.resume_action_decides[cpB]"].passed
+
+
+def test_a_tagged_cell_that_defines_a_graded_function_is_named_with_its_tag(tmp_path):
+    """The student sees the function run in JupyterLab; the report must say why the grading has
+    none. The error the cell once showed, saved in the file, is the student's and never read."""
+    notebook = make_notebook(SETUP, RESUME_OK)
+    notebook.cells[1].metadata["tags"] = ["skip-execution"]
+    notebook.cells[1].outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="velho", traceback=[])]
+    report = grade("exercise-3", write(notebook, tmp_path / "tagged.ipynb"), level=1)
+    (problem,) = report.cell_problems
+    assert (problem.cell, problem.ename) == (2, "skip-execution")
+    assert "tem a tag `skip-execution`" in problem.message and "`resume_action`" in problem.message
+    decides = {c.id: c for c in report.checks}["n1.resume_action_decides[cpB]"]
+    assert not decides.passed and "a célula 2" in decides.message and "skip-execution" in decides.message, \
+        decides.message
+    assert "nenhuma célula tem" not in decides.message
 
 
 def test_the_in_process_runner_of_the_tests_skips_the_same_cells(monkeypatch):
-    notebook = make_notebook("ran = []", "ran.append('tagged')", "ran.append('plain')")
+    notebook = make_notebook("ran = []", "ran.append('tagged')", "ran.append('plain')", "def helper():\n    pass")
     notebook.cells[1].metadata["tags"] = ["skip-execution"]
+    notebook.cells[3].metadata["tags"] = ["skip-execution"]
     namespace, problems = namespace_of(notebook, monkeypatch)
-    assert namespace["ran"] == ["plain"] and problems == []
+    assert namespace["ran"] == ["plain"] and "helper" not in namespace
+    assert [(p.cell, p.ename, p.names) for p in problems] == [(4, "skip-execution", ["helper"])]
 
 
 @pytest.mark.slow

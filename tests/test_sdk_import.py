@@ -76,6 +76,14 @@ def test_before_the_sdk_is_imported_nothing_is_one_of_its_errors():
     assert done.stdout.split() == ["False", "False"], done.stderr
 
 
+def test_a_module_named_anthropic_that_is_not_the_sdk_makes_nothing_an_api_error(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, "anthropic", types.ModuleType("anthropic"))  # an anthropic.py in the folder
+    assert not isinstance(RuntimeError("x"), api_errors.APIError)
+    assert exit_for(OSError(28, "cheio"), running=True) is not None  # the table goes on to the disk row
+
+
 def sdk_errors() -> dict[str, BaseException]:
     request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
     overloaded = httpx2.Response(529, request=request, json={"type": "error", "error": {"type": "overloaded_error"}})

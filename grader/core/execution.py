@@ -44,6 +44,7 @@ from grader.core.results import (
     KERNEL_DIED,
     KERNEL_START_FAILED,
     MEMORY_EXHAUSTED,
+    SKIPPED_CELL,
     TIMEOUT,
     CellProblem,
 )
@@ -175,7 +176,22 @@ def describe_cell_problem(number: int, line: str, ename: str, evalue: str, timed
     return f"{where} falhou com {error_text(ename, evalue)}."
 
 
+def skipped_cell_problem(cell: Any, index: int) -> CellProblem | None:
+    """A cell nbclient skipped: a problem only when it defines names (a demonstration that only
+    shows results is what the tag is for). Its saved outputs are the student's, never read."""
+    names = names_defined(cell.source)
+    if not names:
+        return None
+    line, shown = first_line(cell.source), ", ".join(f"`{name}`" for name in names)
+    return CellProblem(cell=index + 1, first_line=line, ename=SKIPPED_CELL, evalue="", names=names, message=(
+        f"A célula {index + 1} (`{line}`) tem a tag `{SKIPPED_CELL}`: o corretor não executa células com "
+        f"essa tag, então o que ela define ({shown}) não existe na correção. Tire a tag (no JupyterLab, "
+        "na barra da direita, Property Inspector > Cell Tags) e salve."))
+
+
 def cell_problem(cell: Any, index: int, timed_out: bool, limit: float) -> CellProblem | None:
+    if SKIPPED_CELL in cell.metadata.get("tags", []):
+        return skipped_cell_problem(cell, index)
     if "raises-exception" in cell.metadata.get("tags", []) and not timed_out:
         return None  # the cell shows an error on purpose
     errors = [output for output in cell.get("outputs", []) if output.get("output_type") == "error"]
@@ -316,6 +332,7 @@ class _Grading:
             allow_errors=True,
             interrupt_on_timeout=True,
             record_timing=False,
+            skip_cells_with_tag=SKIPPED_CELL,  # nbclient's own default, named where cell_problem reads it
             shutdown_kernel="immediate",
             startup_timeout=kernels.STARTUP_TIMEOUT,
             resources={"metadata": {"path": str(self.workdir)}},

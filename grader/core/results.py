@@ -16,6 +16,9 @@ KERNEL_DIED = "kernel_died"  # the kernel died while running the student's code
 TIMEOUT = "timeout"  # the notebook or the checks ran out of time
 GRADER_ERROR = "grader_error"  # the grader itself failed (a broken connection, a runner error)
 MEMORY_EXHAUSTED = "memory_exhausted"  # a cell or a check ran out of the kernel's memory limit
+# nbclient never runs a cell with this tag (its skip_cells_with_tag); a CellProblem of that
+# ename is a skipped cell that defines names, which then do not exist in the grading.
+SKIPPED_CELL = "skip-execution"
 ERROR_KINDS = (INVALID_NOTEBOOK, NOTEBOOK_UNREADABLE, KERNEL_START_FAILED, KERNEL_DIED, TIMEOUT, GRADER_ERROR,
                MEMORY_EXHAUSTED)
 

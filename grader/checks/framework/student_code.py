@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.checks.framework.outcomes import NOT_IMPLEMENTED_PREFIX, error_text
+from grader.core.results import SKIPPED_CELL
 
 
 @dataclass
@@ -70,6 +71,12 @@ def stub_text(function: Any) -> str | None:
 def missing_name_message(name: str, problems: list[CellProblemInfo]) -> str:
     for problem in problems:
         if name in problem.names:
+            if problem.ename == SKIPPED_CELL:
+                return (
+                    f"`{name}` não existe na correção: a célula {problem.cell} (`{problem.first_line}`), que a "
+                    f"define, tem a tag `{SKIPPED_CELL}`, e o corretor não executa células com essa tag. "
+                    "Tire a tag e salve."
+                )
             if problem.ename == "NotImplementedError":
                 return (
                     f"{NOT_IMPLEMENTED_PREFIX}: a célula {problem.cell}, onde `{name}` é definida, "
