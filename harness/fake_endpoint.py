@@ -11,9 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from typing import Iterable
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import httpx2
 
