@@ -65,9 +65,6 @@ def make_notebook(*sources: str) -> nbformat.NotebookNode:
     return notebook
 
 
-SKIPPED_TAG = SKIPPED_CELL  # nbclient never runs these cells in the grading kernel
-
-
 def namespace_of(notebook: nbformat.NotebookNode, monkeypatch) -> tuple[dict, list[CellProblemInfo]]:
     """Execute the notebook's code cells in a fresh dict, as the grading kernel would (errors
     noted, the cells nbclient skips skipped)."""
@@ -77,7 +74,7 @@ def namespace_of(notebook: nbformat.NotebookNode, monkeypatch) -> tuple[dict, li
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        if SKIPPED_TAG in cell.metadata.get("tags", []):
+        if SKIPPED_CELL in cell.metadata.get("tags", []):  # nbclient never runs these in the kernel
             skipped = skipped_cell_problem(cell, index)
             if skipped is not None:
                 problems.append(CellProblemInfo(skipped.cell, skipped.first_line, skipped.ename, skipped.evalue,
