@@ -134,12 +134,6 @@ def harness_env(log_path=None, crash_after=None, crash_mode=None) -> dict:
     return env
 
 
-def run_harness(args, env, timeout=60) -> subprocess.CompletedProcess:
-    """``python -m harness ARGS`` in a real subprocess."""
-    return subprocess.run([sys.executable, "-m", "harness", *args], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def start_harness(args, env) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.warm_python import run_python
+
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "harness", "run", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "harness", "run", *args], cwd=cwd, timeout=120)
 
 
 @pytest.mark.slow
@@ -65,9 +66,8 @@ def test_endpoint_latency_slows_each_model_call_and_a_bad_value_is_bad_input(tmp
             raise AssertionError(f"{bad!r} was accepted as a latency")
     monkeypatch.delenv(ENDPOINT_LATENCY_ENV)
     assert endpoint_latency() == 0.0
-    result = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "team-email",
-                             "--workdir", str(tmp_path / "x")], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=120, env={**__import__("os").environ, ENDPOINT_LATENCY_ENV: "depois"})
+    result = run_python(["-m", "harness", "run", "--scenario", "team-email", "--workdir", str(tmp_path / "x")],
+                        cwd=tmp_path, timeout=120, env={**__import__("os").environ, ENDPOINT_LATENCY_ENV: "depois"})
     assert result.returncode == 2 and ENDPOINT_LATENCY_ENV in result.stderr and "Traceback" not in result.stderr
 
 
@@ -128,8 +128,8 @@ def test_live_mode_without_a_key_is_a_clean_refusal_that_touches_nothing(tmp_pat
     assert run_cli("--scenario", "team-email", "--workdir", "r", cwd=tmp_path).returncode == 0
     before = (tmp_path / "r" / "checkpoint.json").read_bytes()
     env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
-    result = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "meeting-notes", "--workdir", "r",
-                             "--live"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    result = run_python(["-m", "harness", "run", "--scenario", "meeting-notes", "--workdir", "r", "--live"],
+                        cwd=tmp_path, timeout=120, env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "ANTHROPIC_API_KEY" in result.stderr
     assert (tmp_path / "r" / "checkpoint.json").read_bytes() == before

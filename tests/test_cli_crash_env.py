@@ -1,16 +1,14 @@
 """A mistyped CRASH_AFTER or CRASH_MODE is one line and exit 2, before the run starts."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
+from tests.warm_python import run_python
 
 
 def run_cli(tmp_path, env_extra, *args):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env_extra}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "harness", *args], cwd=tmp_path, env=env, timeout=120)
 
 
 @pytest.mark.slow

@@ -6,8 +6,6 @@ import hashlib
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from harness.exit_codes import EXIT_BAD_INPUT, EXIT_CODES, EXIT_LEASE_HELD
 from harness.lifecycle import LEASE_FILE
 from harness.runner import WORLD_DIR
 from harness.tools import Workspace
+from tests.warm_python import run_python
 
 
 def digest(folder: Path, skip=()) -> str:
@@ -31,8 +30,7 @@ def digest(folder: Path, skip=()) -> str:
 
 
 def harness(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return run_python(["-m", "harness", *args], cwd=cwd, timeout=120, env={**os.environ, **(env or {})})
 
 
 def emails(run_dir: Path) -> list:

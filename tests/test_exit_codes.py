@@ -1,8 +1,10 @@
 """How an error ends `python -m harness`: the exit code and the one line on stderr, per command.
 
-Every case is a real `python -m harness` process (the package's `__main__`, the interpreter's own
-top level) with one function of the harness swapped, in that process only, for one that raises
-the error. The expected codes and lines are written out here, not read from the table in
+Every case is a real process running `python -m harness` (the package's `__main__`, at the
+interpreter's own top level) with one function of the harness swapped, in that process only, for
+one that raises the error. The processes are forked from a warm interpreter that has imported the
+SDK and nothing more (tests/warm_python.py): an uncaught error still reaches the interpreter's
+top level, which prints the traceback and exits 1. The expected codes and lines are written out here, not read from the table in
 harness/exit_codes.py: they are what the command line said before that table existed, and what
 the README and the lessons promise. An error the table does not name ends as it always did,
 with Python's traceback and exit 1.
@@ -19,14 +21,13 @@ from __future__ import annotations
 
 import ast
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.fake_endpoint import make_stub_client
 from harness.scenarios import load_scenario
+from tests.warm_python import run_python
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS = REPO_ROOT / "harness"
@@ -159,8 +160,7 @@ def child_env(raise_at, what):
 
 
 def harness_process(args, env):
-    return subprocess.run([sys.executable, "-c", CHILD, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return run_python(["-c", CHILD, *args], cwd=REPO_ROOT, env=env, timeout=120)
 
 
 def command_for(where, workdir):
@@ -226,8 +226,7 @@ def test_a_bad_input_while_resuming_says_retomar(tmp_path):
 def test_what_the_options_say_before_any_command(tmp_path, env, args, line):
     """Checked before anything runs (no function swapped): the same words and code 2."""
     args = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
-    done = subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=120, env={**child_env("x:y", ""), **env})
+    done = run_python(["-m", "harness", *args], cwd=REPO_ROOT, timeout=120, env={**child_env("x:y", ""), **env})
     assert done.returncode == 2, done.stderr
     if line is None:
         assert done.stderr.splitlines()[-1].startswith("python -m harness: erro: argumentos não reconhecidos")
@@ -238,9 +237,8 @@ def test_what_the_options_say_before_any_command(tmp_path, env, args, line):
 
 @pytest.mark.slow
 def test_the_lease_seconds_limit_is_a_usage_error(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir",
-                           str(tmp_path / "r"), "--lease-seconds", "100000"], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120, env=child_env("x:y", ""))
+    done = run_python(["-m", "harness", "run", "--scenario", "team-email", "--workdir", str(tmp_path / "r"),
+                       "--lease-seconds", "100000"], cwd=REPO_ROOT, timeout=120, env=child_env("x:y", ""))
     lines = done.stderr.splitlines()
     assert done.returncode == 2 and lines[0].startswith("uso: python -m harness "), done.stderr
     assert lines[-1].startswith("python -m harness: erro: --lease-seconds: "), lines

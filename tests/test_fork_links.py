@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
+from tests.warm_python import run_python
 
 pytestmark = pytest.mark.timeout(300)
 
 
 def harness(cwd, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return run_python(["-m", "harness", *args], cwd=cwd, timeout=120, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

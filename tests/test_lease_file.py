@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from harness.fake_endpoint import make_stub_client
 from harness.lifecycle import LEASE_FILE, LeaseFileError, acquire_lease, check_fence, read_lease
 from harness.runner import ask_a_person, run_durable
 from harness.scenarios import load_scenario
+from tests.warm_python import run_python
 
 TEAM_EMAIL = load_scenario("team-email")
 GOOD = {"owner": "maquina:123", "host": "maquina", "pid": 123, "token": 3, "expires_at": 1.0,
@@ -108,8 +107,7 @@ def test_no_traceback_from_any_command_in_a_real_process(case, waiting_run, tmp_
     content, words = MALFORMED[case]
     for command, argv in COMMANDS.items():
         run_dir = with_lease(waiting_run, tmp_path / command.replace(" ", "_"), content)
-        result = subprocess.run([sys.executable, "-m", "harness", *[a.format(dir=run_dir) for a in argv]],
-                                capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        result = run_python(["-m", "harness", *[a.format(dir=run_dir) for a in argv]], timeout=120, cwd=tmp_path)
         assert result.returncode == EXIT_BAD_INPUT, (command, result.stderr)
         assert "Traceback" not in result.stderr and words in result.stderr, (command, result.stderr)
 

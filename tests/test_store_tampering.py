@@ -4,19 +4,18 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
 from harness.exit_codes import EXIT_BAD_INPUT
 from harness.stores.sqlite import SqliteStore
+from tests.warm_python import run_python
 
 
 def crashed_sqlite_run(folder):
     env = {**os.environ, "CRASH_AFTER": "after-save-A:2"}
-    subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", "team-email", "--workdir", str(folder),
-                    "--store", "sqlite"], env=env, capture_output=True, timeout=120)
+    run_python(["-m", "harness", "run", "--scenario", "team-email", "--workdir", str(folder), "--store", "sqlite"],
+               env=env, timeout=120)
     return folder / "run.sqlite3"
 
 
@@ -39,15 +38,13 @@ def test_a_lying_row_is_bad_input_for_status_and_resume(tmp_path, statement, wor
     folder = tmp_path / "execucao"
     tamper(crashed_sqlite_run(folder), statement)
     for command in (["status"], ["run", "--resume"]):
-        done = subprocess.run([sys.executable, "-m", "harness", *command, "--workdir", str(folder), "--store", "sqlite"],
-                              capture_output=True, text=True, timeout=120)
+        done = run_python(["-m", "harness", *command, "--workdir", str(folder), "--store", "sqlite"], timeout=120)
         assert done.returncode == EXIT_BAD_INPUT, (command, done.stderr)
         assert words in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def harness(folder, *command):
-    return subprocess.run([sys.executable, "-m", "harness", *command, "--workdir", str(folder), "--store", "sqlite"],
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "harness", *command, "--workdir", str(folder), "--store", "sqlite"], timeout=120)
 
 
 def one_clean_line(done):
