@@ -16,6 +16,7 @@ from grader.core import manifest
 from grader.core.manifest import ManifestError, parse_manifest
 from grader.core.schema_errors import Failure, all_failures, describe
 from tests.grader_support import ROOT
+from tests.warm_python import run_python
 
 PACKAGED = manifest.MANIFEST_PATH.read_text(encoding="utf-8")
 GOOD = "version: 1\nexercises:\n  - name: exercise-1\n    title: Um\n    levels:\n" + "".join(
@@ -117,13 +118,14 @@ def project_copy(tmp_path_factory):
     (root / "grader" / "core" / "manifest.yaml").write_text(PACKAGED, encoding="utf-8")
     # The control, once per copy: with the packaged manifest the copy is in order, so what a
     # case reports comes from the manifest it breaks (each case puts the packaged one back).
-    result = subprocess.run(course_check(root), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = run_python(course_check(root), cwd=ROOT, timeout=120)
     assert (result.returncode, result.stdout) == (0, "course check: tudo em dia.\n"), result.stdout + result.stderr
     return root
 
 
 def course_check(root):
-    return [sys.executable, "-m", "authoring.cli", "--root", str(root), "check"]
+    """`course check` on ``root``, for the warm interpreter (it has the SDK the figure check needs)."""
+    return ["-m", "authoring.cli", "--root", str(root), "check"]
 
 
 @pytest.mark.slow
@@ -138,7 +140,7 @@ def test_course_check_reports_a_broken_manifest(project_copy, case):
     elif content is not None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     try:
-        result = subprocess.run(check, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        result = run_python(check, cwd=ROOT, timeout=120)
     finally:
         path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
         path.write_text(PACKAGED, encoding="utf-8")
