@@ -4,8 +4,6 @@ exit 2 and that line; `course check` reports it; values shown in messages are bo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -47,8 +45,7 @@ def run_with_manifest(tmp_path: Path, content: bytes | str | None, *argv: str, t
     code = ("import sys\nfrom pathlib import Path\nfrom grader.core import manifest\n"
             "manifest.MANIFEST_PATH = Path(sys.argv[1])\n"
             f"from {entry} import main\nsys.exit(main(sys.argv[2:]))\n")
-    return subprocess.run([sys.executable, "-c", code, str(path), *rest], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_python(["-c", code, str(path), *rest], cwd=ROOT, timeout=timeout)
 
 
 BROKEN = {

@@ -26,9 +26,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# What the warm interpreter imports before it forks: what every harness command would import.
+# What the warm interpreter imports before it forks: what the harness, `grade` and `course` import.
 PRELOADED = ("anthropic", "httpx2", "harness.cli", "harness.runner", "harness.model", "harness.fake_endpoint",
-             "harness.exit_codes", "harness.cli_text")
+             "harness.exit_codes", "harness.cli_text", "nbformat", "jupyter_client", "grader.cli", "authoring.cli")
 
 # The warm interpreter. Requests arrive one JSON line at a time on stdin; for each it forks, says
 # the child's pid, waits for it and says its exit status. The child leaves the loop and runs the
