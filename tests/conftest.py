@@ -186,16 +186,6 @@ def page(browser):
         context.close()
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """Under xdist, the slow and browser tests run first. Each worker takes a block of the list and
-    the idle ones take work from the busy ones' queues (`--dist worksteal`): with the long tests at
-    the front, the run ends on short tests that any worker can take, not on one worker still in a
-    30-second test while the other two wait. The order within each group stays as collected."""
-    if not _distributed(config) and not hasattr(config, "workerinput"):
-        return
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None and item.get_closest_marker("browser") is None)
-
-
 def pytest_terminal_summary(terminalreporter, config):
     if postgres_starts:
         terminalreporter.write_line(f"PostgreSQL clusters started: {postgres_starts}")
