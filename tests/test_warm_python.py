@@ -75,3 +75,9 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_command_that_kills_the_warm_interpreter_is_an_error_and_the_next_one_runs():
+    with pytest.raises(RuntimeError, match="warm interpreter ended"):
+        run_python(["-c", "import os, signal, time; os.kill(os.getppid(), signal.SIGKILL); time.sleep(5)"])
+    assert run_python(["-c", "print('de novo')"]).stdout == "de novo\n"

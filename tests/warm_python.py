@@ -97,11 +97,11 @@ class WarmPython:
                        "cwd": str(cwd or REPO_ROOT), **paths}
             self._process.stdin.write(json.dumps(request) + "\n")
             self._process.stdin.flush()
-            pid = json.loads(self._replies.readline())["pid"]
+            pid = self._reply("pid")
             timer = threading.Timer(timeout, _kill_group, (pid,))
             timer.start()
             try:
-                code = json.loads(self._replies.readline())["code"]
+                code = self._reply("code")
             finally:
                 timer.cancel()
             timed_out = pid in _timed_out
@@ -109,6 +109,13 @@ class WarmPython:
         if timed_out:
             raise subprocess.TimeoutExpired([sys.executable, *argv], timeout, out, err)
         return subprocess.CompletedProcess([sys.executable, *argv], code, out, err)
+
+    def _reply(self, key: str) -> int:
+        line = self._replies.readline()
+        if not line:  # killed (by a command that killed its parent, say): the next call starts another
+            raise RuntimeError(f"the warm interpreter ended (exit {self._process.wait(timeout=10)}) before "
+                               f"saying the command's {key}")
+        return json.loads(line)[key]
 
     def close(self) -> None:
         if self._process.poll() is None:
