@@ -10,6 +10,8 @@ import pytest
 
 from tests.warm_python import run_python
 
+pytestmark = pytest.mark.slow  # the first command of a test process starts the warm interpreter (the SDK import)
+
 
 def both(argv, **options):
     """The same command through the warm interpreter and through a new `python`."""
