@@ -53,6 +53,11 @@ def pytest_configure(config):
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _unwind_as_ctrl_c)
+    # A shell starts a background job (`cmd &` in a script) with SIGINT ignored, and Python then
+    # leaves it ignored: the tests of what Ctrl-C does would see nothing. Their processes, and the
+    # children they start (an ignored signal stays ignored across exec), get Python's default back.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Under pytest-xdist (`-n 3`), the controller process starts the one cluster and hands its
