@@ -34,11 +34,14 @@ PRELOADED = ("anthropic", "httpx2", "harness.cli", "harness.runner", "harness.mo
 # the child's pid, waits for it and says its exit status. The child leaves the loop and runs the
 # command at module level, so nothing of the loop catches what the command raises.
 SERVER = r"""
-import json, os, sys
+import gc, json, os, sys
 reply = os.fdopen(int(sys.argv[1]), "w", buffering=1)
 for name in sys.argv[2:]:
     __import__(name)
 sys.argv = sys.argv[:1]
+# What is imported now lives as long as the interpreter: out of the collector's sight, a child's
+# collections (and its exit) do not walk, and so copy, every page of it (gc.freeze's own purpose).
+gc.freeze()
 while True:
     line = sys.stdin.readline()
     if not line:
@@ -64,12 +67,12 @@ argv = request["argv"]
 if argv[0] == "-m":
     import runpy
     sys.argv = [argv[1], *argv[2:]]
-    del json, os, line, request, pid, argv, name, fd, path, flags
+    del gc, json, os, line, request, pid, argv, name, fd, path, flags
     runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 else:
     code = compile(argv[1], "<string>", "exec")
     sys.argv = ["-c", *argv[2:]]
-    del json, os, line, request, pid, argv, name, fd, path, flags
+    del gc, json, os, line, request, pid, argv, name, fd, path, flags
     exec(code)
 """
 

@@ -32,6 +32,7 @@ This module runs inside the template, so it imports nothing of jupyter_client.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -294,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         # Forking copies only this thread; a lock another one holds would stay locked in every kernel.
         started = quantity(threading.active_count() - 1, "thread iniciada", "threads iniciadas")
         refusal = f"{started} pelos imports"
+    # What the template imported lives as long as each kernel: out of the collector's sight, a
+    # kernel's collections (and its exit) neither walk nor copy those pages
+    # (https://docs.python.org/3/library/gc.html#gc.freeze).
+    gc.freeze()
     serve(listener, control, refusal)
     # The template: nothing to flush, and tearing down the imported SDK module by module
     # takes half a second the batch would wait for. (A kernel never gets here: its exit
