@@ -1,7 +1,10 @@
 """The crash matrix: the team-email run killed at every labelled step, in real processes.
 
 - `python -m harness run` subprocesses crashed at every label in CRASH_LABELS, by
-  SimulatedCrash (exit 137) and by a real SIGKILL (CRASH_MODE=kill), then resumed;
+  SimulatedCrash (exit 137) and by a real SIGKILL (CRASH_MODE=kill), then resumed: at
+  FRESH_LABEL in new interpreters, at the others in processes the warm interpreter forks
+  (tests/warm_python.py: each runs `python -m harness` at its top level, without the 1.5 s of
+  imports a new interpreter pays);
 - the same at every pass of every label, in forked children (same code path, no
   interpreter start-up), plus a resume whose model script differs from the crashed one;
 - the interruption cases of the pause-and-resume article, each as a named test:
@@ -9,7 +12,8 @@
   version change, two workers, cancel while paused.
 
 The forked matrix and the racing workers run on every store (files, SQLite, PostgreSQL);
-the SQL stores also crash and resume as fresh `python -m harness --store ...` interpreters,
+the SQL stores also crash and resume as `python -m harness --store ...` processes (fresh at
+FRESH_LABEL),
 and show a stale worker's write refused by the database with the worker's own check disabled.
 
 Every request the fake endpoint receives, from every process, is logged (HARNESS_ENDPOINT_LOG)
@@ -45,6 +49,7 @@ from tests.durability_checks import (
 )
 from tests.stores_support import FILES_CASE
 from tests.test_runner import TEAM_EMAIL_PASSES
+from tests.warm_python import start_python
 
 # The pass of each label that falls in the email turn (turn 2), where a crash hurts most.
 EMAIL_TURN_PASS = {
@@ -56,6 +61,9 @@ EMAIL_TURN_PASS = {
     "mid-checkpoint-write": 3,   # point A of turn 2 half-written: the .tmp exists, no rename
 }
 MODES = {"simulated": None, "sigkill": "kill"}
+# The label whose crash and resume run in new interpreters (the email sent, no receipt yet: the
+# crash the course is about); the rest run in the warm interpreter's children.
+FRESH_LABEL = "after-tool-run"
 KILLED = {"simulated": EXIT_CODE_KILLED, "sigkill": -signal.SIGKILL}
 
 
@@ -77,14 +85,22 @@ def file_snapshot(run_dir):
             if path.is_file() and path.name not in ("lease.json", "lease.lock")}
 
 
-# --- the acceptance matrix: real `python -m harness` subprocesses ---------------------------------
+# --- the acceptance matrix: real `python -m harness` processes -------------------------------------
 
-def crash_and_resume_in_fresh_interpreters(tmp_path, label, store_case=FILES_CASE):
+def start_harness_process(label, args, env):
+    """``python -m harness ARGS``: a new interpreter at FRESH_LABEL, a warm child elsewhere."""
+    if label == FRESH_LABEL:
+        return start_harness(args, env)
+    return start_python(["-m", "harness", *args], env=env)
+
+
+def crash_and_resume_in_real_processes(tmp_path, label, store_case=FILES_CASE):
     """Both crash modes of one label side by side (two processes at a time, one per core), then
     two resuming processes: each must complete with one email and agreeing records."""
     spec = f"{label}:{EMAIL_TURN_PASS[label]}"
     cases = {mode: (tmp_path / mode / "run", tmp_path / mode / "requests.jsonl") for mode in MODES}
-    crashing = {mode: start_harness(run_args(run_dir, store_case=store_case), harness_env(log, spec, MODES[mode]))
+    crashing = {mode: start_harness_process(label, run_args(run_dir, store_case=store_case),
+                                            harness_env(log, spec, MODES[mode]))
                 for mode, (run_dir, log) in cases.items()}
     for mode, process in crashing.items():
         out, err = process.communicate(timeout=120)
@@ -93,7 +109,8 @@ def crash_and_resume_in_fresh_interpreters(tmp_path, label, store_case=FILES_CAS
         with store_case.open(run_dir) as store:
             assert store.load()["status"] == "running"
 
-    resuming = {mode: start_harness(run_args(run_dir, "--resume", store_case=store_case), harness_env(log))
+    resuming = {mode: start_harness_process(label, run_args(run_dir, "--resume", store_case=store_case),
+                                            harness_env(log))
                 for mode, (run_dir, log) in cases.items()}
     for mode, process in resuming.items():
         out, err = process.communicate(timeout=120)
@@ -107,11 +124,11 @@ def crash_and_resume_in_fresh_interpreters(tmp_path, label, store_case=FILES_CAS
 @pytest.mark.slow
 @pytest.mark.parametrize("label", CRASH_LABELS)
 def test_subprocess_crash_at_every_label_then_resume(tmp_path, label):
-    crash_and_resume_in_fresh_interpreters(tmp_path, label)
+    crash_and_resume_in_real_processes(tmp_path, label)
 
 
 def test_every_label_is_covered_by_the_subprocess_matrix():
-    assert set(EMAIL_TURN_PASS) == set(CRASH_LABELS)
+    assert set(EMAIL_TURN_PASS) == set(CRASH_LABELS) and FRESH_LABEL in CRASH_LABELS
     assert all(1 <= EMAIL_TURN_PASS[label] <= TEAM_EMAIL_PASSES[label] for label in CRASH_LABELS)
 
 
@@ -150,10 +167,11 @@ def test_forked_crash_at_every_pass_of_every_label(tmp_path, store_case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("label", ["after-tool-run", "mid-checkpoint-write"])
-def test_a_database_store_survives_a_crash_of_a_fresh_interpreter(tmp_path, sql_store_case, label):
+def test_a_database_store_survives_a_crash_of_a_real_process(tmp_path, sql_store_case, label):
     """`python -m harness run --store sqlite|postgresql://...` killed inside the email turn (the
-    effect staged, and the transaction of point A open), then resumed by new interpreters."""
-    crash_and_resume_in_fresh_interpreters(tmp_path, label, sql_store_case)
+    effect staged, and the transaction of point A open), then resumed by new processes (new
+    interpreters at FRESH_LABEL)."""
+    crash_and_resume_in_real_processes(tmp_path, label, sql_store_case)
 
 
 @pytest.mark.slow

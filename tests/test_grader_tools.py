@@ -753,7 +753,10 @@ def test_batch_command_writes_one_row_per_submission_whatever_happens(tmp_path, 
     (entregas / "bruno" / "exercise-3.ipynb").write_text(generated_exercise_text(), encoding="utf-8")
     (entregas / "carla.ipynb").write_text("isto não é um notebook", encoding="utf-8")
     (entregas / "davi").mkdir()
-    (entregas / "eva.ipynb").write_text(notebook_with_extra_cell("while True:\n    pass"), encoding="utf-8")
+    # A loop that waits rather than spins: it reaches its cell limit (half of --timeout) all the same,
+    # without taking a core from the rest of the suite (the engine's tests time out a spinning one).
+    (entregas / "eva.ipynb").write_text(notebook_with_extra_cell("import time\nwhile True:\n    time.sleep(0.05)"),
+                                        encoding="utf-8")
     (entregas / "fabio.ipynb").write_text(notebook_with_extra_cell("import os\nos._exit(1)"), encoding="utf-8")
     gradebook = tmp_path / "notas" / "gradebook.csv"
 

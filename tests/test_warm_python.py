@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.warm_python import run_python
+from tests.warm_python import run_python, start_python
 
 pytestmark = pytest.mark.slow  # the first command of a test process starts the warm interpreter (the SDK import)
 
@@ -83,3 +83,27 @@ def test_a_command_that_kills_the_warm_interpreter_is_an_error_and_the_next_one_
     with pytest.raises(RuntimeError, match="warm interpreter ended"):
         run_python(["-c", "import os, signal, time; os.kill(os.getppid(), signal.SIGKILL); time.sleep(5)"])
     assert run_python(["-c", "print('de novo')"]).stdout == "de novo\n"
+
+
+def test_commands_started_side_by_side_run_at_the_same_time(tmp_path):
+    # Each writes its mark, then waits for the other's: one at a time, the first would wait forever.
+    code = ("import pathlib, sys, time\nmine, theirs = map(pathlib.Path, sys.argv[1:])\nmine.touch()\n"
+            "deadline = time.monotonic() + 20\nwhile not theirs.exists() and time.monotonic() < deadline:\n"
+            "    time.sleep(0.01)\nprint('viu' if theirs.exists() else 'sozinho')\nsys.exit(3)")
+    first, second = tmp_path / "a", tmp_path / "b"
+    processes = [start_python(["-c", code, str(first), str(second)]),
+                 start_python(["-c", code, str(second), str(first)])]
+    assert processes[0].pid != processes[1].pid
+    outputs = [process.communicate(timeout=60) for process in reversed(processes)]  # either order
+    assert [process.returncode for process in processes] == [3, 3]
+    assert [out for out, _ in outputs] == ["viu\n", "viu\n"], outputs
+
+
+def test_a_started_command_past_its_wait_is_still_running_until_killed(tmp_path):
+    process = start_python(["-c", "import time; time.sleep(60)"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.wait(timeout=0.5)
+    assert _alive(process.pid)
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.communicate(timeout=0.5)  # past its time: killed, as run_python's timeout does
+    assert process.returncode == -9
