@@ -163,6 +163,9 @@ def lab_serving(lessons: Path, tmp_path_factory):
         sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={lessons}", "--allow-root",
+        # These pages only render a lesson: a kernel per opened notebook (JupyterLab's and Notebook
+        # 7's default) would be 1.5 s of imports each, for nothing the test looks at.
+        "--LabServerApp.notebook_starts_kernel=False",
     ]
     with running_lab(command, env, cwd=home, port=port, token=token) as server:
         yield server
