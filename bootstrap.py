@@ -138,8 +138,8 @@ def run_child(command: list[str], env: dict, cwd: Path | None = None) -> int:
 
 # The whole suite in three pytest-xdist workers that take tests from each other's queues as
 # they free up (many tests wait on a kernel or a child process, so a third worker fills the
-# gaps). Measured in one session on 2 cores, 2,966 tests: 666 s with -n 3 --dist worksteal,
-# 694 s with -n 4, 852 s with -n 2 --dist loadfile; serially, 2,033-2,192 s.
+# gaps). Measured in one session on 2 cores, 2,980 tests: 642 s with -n 3 --dist worksteal,
+# 684 s with -n 4 (and more CPU: 1,129 s against 984 s); earlier, 852 s with -n 2 --dist loadfile.
 WHOLE_SUITE = ["-n", "3", "--dist", "worksteal"]
 # Options that choose the workers themselves, or that need one process: a debugger (xdist refuses
 # it) and -s (a worker's output never reaches the terminal).
