@@ -235,6 +235,7 @@ def test_the_project_has_no_import_cycle():
     assert import_cycles(import_graph(ROOT)) == []
 
 
+@pytest.mark.slow  # the whole project's import graph: over a second
 def test_harness_layers_point_one_way():
     assert layer_problems(import_graph(ROOT)) == []
 

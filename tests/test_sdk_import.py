@@ -51,6 +51,7 @@ def finished_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow  # new interpreters, as the point is what one imports
 def test_commands_that_never_call_the_model_end_without_the_sdk(finished_run, tmp_path):
     where = ["--workdir", str(finished_run)]
     seen = fresh_interpreter(
@@ -62,6 +63,7 @@ def test_commands_that_never_call_the_model_end_without_the_sdk(finished_run, tm
     assert {key: loaded for key, (_, loaded) in seen.items() if loaded} == {}, seen
 
 
+@pytest.mark.slow  # new interpreters, as the point is what one imports
 def test_a_run_still_loads_the_sdk_and_calls_the_model(finished_run):
     seen = fresh_interpreter(["run", "--scenario", "team-email", "--workdir", str(finished_run.parent / "again")])
     assert list(seen.values()) == [[0, True]]

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.warm_python import run_python, start_python
+from tests.warm_python import WarmPython, run_python, start_python
 
 pytestmark = pytest.mark.slow  # the first command of a test process starts the warm interpreter (the SDK import)
 
@@ -107,3 +107,25 @@ def test_a_started_command_past_its_wait_is_still_running_until_killed(tmp_path)
     with pytest.raises(subprocess.TimeoutExpired):
         process.communicate(timeout=0.5)  # past its time: killed, as run_python's timeout does
     assert process.returncode == -9
+
+
+def test_commands_still_running_end_with_the_warm_interpreter(tmp_path):
+    """The test process ends (or is stopped by Ctrl-C): what it left running ends with it."""
+    warm = WarmPython()
+    try:
+        process = warm.start(["-c", "import time; time.sleep(60)"])
+        assert _alive(process.pid)
+    finally:
+        warm.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(process.pid):
+        time.sleep(0.05)
+    assert not _alive(process.pid), "a command outlived the interpreter that started it"
+
+
+def test_a_command_gets_the_default_ctrl_c_and_its_output_twice():
+    process = start_python(["-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"])
+    assert process.communicate(timeout=60) == ("True\n", "")
+    assert process.communicate(timeout=60) == ("True\n", "")
+    process.kill()  # ended: nothing to kill, and no error
+    assert process.returncode == 0

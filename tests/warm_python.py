@@ -7,7 +7,10 @@ nothing else: the command runs at the child's own top level, so an exception it 
 reaches the interpreter itself (traceback on stderr, exit 1), ``sys.exit`` gives the exit code,
 and a signal kills it as it would kill ``python``. What a child cannot change is what the
 interpreter reads only when it starts (``PYTHONIOENCODING``, ``PYTHONPATH``, ``-X`` options,
-the locale): commands whose test is about those keep ``subprocess.run([sys.executable, ...])``.
+the locale), and, the preloaded modules being frozen out of the collector (``gc.freeze``),
+what only the collector's last pass at exit does (``__del__`` of an object in a reference
+cycle that a module holds): commands whose test is about those keep
+``subprocess.run([sys.executable, ...])``.
 
 One warm interpreter per test process, started on first use and ended with that process.
 ``run_python`` runs a command to its end; ``start_python`` starts one and returns at once (a
@@ -36,28 +39,38 @@ PRELOADED = ("anthropic", "httpx2", "harness.cli", "harness.runner", "harness.mo
 # turns readable) it says that child's exit status. The child leaves the loop and runs the command
 # at module level, so nothing of the loop catches what the command raises.
 SERVER = r"""
-import gc, json, os, select, sys
+import gc, json, os, select, signal, sys
 
 
 def next_request():  # in the interpreter, forever; in each child, its request (from the fork)
     reply = os.fdopen(int(sys.argv[1]), "w", buffering=1)
     running = {}  # pidfd: pid
-    while True:
-        for fd in select.select([0, *running], [], [])[0]:
-            if fd in running:
-                pid = running.pop(fd)
-                os.close(fd)
-                _, status = os.waitpid(pid, 0)
-                reply.write(json.dumps({"ended": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
-                continue
-            line = sys.stdin.readline()  # the client sends a request only once the last one has its pid
-            if not line:
-                os._exit(0)
-            pid = os.fork()
-            if pid == 0:
-                return json.loads(line)
-            running[os.pidfd_open(pid)] = pid
-            reply.write(json.dumps({"started": pid}) + "\n")
+    try:
+        while True:
+            for fd in select.select([0, *running], [], [])[0]:
+                if fd in running:
+                    pid = running.pop(fd)
+                    os.close(fd)
+                    _, status = os.waitpid(pid, 0)
+                    reply.write(json.dumps({"ended": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
+                    continue
+                line = sys.stdin.readline()  # the client sends a request only once the last one has its pid
+                if not line:
+                    return None  # the test process ended: so do the commands it left running
+                pid = os.fork()
+                if pid == 0:
+                    running.clear()
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                    return json.loads(line)
+                running[os.pidfd_open(pid)] = pid
+                reply.write(json.dumps({"started": pid}) + "\n")
+    finally:
+        for pid in running.values():  # each command is a group of its own: it and all it started
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 for name in sys.argv[2:]:
@@ -66,7 +79,12 @@ del name
 # What is imported now lives as long as the interpreter: out of the collector's sight, a child's
 # collections (and its exit) do not walk, and so copy, every page of it (gc.freeze's own purpose).
 gc.freeze()
+# Ctrl-C in the terminal reaches the whole group: the test process ends, and closing this
+# interpreter's input ends the commands still running (a command gets Python's default back).
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 request = next_request()
+if request is None:
+    os._exit(0)
 sys.argv = sys.argv[:1]
 os.setpgid(0, 0)  # a group of its own: a timeout kills the command and whatever it started
 os.chdir(request["cwd"])
@@ -80,12 +98,12 @@ argv = request["argv"]
 if argv[0] == "-m":
     import runpy
     sys.argv = [argv[1], *argv[2:]]
-    del gc, json, os, select, next_request, request, argv, fd, path, flags
+    del gc, json, os, select, signal, next_request, request, argv, fd, path, flags
     runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 else:
     code = compile(argv[1], "<string>", "exec")
     sys.argv = ["-c", *argv[2:]]
-    del gc, json, os, select, next_request, request, argv, fd, path, flags
+    del gc, json, os, select, signal, next_request, request, argv, fd, path, flags
     exec(code)
 """
 
@@ -96,14 +114,21 @@ class WarmProcess:
     def __init__(self, warm: WarmPython, pid: int, argv, scratch: tempfile.TemporaryDirectory, paths: dict):
         self.pid, self.args, self.returncode = pid, [sys.executable, *argv], None
         self._warm, self._scratch, self._paths = warm, scratch, paths
+        self._read: tuple[str, str] | None = None
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            self.returncode = self._warm._exit_code(self.pid, timeout, self.args)
+            try:
+                self.returncode = self._warm._exit_code(self.pid, timeout, self.args)
+            except RuntimeError:  # the warm interpreter died: nobody would ever end this command
+                _kill_group(self.pid)
+                raise
         return self.returncode
 
     def kill(self) -> None:
-        _kill_group(self.pid)
+        """SIGKILL the command and all it started (nothing, once it has ended: its pid may be reused)."""
+        if self.returncode is None and not self._warm._has_ended(self.pid):
+            _kill_group(self.pid)
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         """Wait for the command to end (killing it and all it started past ``timeout``); its output."""
@@ -117,10 +142,11 @@ class WarmProcess:
         return self._output()
 
     def _output(self) -> tuple[str, str]:
-        out, err = (Path(self._paths[name]).read_text(encoding="utf-8", errors="replace")
-                    for name in ("stdout", "stderr"))
-        self._scratch.cleanup()
-        return out, err
+        if self._read is None:
+            self._read = tuple(Path(self._paths[name]).read_text(encoding="utf-8", errors="replace")
+                               for name in ("stdout", "stderr"))
+            self._scratch.cleanup()
+        return self._read
 
 
 class WarmPython:
@@ -172,6 +198,10 @@ class WarmPython:
             if pid not in self._ended:
                 raise self._ended_error("exit code")
             return self._ended.pop(pid)
+
+    def _has_ended(self, pid: int) -> bool:
+        with self._replies:
+            return pid in self._ended
 
     def _read_replies(self, replies) -> None:
         for line in replies:
