@@ -119,6 +119,7 @@ def write_lab_settings(settings: Path) -> None:
 class Server:
     base: str
     token: str
+    log: Path | None = None  # the server's own output, shown when a test fails
 
     def lab_url(self, notebook: str) -> str:
         # "reset" starts from a blank workspace, so tabs opened by earlier tests are not restored.
@@ -180,8 +181,8 @@ def jupyterlab(course, tmp_path_factory):
 @contextmanager
 def running_lab(command: list[str], env: dict, *, cwd: Path, port: int, token: str):
     """Start JupyterLab, wait until it answers, and stop it (kernels and terminals first)."""
-    server = Server(base=f"http://127.0.0.1:{port}", token=token)
     log_path = cwd / "jupyterlab.log"
+    server = Server(base=f"http://127.0.0.1:{port}", token=token, log=log_path)
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=cwd, start_new_session=True)
@@ -396,13 +397,44 @@ def current_tab(page) -> str:
     return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").inner_text()
 
 
-def run_cell(page, cell) -> None:
-    """Select a code cell, run it with Shift+Enter and wait until the kernel has answered."""
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    # The first run also waits for the kernel to start, which a loaded machine can stretch past
-    # the page's default 90 s: this is a guard against a hang, not a speed requirement.
-    cell.locator(".jp-InputPrompt").filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=240_000)
+def run_cell(page, server: Server, cell) -> None:
+    """Run a code cell with Shift+Enter once its notebook's kernel is idle, and wait for the answer.
+
+    The timeouts guard against a hang; a loaded machine can stretch a kernel's start past the
+    page's default 90 s. Lab drops a run asked for before the kernel is ready, and a key
+    pressed before the editor has focus goes nowhere: a prompt still blank is pressed again.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    def give_up(what: str):
+        try:
+            kernels = server.api("/api/kernels")
+        except Exception as error:  # the diagnosis must not hide the failure
+            kernels = repr(error)
+        log = server.log.read_text()[-3000:] if server.log else ""
+        prompt = cell.locator(".jp-InputPrompt").inner_text()
+        pytest.fail(f"{what}; prompt {prompt!r}; kernels {kernels}\nJupyterLab's log:\n{log}")
+
+    try:
+        page.wait_for_selector(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=240_000)
+    except PlaywrightTimeout:
+        give_up("the notebook's kernel never became idle")
+    prompt = cell.locator(".jp-InputPrompt")
+    for _ in range(5):
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            prompt.filter(has_text=re.compile(r"\[(\*|\d+)\]")).wait_for(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    else:
+        give_up("Shift+Enter never started the cell")
+    try:
+        prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=240_000)
+    except PlaywrightTimeout:
+        give_up("the kernel never answered the cell")
 
 
 def scroll_to(page, selector: str):
@@ -447,7 +479,7 @@ def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, pa
 
     # 3. Run the exercise's first code cell (its imports) in a real kernel.
     first_code = panel.locator(".jp-CodeCell").first
-    run_cell(page, first_code)
+    run_cell(page, server, first_code)
     assert first_code.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
     # 4. A Lab terminal: `grade` is on its PATH although the server's PATH had no venv.
