@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 import signal
+import tempfile
 
 # Before any test module imports nbformat: `grader`'s import keeps jsonschema from loading its
 # optional IRI checker (`rfc3987_syntax` compiles a grammar for seconds at import; nothing here
@@ -23,6 +24,14 @@ from harness.crash import reset_crash_counts
 from harness.display.scratch_folder import remove_made_folders
 from harness.stores.local_postgres import LocalPostgres, unavailable_reason
 from tests.stores_support import SQL_KINDS, STORE_KINDS, StoreCase
+from tests.temp_root import memory_backed_temp_root, read_proc_mounts
+
+# Before pytest picks its temporary root (at the first tmp_path) and before any worker or child
+# process starts, so they all inherit it: a tmpfs when there is one with room (tests/temp_root.py).
+MEMORY_TEMP_ROOT = memory_backed_temp_root(os.environ, read_proc_mounts)
+if MEMORY_TEMP_ROOT:
+    os.environ["TMPDIR"] = MEMORY_TEMP_ROOT
+    tempfile.tempdir = None  # gettempdir() keeps its first answer; ask it again
 
 CRASH_ENV = ("CRASH_AFTER", "CRASH_MODE")
 
@@ -214,14 +223,17 @@ def edited_exercises(root: Path) -> list[str]:
 
 
 def pytest_report_header(config):
-    """Tests that check the generated exercises read `exercises/` as it is on disk: a contributor's
+    """Where the temporary files go (tests/temp_root.py), and a warning when `exercises/` differs.
+
+    Tests that check the generated exercises read `exercises/` as it is on disk: a contributor's
     own answers there fail them. Say so at the start and again at the end, beside the failures."""
+    where = f"temporary files: {tempfile.gettempdir()}" + (" (tmpfs)" if MEMORY_TEMP_ROOT else "")
     edited = edited_exercises(Path(__file__).resolve().parent.parent)
     if not edited:
-        return None
+        return [where]
     verb = "difere" if len(edited) == 1 else "diferem"
     config.stash[EDITED_EXERCISES] = (f"atenção: {', '.join(edited)} {verb} do repositório (respostas suas?). Os "
                                       "testes que conferem os exercícios gerados vão falhar; guarde as respostas "
                                       "(git stash -u guarda também os arquivos novos) ou rode `course build`.")
-    return [config.stash[EDITED_EXERCISES]]
+    return [where, config.stash[EDITED_EXERCISES]]
 
