@@ -99,18 +99,35 @@ def crash_and_resume_in_real_processes(tmp_path, label, store_case=FILES_CASE):
     two resuming processes: each must complete with one email and agreeing records."""
     spec = f"{label}:{EMAIL_TURN_PASS[label]}"
     cases = {mode: (tmp_path / mode / "run", tmp_path / mode / "requests.jsonl") for mode in MODES}
+    # A database store's turn keeps a scratch folder. A TMPDIR for each mode keeps every other
+    # process, each of which sweeps what dead ones left, away from the folder this test watches.
+    watch_scratch = store_case.kind != "files" and label == FRESH_LABEL  # killed inside the tool phase
+    scratch_roots = {mode: tmp_path / mode / "tmp" for mode in MODES}
+
+    def env(mode, *args):
+        if not watch_scratch:
+            return harness_env(*args)
+        scratch_roots[mode].mkdir(parents=True, exist_ok=True)
+        return {**harness_env(*args), "TMPDIR": str(scratch_roots[mode])}
+
     crashing = {mode: start_harness_process(label, run_args(run_dir, store_case=store_case),
-                                            harness_env(log, spec, MODES[mode]))
+                                            env(mode, log, spec, MODES[mode]))
                 for mode, (run_dir, log) in cases.items()}
+    left_scratch = []
     for mode, process in crashing.items():
         out, err = process.communicate(timeout=120)
         assert process.returncode == KILLED[mode], f"{mode}: {err}"
         run_dir, _ = cases[mode]
         with store_case.open(run_dir) as store:
             assert store.load()["status"] == "running"
+        if watch_scratch:
+            scratch = sorted(scratch_roots[mode].glob(f"turno-{process.pid}-*"))
+            # A simulated crash unwinds through the phase's `finally`; SIGKILL leaves the folder behind.
+            assert bool(scratch) == (mode == "sigkill"), f"{mode}: {scratch}"
+            left_scratch += scratch
 
     resuming = {mode: start_harness_process(label, run_args(run_dir, "--resume", store_case=store_case),
-                                            harness_env(log))
+                                            env(mode, log))
                 for mode, (run_dir, log) in cases.items()}
     for mode, process in resuming.items():
         out, err = process.communicate(timeout=120)
@@ -119,6 +136,8 @@ def crash_and_resume_in_real_processes(tmp_path, label, store_case=FILES_CASE):
         assert "status=completed" in out
         assert run_problems(store_case, run_dir, log) == [], mode
         assert len(pids_in(log)) == 2, mode  # the crashed and the resumed process both asked the model
+    # The resumed processes' first turns swept what the killed ones left, lock files too.
+    assert [path for path in left_scratch if os.path.lexists(path) or os.path.lexists(f"{path}.dono")] == []
 
 
 @pytest.mark.slow

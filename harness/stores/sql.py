@@ -21,11 +21,14 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from harness.abandoned_folders import claim, remove_abandoned
+from harness.abandoned_folders import remove as remove_scratch
 from harness.approval import APPROVALS_FILE, load_approvals, validate_decision
 from harness.checkpoint import CHECKPOINT_FIELDS, CheckpointError, write_json_atomic
 from harness.crash import crash_point
@@ -187,9 +190,34 @@ def seq_of(point_id_text):
 
 
 def scratch_root():
-    """Onde o rascunho de um turno mora: memória (/dev/shm) quando existe; ele nunca precisa sobreviver."""
+    """Onde o rascunho de um turno mora: memória (/dev/shm) quando existe, pois ele nunca precisa
+    sobreviver; com um TMPDIR escolhido, a pasta temporária de sempre (None)."""
+    if os.environ.get("TMPDIR"):
+        return None
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+# turno-<pid>-<8 letras do mkdtemp>: o pid diz de quem é um rascunho sem trava ao lado.
+TURN_SCRATCH = re.compile(r"turno-([0-9]+)-[a-z0-9_]{8}")
+_swept_scratch_roots: set[str] = set()
+
+
+def new_turn_scratch() -> Path:
+    """Uma pasta nova para o rascunho de um turno, com a trava do processo ao lado.
+
+    Um processo morto no meio de um turno (SIGKILL, a queda que o curso simula) não apaga o
+    rascunho; em memória, largados assim se acumulariam até a máquina reiniciar. O primeiro
+    turno de cada processo leva embora os que nenhum processo vivo segura
+    (harness/abandoned_folders.py).
+    """
+    root = os.path.abspath(scratch_root() or tempfile.gettempdir())
+    if root not in _swept_scratch_roots:
+        _swept_scratch_roots.add(root)
+        remove_abandoned(Path(root), TURN_SCRATCH)
+    folder = Path(tempfile.mkdtemp(prefix=f"turno-{os.getpid()}-", dir=root))
+    claim(folder, shared=True)
+    return folder
 
 
 class SqlStore(RunStore):
@@ -624,7 +652,7 @@ class SqlStore(RunStore):
         from harness.approval import WaitingForApproval  # a exceção que ainda leva o rascunho
 
         ids = {call["id"] for call in calls}
-        scratch = Path(tempfile.mkdtemp(prefix="turno-", dir=scratch_root()))
+        scratch = new_turn_scratch()
         effects_path, approvals_path = scratch / EFFECTS_FILE, scratch / APPROVALS_FILE
         for table, validate, path in (("effects", validate_record, effects_path),
                                       ("approvals", validate_decision, approvals_path)):
@@ -644,7 +672,7 @@ class SqlStore(RunStore):
             self._stage(world, effects_path, approvals_path)
         finally:
             world.end_turn()
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_scratch(scratch)
 
     def _stage(self, world, effects_path, approvals_path):
         emails, tickets = world.staged_emails, world.staged_tickets
