@@ -5,6 +5,7 @@ and the other tests can assert on an empty list and see every problem at once.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
@@ -157,6 +158,9 @@ def wait_until_stopped(process: subprocess.Popen, timeout=60.0) -> None:
     raise AssertionError("process did not reach its stop point in time")
 
 
+SDK_MODULES = ("anthropic", "httpx2", "harness.model", "harness.fake_endpoint")
+
+
 def fork_harness(args, env_updates=None, output_path=None, in_child=None) -> int:
     """Run ``harness.cli.main(args)`` in a forked child and return its pid.
 
@@ -166,6 +170,11 @@ def fork_harness(args, env_updates=None, output_path=None, in_child=None) -> int
     """
     from harness import cli, crash
 
+    # The harness imports the SDK only when a run makes its client. Imported here, before the fork,
+    # every child inherits it; left to each child, each pays the 2 s import again (so a test file
+    # run alone, with no other module having imported the SDK, took ten times as long).
+    for module in SDK_MODULES:
+        importlib.import_module(module)
     pid = os.fork()
     if pid:
         return pid
