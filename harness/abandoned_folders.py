@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -210,3 +211,33 @@ def remove_abandoned(parent: Path, name: re.Pattern[str], *, by_pid: bool = True
                 removed.append(Path(entry.path))
                 _remove_lock_if_free(lock_file(entry.path))
     return removed
+
+
+_swept: set[tuple[str, str]] = set()  # (parent folder, pattern) already swept by this process
+# mkdtemp's random tail is 8 of [a-z0-9_]: no hyphen, so "x-" never claims "x-1-<pid>-…".
+_TAIL = r"([0-9]+)-[a-z0-9_]{8}"
+# Any folder ``new_claimed_folder`` names (a prefix, the pid, the tail): swept only on a free lock.
+_ANY_FOLDER = rf"[A-Za-z0-9_.-]*[A-Za-z_.-]{_TAIL}"
+
+
+def _sweep(parent: str, prefix: str) -> None:
+    """Once per process and folder: every folder whose free lock says it was left (any prefix's),
+    and this prefix's older folders without a lock whose process is gone."""
+    for pattern, by_pid in ((_ANY_FOLDER, False), (re.escape(prefix) + _TAIL, True)):
+        if (parent, pattern) not in _swept:
+            _swept.add((parent, pattern))
+            remove_abandoned(Path(parent), re.compile(pattern), by_pid=by_pid)
+
+
+def new_claimed_folder(parent: Path | str, prefix: str) -> Path:
+    """A new empty folder ``<prefix><pid>-<random>`` in ``parent``, with this process's lock
+    beside it. The first call per parent and prefix also removes what processes gone without
+    cleaning up left there (``_sweep``). ``prefix`` ends in a character that is not a digit
+    (``"licao-1-"``), or the pid after it could be read as part of it."""
+    if not prefix or prefix[-1].isdigit():
+        raise ValueError(f"o prefixo {prefix!r} precisa terminar num caractere que não seja dígito, como 'licao-1-'")
+    parent = os.path.abspath(parent)  # a relative TMPDIR would move with os.chdir
+    _sweep(parent, prefix)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+    claim(folder, shared=True)
+    return folder

@@ -24,13 +24,13 @@ from harness.crash import reset_crash_counts
 from harness.display.scratch_folder import remove_made_folders
 from harness.stores.local_postgres import LocalPostgres, unavailable_reason
 from tests.stores_support import SQL_KINDS, STORE_KINDS, StoreCase
-from tests.temp_root import memory_backed_temp_root, read_proc_mounts
+from tests.temp_root import CHOSEN_BY_SUITE, filesystem_of, memory_backed_temp_root, read_proc_mounts
 
 # Before pytest picks its temporary root (at the first tmp_path) and before any worker or child
 # process starts, so they all inherit it: a tmpfs when there is one with room (tests/temp_root.py).
 MEMORY_TEMP_ROOT = memory_backed_temp_root(os.environ, read_proc_mounts)
 if MEMORY_TEMP_ROOT:
-    os.environ["TMPDIR"] = MEMORY_TEMP_ROOT
+    os.environ["TMPDIR"] = os.environ[CHOSEN_BY_SUITE] = MEMORY_TEMP_ROOT
     tempfile.tempdir = None  # gettempdir() keeps its first answer; ask it again
 
 CRASH_ENV = ("CRASH_AFTER", "CRASH_MODE")
@@ -222,12 +222,28 @@ def edited_exercises(root: Path) -> list[str]:
     return [line[3:] + (" (fora do repositório)" if line.startswith("??") else "") for line in changed if line.strip()]
 
 
+def temporary_root(config) -> str:
+    """The folder pytest makes its temporary folders under, in its own order of precedence."""
+    if config.option.basetemp:
+        return str(Path(config.option.basetemp).resolve())
+    return str(Path(os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir()).resolve())
+
+
+def temporary_files_line(config) -> str:
+    root = temporary_root(config)
+    try:
+        kind = filesystem_of(read_proc_mounts(), root)
+    except OSError:  # no mount table to say (not Linux)
+        kind = ""
+    return f"temporary files: {root}" + (f" ({kind})" if kind == "tmpfs" else "")
+
+
 def pytest_report_header(config):
     """Where the temporary files go (tests/temp_root.py), and a warning when `exercises/` differs.
 
     Tests that check the generated exercises read `exercises/` as it is on disk: a contributor's
     own answers there fail them. Say so at the start and again at the end, beside the failures."""
-    where = f"temporary files: {tempfile.gettempdir()}" + (" (tmpfs)" if MEMORY_TEMP_ROOT else "")
+    where = temporary_files_line(config)
     edited = edited_exercises(Path(__file__).resolve().parent.parent)
     if not edited:
         return [where]

@@ -19,12 +19,40 @@ MEMORY_FOLDER = "/dev/shm"
 # A whole run, keeping every test's folder, peaks near 400 MB; a run on a tmpfs smaller than
 # this could fill it, and memory with it.
 MINIMUM_FREE_BYTES = 2 * 1024**3
+# Set beside TMPDIR when the suite chose the folder itself, so its xdist workers and children,
+# which inherit both, know the TMPDIR they see was the suite's choice and not their caller's.
+CHOSEN_BY_SUITE = "COURSE_TESTS_TEMP_ROOT"
+# What Python's tempfile reads, in its order (https://docs.python.org/3/library/tempfile.html#tempfile.gettempdir),
+# and pytest's own override of its root.
+CALLER_CHOICES = ("TMPDIR", "TEMP", "TMP", "PYTEST_DEBUG_TEMPROOT")
+
+
+def mount_entries(mounts: str) -> list[tuple[str, str, set[str]]]:
+    """(mount point, type, options) per well-formed line of /proc/self/mounts, in mount order."""
+    return [(fields[1], fields[2], set(fields[3].split(",")))
+            for fields in map(str.split, mounts.splitlines()) if len(fields) >= 4]
 
 
 def mounted_as_tmpfs(mounts: str, folder: str) -> bool:
-    """Whether `folder` is a mount point of type tmpfs in the text of /proc/self/mounts."""
-    kinds = [fields[2] for fields in map(str.split, mounts.splitlines()) if len(fields) >= 3 and fields[1] == folder]
-    return bool(kinds) and kinds[-1] == "tmpfs"  # the last mount on a point is the one in use
+    """Whether `folder` is a mount point of type tmpfs whose files may be run.
+
+    Tests write small programs into their folders and run them (a stand-in `python3` on PATH),
+    which a `noexec` mount (Docker's /dev/shm) refuses."""
+    entries = [(kind, options) for point, kind, options in mount_entries(mounts) if point == folder]
+    if not entries:
+        return False
+    kind, options = entries[-1]  # the last mount on a point is the one in use
+    return kind == "tmpfs" and "noexec" not in options
+
+
+def filesystem_of(mounts: str, path: str) -> str:
+    """The type of the mount that holds `path` (an absolute, resolved path), "" when none is listed."""
+    holding = [(point, kind) for point, kind, _ in mount_entries(mounts)
+               if path == point or path.startswith(point.rstrip("/") + "/")]
+    if not holding:
+        return ""
+    longest = max(len(point) for point, _ in holding)
+    return [kind for point, kind in holding if len(point) == longest][-1]
 
 
 def free_bytes(folder: str) -> int:
@@ -37,7 +65,10 @@ def memory_backed_temp_root(environ: Mapping[str, str], read_mounts: Callable[[]
                             writable: Callable[[str], bool] = lambda folder: os.access(folder, os.W_OK | os.X_OK),
                             folder: str = MEMORY_FOLDER) -> str | None:
     """The folder to give the suite as TMPDIR, or None to leave the temporary root alone."""
-    if environ.get("TMPDIR") or environ.get("PYTEST_DEBUG_TEMPROOT"):
+    chosen = environ.get(CHOSEN_BY_SUITE)
+    if chosen and environ.get("TMPDIR") == chosen and not environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return chosen  # a worker or child of a session that chose it
+    if any(environ.get(name) for name in CALLER_CHOICES):
         return None  # the caller chose
     try:
         if not mounted_as_tmpfs(read_mounts(), folder) or not writable(folder):

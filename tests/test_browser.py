@@ -397,42 +397,60 @@ def current_tab(page) -> str:
     return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").inner_text()
 
 
-def run_cell(page, server: Server, cell) -> None:
+def kernel_state(server: Server, notebook: str) -> str:
+    """The execution state the server reports for the kernel of `notebook`'s session, or why none."""
+    try:
+        sessions = server.api("/api/sessions")
+    except (OSError, ValueError) as error:  # a server busy starting the kernel may not answer yet
+        return f"no answer ({error})"
+    for session in sessions or []:
+        if isinstance(session, dict) and session.get("path") == notebook:
+            return str((session.get("kernel") or {}).get("execution_state", "no kernel"))
+    return "no session"
+
+
+def run_cell(page, server: Server, notebook: str, cell, budget_s: float = 240) -> None:
     """Run a code cell with Shift+Enter once its notebook's kernel is idle, and wait for the answer.
 
-    The timeouts guard against a hang; a loaded machine can stretch a kernel's start past the
-    page's default 90 s. Lab drops a run asked for before the kernel is ready, and a key
-    pressed before the editor has focus goes nowhere: a prompt still blank is pressed again.
+    Lab's own indicator says idle before any kernel exists, so readiness is asked of the server:
+    the session of `notebook` (its path from the server's root) with a kernel that is idle. Lab
+    drops a run asked for before that, and a key pressed before the editor has focus goes
+    nowhere: a prompt still blank is pressed again. All waits share one budget, kept inside the
+    test's timeout so a hang fails here, with a diagnosis, rather than in pytest-timeout.
     """
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    deadline = time.monotonic() + budget_s
+    prompt = cell.locator(".jp-InputPrompt")
+
+    def left_ms(at_most_s: float) -> int:
+        return max(1, int(min(at_most_s, deadline - time.monotonic()) * 1000))
 
     def give_up(what: str):
         try:
-            kernels = server.api("/api/kernels")
-        except Exception as error:  # the diagnosis must not hide the failure
-            kernels = repr(error)
-        log = server.log.read_text()[-3000:] if server.log else ""
-        prompt = cell.locator(".jp-InputPrompt").inner_text()
-        pytest.fail(f"{what}; prompt {prompt!r}; kernels {kernels}\nJupyterLab's log:\n{log}")
+            shown = prompt.inner_text(timeout=2_000)
+        except PlaywrightError as error:  # the diagnosis must not hide the failure
+            shown = repr(error)
+        log = server.log.read_text(errors="replace")[-3000:] if server.log else ""
+        pytest.fail(f"{what}; prompt {shown!r}; kernel {kernel_state(server, notebook)}\n"
+                    f"JupyterLab's log:\n{log}")
 
-    try:
-        page.wait_for_selector(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']",
-                               timeout=240_000)
-    except PlaywrightTimeout:
-        give_up("the notebook's kernel never became idle")
-    prompt = cell.locator(".jp-InputPrompt")
-    for _ in range(5):
-        cell.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
+    while (state := kernel_state(server, notebook)) != "idle":
+        if time.monotonic() > deadline:
+            give_up(f"the notebook's kernel never became idle (last seen: {state})")
+        page.wait_for_timeout(250)
+    while True:
         try:
-            prompt.filter(has_text=re.compile(r"\[(\*|\d+)\]")).wait_for(timeout=15_000)
+            cell.locator(".jp-InputArea-editor").click(timeout=left_ms(15))
+            page.keyboard.press("Shift+Enter")
+            prompt.filter(has_text=re.compile(r"\[(\*|\d+)\]")).wait_for(timeout=left_ms(15))
             break
         except PlaywrightTimeout:
-            continue
-    else:
-        give_up("Shift+Enter never started the cell")
+            if time.monotonic() > deadline:
+                give_up("Shift+Enter never started the cell")
     try:
-        prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=240_000)
+        prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=left_ms(budget_s))
     except PlaywrightTimeout:
         give_up("the kernel never answered the cell")
 
@@ -479,7 +497,7 @@ def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, pa
 
     # 3. Run the exercise's first code cell (its imports) in a real kernel.
     first_code = panel.locator(".jp-CodeCell").first
-    run_cell(page, server, first_code)
+    run_cell(page, server, "exercises/exercise-2.ipynb", first_code)
     assert first_code.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
     # 4. A Lab terminal: `grade` is on its PATH although the server's PATH had no venv.

@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from types import SimpleNamespace
 
 import pytest
 
 from tests import conftest
-from tests.temp_root import MINIMUM_FREE_BYTES, memory_backed_temp_root, mounted_as_tmpfs
+from tests.temp_root import (CHOSEN_BY_SUITE, MINIMUM_FREE_BYTES, filesystem_of, memory_backed_temp_root,
+                             mounted_as_tmpfs, read_proc_mounts)
 
 TMPFS = "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n/dev/vda / ext4 rw,relatime 0 0\n"
 ROOM = MINIMUM_FREE_BYTES
@@ -25,9 +27,18 @@ def test_a_writable_tmpfs_with_room_is_chosen():
     assert choose() == "/dev/shm"
 
 
-@pytest.mark.parametrize("environ", [{"TMPDIR": "/somewhere"}, {"PYTEST_DEBUG_TEMPROOT": "/elsewhere"}])
+@pytest.mark.parametrize("environ", [{"TMPDIR": "/somewhere"}, {"TEMP": "/somewhere"}, {"TMP": "/somewhere"},
+                                     {"PYTEST_DEBUG_TEMPROOT": "/elsewhere"},
+                                     # a marker left by an outer session, with a TMPDIR of the caller's own
+                                     {CHOSEN_BY_SUITE: "/dev/shm", "TMPDIR": "/somewhere"}])
 def test_a_temporary_root_the_caller_chose_is_kept(environ):
     assert choose(environ) is None
+
+
+def test_a_worker_of_a_session_that_chose_knows_the_choice_was_the_suites():
+    """An xdist worker inherits TMPDIR and the marker; the choice holds even where the worker
+    could not have made it (here: no tmpfs in its mount table)."""
+    assert choose({"TMPDIR": "/dev/shm", CHOSEN_BY_SUITE: "/dev/shm"}, mounts="") == "/dev/shm"
 
 
 def test_an_empty_tmpdir_counts_as_none_chosen():
@@ -40,6 +51,7 @@ def test_an_empty_tmpdir_counts_as_none_chosen():
     "tmpfs /dev/shm tmpfs rw 0 0\n/dev/vdb /dev/shm ext4 rw 0 0\n",   # a disk mounted over the tmpfs
     "tmpfs /dev/shm2 tmpfs rw 0 0\ntmpfs /dev/shm/x tmpfs rw 0 0\n",  # only names that begin alike
     "tmpfs\n\n",                                                       # lines that lie about their fields
+    "tmpfs /dev/shm tmpfs rw,nosuid,nodev,noexec 0 0\n",               # Docker's: programs there cannot run
 ])
 def test_a_folder_that_is_not_a_tmpfs_in_use_is_not_chosen(mounts):
     assert choose(mounts=mounts) is None
@@ -54,6 +66,15 @@ def test_a_tmpfs_too_small_for_a_run_or_not_writable_is_not_chosen():
     assert choose(writable=False) is None
 
 
+def test_the_filesystem_of_a_path_is_its_longest_mount_point():
+    mounts = "/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n/dev/vdb /dev/shm/disk ext4 rw 0 0\n"
+    assert filesystem_of(mounts, "/dev/shm/pytest-of-root/x") == "tmpfs"
+    assert filesystem_of(mounts, "/dev/shm") == "tmpfs"
+    assert filesystem_of(mounts, "/dev/shm/disk/x") == "ext4"
+    assert filesystem_of(mounts, "/dev/shmx/y") == "ext4"   # a name that begins alike is on /
+    assert filesystem_of("", "/tmp") == ""
+
+
 def test_no_mount_table_leaves_the_default():
     def unreadable():
         raise FileNotFoundError("/proc/self/mounts")
@@ -61,11 +82,29 @@ def test_no_mount_table_leaves_the_default():
     assert memory_backed_temp_root({}, unreadable) is None
 
 
-def test_this_session_and_its_children_use_the_chosen_root(tmp_path):
-    """Whatever was chosen at the conftest's import reached pytest's folders and child processes."""
+def test_this_session_and_its_children_use_the_chosen_root(tmp_path, request):
+    """Whatever was chosen at the conftest's import reached pytest's folders and child processes,
+    in the controller and in every xdist worker (which inherit the choice, not make it)."""
     child = subprocess.run([sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert child == tempfile.gettempdir()
+    assert tmp_path.resolve().is_relative_to(conftest.temporary_root(request.config))
     if conftest.MEMORY_TEMP_ROOT:
         assert os.environ["TMPDIR"] == conftest.MEMORY_TEMP_ROOT == tempfile.gettempdir()
-        assert tmp_path.resolve().is_relative_to(conftest.MEMORY_TEMP_ROOT)
+        if not request.config.option.basetemp and not os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+            assert tmp_path.resolve().is_relative_to(conftest.MEMORY_TEMP_ROOT)
+
+
+def test_the_header_names_the_root_pytest_uses_and_its_filesystem(request):
+    line = conftest.temporary_files_line(request.config)
+    root = conftest.temporary_root(request.config)
+    assert line.startswith(f"temporary files: {root}")
+    on_tmpfs = filesystem_of(read_proc_mounts(), root) == "tmpfs"
+    assert line.endswith(" (tmpfs)") == on_tmpfs
+
+
+def test_a_basetemp_given_on_the_command_line_is_the_root_the_header_names(monkeypatch):
+    monkeypatch.setenv("PYTEST_DEBUG_TEMPROOT", "/y/debug")
+    given = SimpleNamespace(option=SimpleNamespace(basetemp="/x/given"))
+    assert conftest.temporary_root(given) == "/x/given"
+    assert conftest.temporary_root(SimpleNamespace(option=SimpleNamespace(basetemp=None))) == "/y/debug"

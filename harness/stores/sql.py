@@ -21,13 +21,12 @@ import contextlib
 import json
 import math
 import os
-import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from harness.abandoned_folders import claim, remove_abandoned
+from harness.abandoned_folders import new_claimed_folder
 from harness.abandoned_folders import remove as remove_scratch
 from harness.approval import APPROVALS_FILE, load_approvals, validate_decision
 from harness.checkpoint import CHECKPOINT_FIELDS, CheckpointError, write_json_atomic
@@ -199,10 +198,6 @@ def scratch_root():
 
 
 # turno-<pid>-<8 letras do mkdtemp>: o pid diz de quem é um rascunho sem trava ao lado.
-TURN_SCRATCH = re.compile(r"turno-([0-9]+)-[a-z0-9_]{8}")
-_swept_scratch_roots: set[str] = set()
-
-
 def new_turn_scratch() -> Path:
     """Uma pasta nova para o rascunho de um turno, com a trava do processo ao lado.
 
@@ -211,13 +206,7 @@ def new_turn_scratch() -> Path:
     turno de cada processo leva embora os que nenhum processo vivo segura
     (harness/abandoned_folders.py).
     """
-    root = os.path.abspath(scratch_root() or tempfile.gettempdir())
-    if root not in _swept_scratch_roots:
-        _swept_scratch_roots.add(root)
-        remove_abandoned(Path(root), TURN_SCRATCH)
-    folder = Path(tempfile.mkdtemp(prefix=f"turno-{os.getpid()}-", dir=root))
-    claim(folder, shared=True)
-    return folder
+    return new_claimed_folder(scratch_root() or tempfile.gettempdir(), "turno-")
 
 
 class SqlStore(RunStore):
