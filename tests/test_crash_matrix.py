@@ -100,13 +100,12 @@ def crash_and_resume_in_real_processes(tmp_path, label, store_case=FILES_CASE):
     spec = f"{label}:{EMAIL_TURN_PASS[label]}"
     cases = {mode: (tmp_path / mode / "run", tmp_path / mode / "requests.jsonl") for mode in MODES}
     # A database store's turn keeps a scratch folder. A TMPDIR for each mode keeps every other
-    # process, each of which sweeps what dead ones left, away from the folder this test watches.
+    # process, each of which sweeps what dead ones left, away from the folder this test watches,
+    # and what a killed process leaves goes away with this test's folder.
     watch_scratch = store_case.kind != "files" and label == FRESH_LABEL  # killed inside the tool phase
     scratch_roots = {mode: tmp_path / mode / "tmp" for mode in MODES}
 
     def env(mode, *args):
-        if not watch_scratch:
-            return harness_env(*args)
         scratch_roots[mode].mkdir(parents=True, exist_ok=True)
         return {**harness_env(*args), "TMPDIR": str(scratch_roots[mode])}
 
