@@ -31,7 +31,10 @@ from tests.temp_root import CHOSEN_BY_SUITE, filesystem_of, memory_backed_temp_r
 MEMORY_TEMP_ROOT = memory_backed_temp_root(os.environ, read_proc_mounts)
 if MEMORY_TEMP_ROOT:
     os.environ["TMPDIR"] = os.environ[CHOSEN_BY_SUITE] = MEMORY_TEMP_ROOT
-    tempfile.tempdir = None  # gettempdir() keeps its first answer; ask it again
+    # gettempdir() keeps its first answer: give it this one now. Left at None, the first test
+    # that sets TMPDIR for a kernel (test_lessons_execute) would fix it on that test's folder,
+    # which goes away when the test passes, for every later test of the worker.
+    tempfile.tempdir = MEMORY_TEMP_ROOT
 
 CRASH_ENV = ("CRASH_AFTER", "CRASH_MODE")
 
