@@ -216,8 +216,12 @@ def remove_abandoned(parent: Path, name: re.Pattern[str], *, by_pid: bool = True
 _swept: set[tuple[str, str]] = set()  # (parent folder, pattern) already swept by this process
 # mkdtemp's random tail is 8 of [a-z0-9_]: no hyphen, so "x-" never claims "x-1-<pid>-…".
 _TAIL = r"([0-9]+)-[a-z0-9_]{8}"
+# The prefixes ``new_claimed_folder`` takes: no separator (the folder stays in its parent) and a
+# last character that is not a digit (the pid after it stays apart), so the sweep below finds
+# every folder it names.
+_PREFIX = r"[A-Za-z0-9_.-]*[A-Za-z_.-]"
 # Any folder ``new_claimed_folder`` names (a prefix, the pid, the tail): swept only on a free lock.
-_ANY_FOLDER = rf"[A-Za-z0-9_.-]*[A-Za-z_.-]{_TAIL}"
+_ANY_FOLDER = _PREFIX + _TAIL
 
 
 def _sweep(parent: str, prefix: str) -> None:
@@ -232,10 +236,11 @@ def _sweep(parent: str, prefix: str) -> None:
 def new_claimed_folder(parent: Path | str, prefix: str) -> Path:
     """A new empty folder ``<prefix><pid>-<random>`` in ``parent``, with this process's lock
     beside it. The first call per parent and prefix also removes what processes gone without
-    cleaning up left there (``_sweep``). ``prefix`` ends in a character that is not a digit
-    (``"licao-1-"``), or the pid after it could be read as part of it."""
-    if not prefix or prefix[-1].isdigit():
-        raise ValueError(f"o prefixo {prefix!r} precisa terminar num caractere que não seja dígito, como 'licao-1-'")
+    cleaning up left there (``_sweep``). ``prefix`` is made of ASCII letters, digits, ``_``,
+    ``.`` and ``-`` and ends in a character that is not a digit (``"licao-1-"``)."""
+    if not re.fullmatch(_PREFIX, prefix):
+        raise ValueError(f"o prefixo {prefix!r} precisa ter só letras sem acento, dígitos, '_', '.' ou '-' e "
+                         "terminar num caractere que não seja dígito, como 'licao-1-'")
     parent = os.path.abspath(parent)  # a relative TMPDIR would move with os.chdir
     _sweep(parent, prefix)
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))

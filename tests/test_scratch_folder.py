@@ -186,6 +186,19 @@ def test_a_prefix_that_ends_in_a_digit_is_refused(tmp_path):
         scratch_folder("licao-1")
 
 
+@pytest.mark.parametrize("prefix", ["", "../fora-", "/raiz-", "a/b-", "com espaço-", "ü-", "a+b-"])
+def test_a_prefix_that_would_leave_its_parent_or_escape_the_sweep_is_refused(tmp_path, prefix):
+    """A separator would put the folder outside its parent, and a character the sweep's pattern
+    does not know would leave it there for good once its process was killed."""
+    from harness.abandoned_folders import new_claimed_folder
+
+    parent = tmp_path / "pai"
+    parent.mkdir()
+    with pytest.raises(ValueError, match="prefixo"):
+        new_claimed_folder(parent, prefix)
+    assert list(tmp_path.iterdir()) == [parent] and list(parent.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_the_harness_a_verification_drives_cleans_its_own_folder_when_python_ends(tmp_path):
     said = python_in(tmp_path, (

@@ -197,7 +197,6 @@ def scratch_root():
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-# turno-<pid>-<8 letras do mkdtemp>: o pid diz de quem é um rascunho sem trava ao lado.
 def new_turn_scratch() -> Path:
     """Uma pasta nova para o rascunho de um turno, com a trava do processo ao lado.
 
