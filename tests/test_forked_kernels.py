@@ -302,3 +302,24 @@ def test_a_long_temporary_folder_still_gets_a_template(tmp_path, monkeypatch):
     finally:
         template.close()
     assert not os.path.exists(folder), "the socket's folder outlived the template"
+
+
+def test_a_kernel_killed_before_its_setsid_dies_all_the_same():
+    """The template forks, and only then does the child make itself a process group: a worker
+    killed in between (Ctrl-C right after a spare kernel was asked for) had its kernel signalled
+    by group alone, which no group bore yet. That kernel lived on and, starting up, made its
+    connection file's folder again inside the batch's folder already removed."""
+    import subprocess
+    import sys
+
+    from grader.core.kernel_template import Kernels
+
+    not_yet_a_group = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # our group
+    try:
+        kernels = Kernels()
+        kernels.owners[not_yet_a_group.pid] = None
+        kernels.kill()
+        assert not_yet_a_group.wait(timeout=10) == -9
+    finally:
+        not_yet_a_group.kill()
+        not_yet_a_group.wait()

@@ -32,6 +32,7 @@ This module runs inside the template, so it imports nothing of jupyter_client.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -102,6 +103,10 @@ class Kernels:
                     os.killpg(pid, signal.SIGKILL)  # each kernel leads its own process group
                 except OSError:
                     pass
+                # A kernel forked a moment ago may not have reached its setsid: no group bears
+                # its pid yet, and it would live on to make its files in a folder already removed.
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
 
     def clear_user(self, uid: int) -> None:
