@@ -13,6 +13,7 @@ user can write with enough room free, and the system's default otherwise.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 
 MEMORY_FOLDER = "/dev/shm"
@@ -27,9 +28,15 @@ CHOSEN_BY_SUITE = "COURSE_TESTS_TEMP_ROOT"
 CALLER_CHOICES = ("TMPDIR", "TEMP", "TMP", "PYTEST_DEBUG_TEMPROOT")
 
 
+def unescape_mount_field(field: str) -> str:
+    """A field of /proc/self/mounts as the path it names: the kernel writes a space, tab, newline
+    and backslash in a path as three octal digits after a backslash (`\\040` for a space)."""
+    return re.sub(r"\\([0-7]{3})", lambda escape: chr(int(escape.group(1), 8)), field)
+
+
 def mount_entries(mounts: str) -> list[tuple[str, str, set[str]]]:
     """(mount point, type, options) per well-formed line of /proc/self/mounts, in mount order."""
-    return [(fields[1], fields[2], set(fields[3].split(",")))
+    return [(unescape_mount_field(fields[1]), fields[2], set(fields[3].split(",")))
             for fields in map(str.split, mounts.splitlines()) if len(fields) >= 4]
 
 

@@ -75,6 +75,18 @@ def test_the_filesystem_of_a_path_is_its_longest_mount_point():
     assert filesystem_of("", "/tmp") == ""
 
 
+def test_a_mount_point_whose_name_the_kernel_escapes_is_read_as_its_path():
+    # /proc/self/mounts writes a space, tab, newline and backslash in a path as octal escapes
+    # (fs/proc_namespace.c in the Linux source); a path holding them must still match.
+    mounts = ("/dev/vda / ext4 rw 0 0\n"
+              "tmpfs /srv/my\\040tests tmpfs rw 0 0\n"
+              "tmpfs /srv/tab\\011and\\012line\\134slash tmpfs rw 0 0\n")
+    assert filesystem_of(mounts, "/srv/my tests/pytest-of-root") == "tmpfs"
+    assert filesystem_of(mounts, "/srv/my\\040tests/x") == "ext4"   # the escaped text is not the path
+    assert filesystem_of(mounts, "/srv/tab\tand\nline\\slash/x") == "tmpfs"
+    assert mounted_as_tmpfs(mounts, "/srv/my tests")
+
+
 def test_no_mount_table_leaves_the_default():
     def unreadable():
         raise FileNotFoundError("/proc/self/mounts")
