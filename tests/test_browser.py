@@ -125,9 +125,9 @@ class Server:
         # "reset" starts from a blank workspace, so tabs opened by earlier tests are not restored.
         return f"{self.base}/lab/tree/{notebook}?token={self.token}&reset"
 
-    def api(self, path: str, method: str = "GET"):
+    def api(self, path: str, method: str = "GET", timeout_s: float = 10):
         request = urllib.request.Request(f"{self.base}{path}?token={self.token}", method=method)
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             body = response.read()
         return json.loads(body) if body else None
 
@@ -397,10 +397,27 @@ def current_tab(page) -> str:
     return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").inner_text()
 
 
-def kernel_state(server: Server, notebook: str) -> str:
+class Budget:
+    """One deadline shared by a test's long waits, kept inside the test's timeout so a hang fails
+    at the wait that hung, with its own diagnosis, rather than in pytest-timeout."""
+
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def left_s(self, at_most_s: float = float("inf")) -> float:
+        return max(0.001, min(at_most_s, self.deadline - time.monotonic()))
+
+    def left_ms(self, at_most_s: float = float("inf")) -> int:
+        return max(1, int(self.left_s(at_most_s) * 1000))
+
+    def spent(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+
+def kernel_state(server: Server, notebook: str, timeout_s: float = 10) -> str:
     """The execution state the server reports for the kernel of `notebook`'s session, or why none."""
     try:
-        sessions = server.api("/api/sessions")
+        sessions = server.api("/api/sessions", timeout_s=timeout_s)
     except (OSError, ValueError) as error:  # a server busy starting the kernel may not answer yet
         return f"no answer ({error})"
     for session in sessions or []:
@@ -409,23 +426,19 @@ def kernel_state(server: Server, notebook: str) -> str:
     return "no session"
 
 
-def run_cell(page, server: Server, notebook: str, cell, budget_s: float = 240) -> None:
+def run_cell(page, server: Server, notebook: str, cell, budget: Budget) -> None:
     """Run a code cell with Shift+Enter once its notebook's kernel is idle, and wait for the answer.
 
     Lab's own indicator says idle before any kernel exists, so readiness is asked of the server:
     the session of `notebook` (its path from the server's root) with a kernel that is idle. Lab
     drops a run asked for before that, and a key pressed before the editor has focus goes
-    nowhere: a prompt still blank is pressed again. All waits share one budget, kept inside the
-    test's timeout so a hang fails here, with a diagnosis, rather than in pytest-timeout.
+    nowhere: a prompt still blank is pressed again. Every wait, the server's answers included,
+    takes its time from `budget`.
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    deadline = time.monotonic() + budget_s
     prompt = cell.locator(".jp-InputPrompt")
-
-    def left_ms(at_most_s: float) -> int:
-        return max(1, int(min(at_most_s, deadline - time.monotonic()) * 1000))
 
     def give_up(what: str):
         try:
@@ -433,24 +446,26 @@ def run_cell(page, server: Server, notebook: str, cell, budget_s: float = 240) -
         except PlaywrightError as error:  # the diagnosis must not hide the failure
             shown = repr(error)
         log = server.log.read_text(errors="replace")[-3000:] if server.log else ""
-        pytest.fail(f"{what}; prompt {shown!r}; kernel {kernel_state(server, notebook)}\n"
+        pytest.fail(f"{what}; prompt {shown!r}; kernel {kernel_state(server, notebook, timeout_s=2)}\n"
                     f"JupyterLab's log:\n{log}")
 
-    while (state := kernel_state(server, notebook)) != "idle":
-        if time.monotonic() > deadline:
+    while (state := kernel_state(server, notebook, timeout_s=budget.left_s(10))) != "idle":
+        if budget.spent():
             give_up(f"the notebook's kernel never became idle (last seen: {state})")
-        page.wait_for_timeout(250)
+        page.wait_for_timeout(min(250, budget.left_ms()))
+    last_error = None
     while True:
         try:
-            cell.locator(".jp-InputArea-editor").click(timeout=left_ms(15))
+            cell.locator(".jp-InputArea-editor").click(timeout=budget.left_ms(15))
             page.keyboard.press("Shift+Enter")
-            prompt.filter(has_text=re.compile(r"\[(\*|\d+)\]")).wait_for(timeout=left_ms(15))
+            prompt.filter(has_text=re.compile(r"\[(\*|\d+)\]")).wait_for(timeout=budget.left_ms(15))
             break
-        except PlaywrightTimeout:
-            if time.monotonic() > deadline:
-                give_up("Shift+Enter never started the cell")
+        except PlaywrightError as error:  # a timeout, or an editor Lab replaced while rendering
+            last_error = error
+            if budget.spent():
+                give_up(f"Shift+Enter never started the cell (last error: {str(last_error).splitlines()[0]})")
     try:
-        prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=left_ms(budget_s))
+        prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=budget.left_ms())
     except PlaywrightTimeout:
         give_up("the kernel never answered the cell")
 
@@ -475,6 +490,9 @@ def terminal_text(page) -> str:
 
 def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, page):
     server, root = student_lab
+    # The long waits (a kernel, a grade in the terminal, a check in the notebook) share what
+    # the test's timeout leaves after Lab's own short waits.
+    budget = Budget(330)
     # 1. The address `bootstrap.py lab` opens: lesson 1, served from the project root, no news prompt.
     page.goto(f"{server.base}/?token={server.token}&reset")
     page.locator(".jp-NotebookPanel .jp-RenderedMarkdown").first.wait_for()
@@ -497,7 +515,7 @@ def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, pa
 
     # 3. Run the exercise's first code cell (its imports) in a real kernel.
     first_code = panel.locator(".jp-CodeCell").first
-    run_cell(page, server, "exercises/exercise-2.ipynb", first_code)
+    run_cell(page, server, "exercises/exercise-2.ipynb", first_code, budget)
     assert first_code.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
     # 4. A Lab terminal: `grade` is on its PATH although the server's PATH had no venv.
@@ -509,7 +527,7 @@ def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, pa
     page.keyboard.type("grade exercise-2; echo fim-$?\n")
     page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-Terminal .xterm-accessibility-tree')]"
-        ".some(e => /fim-\\d/.test(e.innerText))", timeout=180_000)
+        ".some(e => /fim-\\d/.test(e.innerText))", timeout=budget.left_ms())
     report = terminal_text(page)
     shot(page, "3-terminal-grade")
     assert "command not found" not in report
@@ -525,7 +543,7 @@ def test_student_journey_from_bootstrap_lab_to_a_graded_exercise(student_lab, pa
     page.keyboard.type('check("exercise-2")')
     page.keyboard.press("Shift+Enter")
     table = panel.locator("table.grade-report")
-    table.wait_for(timeout=180_000)
+    table.wait_for(timeout=budget.left_ms())
     table.scroll_into_view_if_needed()
     shot(page, "4-check-tabela")
     text = " ".join(panel.locator(".jp-OutputArea-output:has(table.grade-report)").inner_text().split())
