@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -316,3 +317,67 @@ def test_with_the_private_folder_taken_a_killed_grading_s_locked_folder_in_the_t
         assert scratch.parent == tmp_path
     assert not killed.exists() and not Path(f"{killed}.dono").exists()
     assert lookalike.is_dir()
+
+
+# A child the submission starts in a session of its own, so that killing the kernel's group
+# misses it: it says its pid, then keeps making a folder inside its grading folder (by the
+# absolute path, which makes the whole path again once the batch has removed it).
+LINGERER = textwrap.dedent("""\
+    import os, sys, time
+    here, pid_file = sys.argv[1], sys.argv[2]
+    with open(pid_file, "w") as out:
+        out.write(str(os.getpid()))
+    while True:
+        try:
+            os.makedirs(os.path.join(here, "escondido"), exist_ok=True)
+        except OSError:
+            pass
+        time.sleep(0.02)
+""")
+
+
+def lingering_submission(folder: Path, pid_file: Path) -> None:
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    starts_it = (f"import os, subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {LINGERER!r}, os.getcwd(), "
+                 f"{str(pid_file)!r}], start_new_session=True, stdin=subprocess.DEVNULL, "
+                 "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(starts_it))
+    folder.mkdir(exist_ok=True)
+    nbformat.write(notebook, folder / "aa-demora.ipynb")  # graded first
+
+
+def still_lingering(pid_file: Path) -> bool:
+    """Whether the process that wrote ``pid_file`` still runs (never another one given its pid)."""
+    try:
+        cmdline = Path(f"/proc/{int(pid_file.read_text())}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    return b"escondido" in cmdline
+
+
+def end_lingerer(pid_file: Path) -> None:
+    if still_lingering(pid_file):
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adopting orphans is Linux's PR_SET_CHILD_SUBREAPER")
+@pytest.mark.parametrize("ending", ["finished", "ctrl-c"])
+def test_what_a_submission_started_in_a_session_of_its_own_ends_with_the_batch(tmp_path, ending):
+    """Without the batch adopting its orphans, the child lives on after the batch and makes its
+    folder again inside the removed batch folder."""
+    pid_file = tmp_path / "pid"
+    lingering_submission(tmp_path / "entregas", pid_file)
+    process, temp = start_batch(tmp_path, copies=1 if ending == "finished" else 4, jobs=1)
+    try:
+        if ending == "ctrl-c":
+            wait_for_first_row(process)
+            os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == (0 if ending == "finished" else 130), err
+        assert pid_file.exists(), "the submission's child never started"
+        time.sleep(0.3)  # what lingers has time to make its folder again
+        assert not still_lingering(pid_file)
+        assert leftovers(temp) == []
+    finally:
+        end_lingerer(pid_file)
