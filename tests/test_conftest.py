@@ -60,6 +60,7 @@ def imported_fixtures(tests: Path) -> list[str]:
     return problems
 
 
+@pytest.mark.slow  # reads every module of the project
 def test_no_test_module_imports_a_fixture():
     assert imported_fixtures(TESTS) == []
 

@@ -98,6 +98,7 @@ def test_every_import_is_declared(folders, allowed):
     assert missing == {}, f"imported but not declared in {' or '.join(allowed)}: {missing}"
 
 
+@pytest.mark.slow  # reads every module of the project
 def test_every_declared_distribution_is_used():
     groups = declared()
     imported = set().union(*(distributions(module) for module in imported_modules(("harness", "grader", "authoring", "tests", "bench"))))

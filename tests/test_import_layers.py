@@ -245,6 +245,7 @@ def test_grader_layers_point_one_way():
     assert grader_problems(import_graph(ROOT)) == []
 
 
+@pytest.mark.slow  # reads every module of the project
 def test_the_graph_sees_the_arrows_it_judges():
     # A reader that found no imports would pass every rule: check it sees known arrows.
     graph = import_graph(ROOT)

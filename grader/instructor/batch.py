@@ -587,7 +587,7 @@ def _grade_with_workers(submissions: list[Submission], options: BatchOptions, le
         for thread in threads:  # each notices its killed worker at once and lets it go
             thread.join(timeout=15)
         for index, submission in enumerate(submissions):
-            rows.setdefault(index, failure_row(submission, NOT_GRADED, "lote interrompido antes desta submissão (Ctrl-C, terminal fechado ou SIGTERM)", levels))
+            rows.setdefault(index, failure_row(submission, NOT_GRADED, "lote interrompido antes de a correção desta submissão terminar (Ctrl-C, terminal fechado ou SIGTERM)", levels))
         raise BatchInterrupted([rows[index] for index in range(len(submissions))]) from None
     for index, submission in enumerate(submissions):
         rows.setdefault(index, failure_row(submission, NOT_GRADED, "nenhum processo de correção pegou esta submissão", levels))
