@@ -24,7 +24,6 @@ O código de saída de ``run`` diz como a execução parou: 0 concluída, 10 pau
 from __future__ import annotations
 
 import argparse
-import functools
 import shlex
 import socket
 import sys
@@ -398,15 +397,8 @@ def settle_what_a_crash_left(args: argparse.Namespace) -> None:
             print(note, file=sys.stderr)
 
 
-@functools.cache
-def shared_parser() -> argparse.ArgumentParser:
-    """The parser, built once per process: a grading calls ``main`` hundreds of times in one
-    process, and each build is some seventy ``add_argument`` calls (a millisecond)."""
-    return build_parser()
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = shared_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         check_options(args)

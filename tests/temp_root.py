@@ -36,8 +36,12 @@ def unescape_mount_field(field: str) -> str:
 
 def mount_entries(mounts: str) -> list[tuple[str, str, set[str]]]:
     """(mount point, type, options) per well-formed line of /proc/self/mounts, in mount order."""
+    # Only a space parts the fields and only a newline ends a line: the kernel escapes those in a
+    # path, and nothing else, so str.split()'s other whitespace (a no-break space, \x0b) is
+    # part of the path.
+    lines = (line.split(" ") for line in mounts.split("\n"))
     return [(unescape_mount_field(fields[1]), fields[2], set(fields[3].split(",")))
-            for fields in map(str.split, mounts.splitlines()) if len(fields) >= 4]
+            for fields in lines if len(fields) >= 4]
 
 
 def mounted_as_tmpfs(mounts: str, folder: str) -> bool:

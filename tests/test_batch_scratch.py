@@ -361,11 +361,11 @@ def end_lingerer(pid_file: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adopting orphans is Linux's PR_SET_CHILD_SUBREAPER")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the batch finds what carries its name in /proc")
 @pytest.mark.parametrize("ending", ["finished", "ctrl-c"])
 def test_what_a_submission_started_in_a_session_of_its_own_ends_with_the_batch(tmp_path, ending):
-    """Without the batch adopting its orphans, the child lives on after the batch and makes its
-    folder again inside the removed batch folder."""
+    """Unless the batch ends what carries its name, the child lives on after the batch and makes
+    its folder again inside the removed batch folder."""
     pid_file = tmp_path / "pid"
     lingering_submission(tmp_path / "entregas", pid_file)
     process, temp = start_batch(tmp_path, copies=1 if ending == "finished" else 4, jobs=1)
@@ -381,3 +381,21 @@ def test_what_a_submission_started_in_a_session_of_its_own_ends_with_the_batch(t
         assert leftovers(temp) == []
     finally:
         end_lingerer(pid_file)
+
+
+@pytest.mark.slow
+def test_a_batch_inside_another_process_leaves_that_process_s_other_children_alone(tmp_path):
+    """The batch ends what carries its own name only: not its caller's other children (a test's
+    database server, a helper the caller started)."""
+    from grader.cli import main
+
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        submissions = tmp_path / "entregas"
+        submissions.mkdir()
+        shutil.copyfile(SOLUTION, submissions / "ana.ipynb")
+        assert main(["batch", str(submissions), "exercise-3", "--csv", str(tmp_path / "notas.csv"), "--no-report"]) == 0
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()

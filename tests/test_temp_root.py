@@ -87,6 +87,19 @@ def test_a_mount_point_whose_name_the_kernel_escapes_is_read_as_its_path():
     assert mounted_as_tmpfs(mounts, "/srv/my tests")
 
 
+def test_whitespace_the_kernel_does_not_escape_stays_in_the_path():
+    # A no-break space or a vertical tab is written as it is: it must not split the line, nor let
+    # a forged mount point pass for another entry.
+    mounts = ("/dev/vda / ext4 rw 0 0\n"
+              "tmpfs /tmp/n\u00a0b tmpfs rw 0 0\n"
+              "tmpfs /tmp/v\x0bb tmpfs rw 0 0\n"
+              "shm /dev/shm tmpfs rw,noexec 0 0\n"
+              "none /mnt/x\u2028none\u00a0/dev/shm\u00a0tmpfs\u00a0rw tmpfs rw 0 0\n")
+    assert filesystem_of(mounts, "/tmp/n\u00a0b/x") == "tmpfs"
+    assert mounted_as_tmpfs(mounts, "/tmp/v\x0bb")
+    assert not mounted_as_tmpfs(mounts, "/dev/shm")  # still the noexec one
+
+
 def test_no_mount_table_leaves_the_default():
     def unreadable():
         raise FileNotFoundError("/proc/self/mounts")

@@ -97,16 +97,22 @@ class Kernels:
         """Kill the kernels of ``channel`` (every kernel when None), with whatever they started."""
         if os.getpid() != self.template:
             return  # a kernel's own exit unwinds through the template's loop: its siblings are not its to end
-        for pid, owner in list(self.owners.items()):
-            if channel is None or owner is channel:
-                try:
-                    os.killpg(pid, signal.SIGKILL)  # each kernel leads its own process group
-                except OSError:
-                    pass
-                # A kernel forked a moment ago may not have reached its setsid: no group bears
-                # its pid yet, and it would live on to make its files in a folder already removed.
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+        # SIGCHLD waits: a kernel reaped between the two signals below would free its pid
+        # for another process to take. Unreaped, an ended kernel keeps its pid (a zombie).
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        try:
+            for pid, owner in list(self.owners.items()):
+                if channel is None or owner is channel:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)  # each kernel leads its own process group
+                    except OSError:
+                        pass
+                    # A kernel forked a moment ago may not have reached its setsid: no group bears
+                    # its pid yet, and it would live on to make its files in a folder already removed.
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
     def clear_user(self, uid: int) -> None:

@@ -41,7 +41,7 @@ from grader.reports import console
 from grader.core.limits import DEFAULT_MEMORY_MB, DEFAULT_TOTAL_SECONDS, Limits  # the same defaults as grade and check()
 from grader.core.plural import quantity
 from grader.core.points import shown as shown_points
-from grader.core.adopted_processes import adopt_orphans, end_adopted
+from grader.core.leftover_processes import BATCH_ID_ENV, end_batch_processes, new_batch_id
 from grader.core.scratch import BATCH, scratch_folder
 from grader.core.warm import BATCH_PID_ENV
 
@@ -304,13 +304,14 @@ def kernel_template(options: BatchOptions, needed: bool = True, parent: Path | N
 class WorkerPool:
     """Starts worker processes and can kill every one still alive (Ctrl-C)."""
 
-    def __init__(self, adopts_orphans: bool = False) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._alive: set[subprocess.Popen] = set()
         self.cancelled = False
-        # The batch's command was given its orphaned descendants (grader/core/adopted_processes.py):
-        # what killed workers left running is ended before the batch's folder is removed.
-        self.adopts_orphans = adopts_orphans
+        # The name the workers, their kernels and what those start carry in their environment,
+        # so that what killed workers left running is ended before the batch's folder is
+        # removed (grader/core/leftover_processes.py).
+        self.batch_id = new_batch_id()
         # Where the workers (and their kernels) make their temporary folders: the batch's
         # scratch folder, removed by the batch even when it had to kill them.
         self.temp_root: Path | None = None
@@ -319,7 +320,8 @@ class WorkerPool:
         with self._lock:
             if self.cancelled:
                 return None
-            env = {**os.environ, BATCH_PID_ENV: str(os.getpid())}  # the worker dies with the batch
+            env = {**os.environ, BATCH_PID_ENV: str(os.getpid()),  # the worker dies with the batch
+                   BATCH_ID_ENV: self.batch_id}
             if self.temp_root is not None:
                 env["TMPDIR"] = str(self.temp_root)
             process = subprocess.Popen(
@@ -540,8 +542,7 @@ def grade_all(
                 return _grade_with_workers(submissions, options, levels, jobs, on_row, pool, template_address)
         finally:
             pool.kill_remaining()  # normally none is left; one still alive would keep writing in there
-            if pool.adopts_orphans:
-                end_adopted()  # and so would what the killed workers had started
+            end_batch_processes(pool.batch_id)  # and so would what the killed workers had started
 
 
 def _grade_with_workers(submissions: list[Submission], options: BatchOptions, levels: list[int], jobs: int,
@@ -769,8 +770,7 @@ def run(args: argparse.Namespace) -> int:
     stopped_by: list[int] = []
     try:
         with hangup_as_interrupt(stopped_by):
-            rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance,
-                             pool=WorkerPool(adopts_orphans=adopt_orphans()))
+            rows = grade_all(submissions, options, levels, args.jobs, on_row=bar.advance)
     except BatchInterrupted as interrupted:
         with contextlib.suppress(OSError):  # a closed terminal: the gradebook still gets written
             bar.close()  # before printing on the same stderr

@@ -1,0 +1,79 @@
+"""What a batch started, however far down, ends with the batch.
+
+A batch kills its workers outright (Ctrl-C, a submission past its deadline). What a killed
+worker had started lives on without it: a kernel it launched itself (jupyter_client gives each
+kernel a session of its own, so killing the worker's group misses it), and whatever a
+submission's code started in a session of its own. Until their own checks notice, such
+processes keep working in the batch's folder, and one that makes a folder there after the batch
+removed it leaves that folder behind (its ``mkdir(parents=True)`` makes the whole path again).
+
+Each batch gives its workers a name of its own in their environment (``GRADE_BATCH_ID``); their
+kernels, and what those start, inherit it. Before removing its folder, the batch kills every
+process that carries its name, at any depth, in one sweep of /proc repeated until none is
+left; nothing else is touched (its caller's other children, a database server, another batch).
+A process that emptied its environment escapes this, as it escapes anything short of the
+sandbox: without ``--sandbox`` the submission's code runs with the instructor's own rights.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from pathlib import Path
+
+BATCH_ID_ENV = "GRADE_BATCH_ID"
+# Killed processes are gone within milliseconds; one stuck in the kernel (a dead network
+# mount) is not waited for past this.
+END_WAIT_SECONDS = 5.0
+
+
+def new_batch_id() -> str:
+    """A name no other batch, in this process or another, carries."""
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def _carries(pid: int, batch_id: str) -> bool:
+    """Whether the process ``pid`` has this batch's name in its environment (a process that ended
+    has none left to read)."""
+    try:
+        names = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{BATCH_ID_ENV}={batch_id}".encode() in names
+
+
+def carrying(batch_id: str, proc: Path = Path("/proc")) -> list[int]:
+    """The pids of live processes whose environment holds this batch's name (Linux); [] elsewhere."""
+    entries = proc.iterdir() if proc.is_dir() else []
+    return [int(entry.name) for entry in entries
+            if entry.name.isdigit() and int(entry.name) != os.getpid() and _carries(int(entry.name), batch_id)]
+
+
+def _kill_if_carrying(pid: int, batch_id: str) -> bool:
+    """SIGKILL ``pid`` if it carries the name, through a pidfd: the environment is read, and the
+    signal sent, to the process the pidfd holds, even if ``pid`` is freed and given to another."""
+    try:
+        handle = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return False
+    try:
+        if not _carries(pid, batch_id):
+            return False
+        signal.pidfd_send_signal(handle, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
+
+
+def end_batch_processes(batch_id: str, wait_seconds: float = END_WAIT_SECONDS) -> list[int]:
+    """Kill every process carrying ``batch_id``, repeating while new ones appear (a chain forking
+    as it dies); the pids killed."""
+    ended: list[int] = []
+    deadline = time.monotonic() + wait_seconds
+    while (left := carrying(batch_id)) and time.monotonic() < deadline:
+        ended.extend(pid for pid in left if _kill_if_carrying(pid, batch_id))
+        time.sleep(0.01)
+    return ended
