@@ -71,9 +71,11 @@ def _kill_if_carrying(pid: int, batch_id: str) -> bool:
 def end_batch_processes(batch_id: str, wait_seconds: float = END_WAIT_SECONDS) -> list[int]:
     """Kill every process carrying ``batch_id``, repeating while new ones appear (a chain forking
     as it dies); the pids killed."""
-    ended: list[int] = []
+    ended: set[int] = set()
     deadline = time.monotonic() + wait_seconds
     while (left := carrying(batch_id)) and time.monotonic() < deadline:
-        ended.extend(pid for pid in left if _kill_if_carrying(pid, batch_id))
+        # A process signalled in the last sweep may not have died yet: it is signalled again,
+        # and counted once.
+        ended.update(pid for pid in left if _kill_if_carrying(pid, batch_id))
         time.sleep(0.01)
-    return ended
+    return sorted(ended)
