@@ -43,14 +43,14 @@ def dead_pid() -> int:
     return process.pid
 
 
-def start_batch(tmp_path: Path, copies: int, jobs: int) -> tuple[subprocess.Popen, Path]:
+def start_batch(tmp_path: Path, copies: int, jobs: int, temp: Path | None = None) -> tuple[subprocess.Popen, Path]:
     """`grade batch` as typed in a terminal (its own process group, SIGINT at its default), with
-    its own temp folder."""
+    its own temp folder (``temp``, or one in ``tmp_path``)."""
     submissions = tmp_path / "entregas"
     submissions.mkdir(exist_ok=True)
     for index in range(copies):
         shutil.copyfile(SOLUTION, submissions / f"aluno-{index:02d}.ipynb")
-    temp = tmp_path / "tmp"
+    temp = temp or tmp_path / "tmp"
     temp.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
@@ -336,23 +336,34 @@ LINGERER = textwrap.dedent("""\
 """)
 
 
-def lingering_submission(folder: Path, pid_file: Path) -> None:
+def lingering_submission(folder: Path, pid_file: Path, start: str = "exec") -> None:
+    """``exec``: the child is a new program; ``fork``: a double fork of the kernel itself, which
+    never execs (so /proc shows the environment the kernel's own process started with)."""
     notebook = nbformat.read(SOLUTION, as_version=4)
-    starts_it = (f"import os, subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {LINGERER!r}, os.getcwd(), "
-                 f"{str(pid_file)!r}], start_new_session=True, stdin=subprocess.DEVNULL, "
-                 "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
+    if start == "exec":
+        starts_it = (f"import os, subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {LINGERER!r}, os.getcwd(), "
+                     f"{str(pid_file)!r}], start_new_session=True, stdin=subprocess.DEVNULL, "
+                     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
+    else:
+        starts_it = (f"import os, sys\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                     f"        sys.argv = ['-c', os.getcwd(), {str(pid_file)!r}]\n"
+                     f"        try:\n            exec({LINGERER!r})\n        finally:\n            os._exit(0)\n"
+                     f"    os._exit(0)\nos.wait()")
     notebook.cells.insert(0, nbformat.v4.new_code_cell(starts_it))
     folder.mkdir(exist_ok=True)
     nbformat.write(notebook, folder / "aa-demora.ipynb")  # graded first
 
 
 def still_lingering(pid_file: Path) -> bool:
-    """Whether the process that wrote ``pid_file`` still runs (never another one given its pid)."""
+    """Whether the process that wrote ``pid_file`` still runs (never another one given its pid:
+    it must still hold the pid file's folder as its argument)."""
     try:
-        cmdline = Path(f"/proc/{int(pid_file.read_text())}/cmdline").read_bytes()
-    except (OSError, ValueError):
+        pid = int(pid_file.read_text())
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
         return False
-    return b"escondido" in cmdline
+    return state != "Z" and (b"escondido" in arguments or b"ipykernel" in arguments or b"kernel_template" in arguments)
 
 
 def end_lingerer(pid_file: Path) -> None:
@@ -362,13 +373,18 @@ def end_lingerer(pid_file: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the batch finds what carries its name in /proc")
+@pytest.mark.parametrize("start", ["exec", "fork"])
 @pytest.mark.parametrize("ending", ["finished", "ctrl-c"])
-def test_what_a_submission_started_in_a_session_of_its_own_ends_with_the_batch(tmp_path, ending):
+def test_what_a_submission_started_in_a_session_of_its_own_ends_with_the_batch(tmp_path, ending, start):
     """Unless the batch ends what carries its name, the child lives on after the batch and makes
     its folder again inside the removed batch folder."""
     pid_file = tmp_path / "pid"
-    lingering_submission(tmp_path / "entregas", pid_file)
-    process, temp = start_batch(tmp_path, copies=1 if ending == "finished" else 4, jobs=1)
+    lingering_submission(tmp_path / "entregas", pid_file, start)
+    # A short temp folder, so the kernels are forked from the batch's template (a socket path in
+    # pytest's long folders is too long for it): a forked kernel never execs, and /proc shows it
+    # the environment the template started with.
+    short = Path(tempfile.mkdtemp(prefix="gb-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    process, temp = start_batch(tmp_path, copies=0 if ending == "finished" else 4, jobs=1, temp=short)
     try:
         if ending == "ctrl-c":
             wait_for_first_row(process)
@@ -381,6 +397,7 @@ def test_what_a_submission_started_in_a_session_of_its_own_ends_with_the_batch(t
         assert leftovers(temp) == []
     finally:
         end_lingerer(pid_file)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -284,7 +284,8 @@ def _worker_command(options: BatchOptions, template_address: str | None = None) 
 
 
 @contextlib.contextmanager
-def kernel_template(options: BatchOptions, needed: bool = True, parent: Path | None = None) -> Iterator[str | None]:
+def kernel_template(options: BatchOptions, needed: bool = True, parent: Path | None = None,
+                    batch_id: str | None = None) -> Iterator[str | None]:
     """The address of one kernel template for all of the batch's workers (None in the sandbox, or where
     forked kernels are not available): its imports run while the workers start."""
     if options.sandbox or not needed:
@@ -293,7 +294,10 @@ def kernel_template(options: BatchOptions, needed: bool = True, parent: Path | N
     from grader.core.environment import kernel_env
     from grader.core.forked_kernels import TemplateProcess
 
-    template = TemplateProcess.start(options.exercise, kernel_env(), parent=None if parent is None else str(parent))
+    # A forked kernel never execs: /proc shows the environment the template started with, so
+    # the batch's name goes there too, or the sweep would miss what a kernel forks.
+    env = {**kernel_env(), BATCH_ID_ENV: batch_id} if batch_id else kernel_env()
+    template = TemplateProcess.start(options.exercise, env, parent=None if parent is None else str(parent))
     try:
         yield None if template is None or template.broken else template.address
     finally:
@@ -538,7 +542,7 @@ def grade_all(
         pool.temp_root = scratch
         try:
             needed = any(submission.notebook for submission in submissions)
-            with kernel_template(options, needed, scratch) as template_address:
+            with kernel_template(options, needed, scratch, pool.batch_id) as template_address:
                 return _grade_with_workers(submissions, options, levels, jobs, on_row, pool, template_address)
         finally:
             pool.kill_remaining()  # normally none is left; one still alive would keep writing in there
