@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.core.leftover_processes import processes_with
 from grader.core.scratch import BATCH, remove, remove_abandoned, scratch_folder
 
 PREFIX = f"grade-{BATCH}-"
@@ -143,19 +144,6 @@ def test_a_grading_that_dies_midway_leaves_at_most_its_folder_and_the_next_gradi
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert leftovers(temp) == []
-
-
-def processes_with(variable: str) -> list[int]:
-    """Pids of live processes whose environment holds ``variable`` (NAME=value)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if variable.encode() in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")

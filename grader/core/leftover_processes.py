@@ -33,21 +33,26 @@ def new_batch_id() -> str:
     return f"{os.getpid()}-{secrets.token_hex(8)}"
 
 
-def _carries(pid: int, batch_id: str) -> bool:
-    """Whether the process ``pid`` has this batch's name in its environment (a process that ended
-    has none left to read)."""
+def _holds(pid: int, entry: bytes) -> bool:
+    """Whether the process ``pid`` has ``entry`` (NAME=value) in its environment (a process that
+    ended has none left to read)."""
     try:
-        names = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        return entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return False
-    return f"{BATCH_ID_ENV}={batch_id}".encode() in names
 
 
-def carrying(batch_id: str, proc: Path = Path("/proc")) -> list[int]:
-    """The pids of live processes whose environment holds this batch's name (Linux); [] elsewhere."""
-    entries = proc.iterdir() if proc.is_dir() else []
-    return [int(entry.name) for entry in entries
-            if entry.name.isdigit() and int(entry.name) != os.getpid() and _carries(int(entry.name), batch_id)]
+def processes_with(entry: str) -> list[int]:
+    """The pids of other live processes whose environment holds ``entry`` exactly (Linux); [] elsewhere."""
+    wanted = entry.encode()
+    proc = Path("/proc")
+    return [int(path.name) for path in (proc.iterdir() if proc.is_dir() else [])
+            if path.name.isdigit() and int(path.name) != os.getpid() and _holds(int(path.name), wanted)]
+
+
+def carrying(batch_id: str) -> list[int]:
+    """The pids of live processes that carry this batch's name."""
+    return processes_with(f"{BATCH_ID_ENV}={batch_id}")
 
 
 def _kill_if_carrying(pid: int, batch_id: str) -> bool:
@@ -58,7 +63,7 @@ def _kill_if_carrying(pid: int, batch_id: str) -> bool:
     except (OSError, AttributeError):
         return False
     try:
-        if not _carries(pid, batch_id):
+        if not _holds(pid, f"{BATCH_ID_ENV}={batch_id}".encode()):
             return False
         signal.pidfd_send_signal(handle, signal.SIGKILL)
         return True
